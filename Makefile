@@ -1,0 +1,45 @@
+# aio: an event-loop runtime for Go.
+# Everything here needs only Go; targets install what else they use.
+GO ?= go
+PKGS := ./...
+CROSS := darwin/amd64 darwin/arm64 freebsd/amd64 netbsd/amd64 openbsd/amd64 linux/arm64 linux/riscv64
+
+.PHONY: all build test race short vet lint cross bench fuzz clean
+
+all: build test
+
+build:
+	$(GO) build $(PKGS)
+
+# test: formatting, vet, then every test under the race detector.
+test: lint
+	$(GO) test -race -count=1 -timeout 20m $(PKGS)
+
+race: test
+
+# short: the quick loop for development (skips the million-handle graphs).
+short:
+	$(GO) test -race -short -count=1 $(PKGS)
+
+vet:
+	$(GO) vet $(PKGS)
+
+lint: vet
+	@out=$$(gofmt -l $$(git ls-files '*.go' 2>/dev/null || find . -name '*.go')); \
+	if [ -n "$$out" ]; then echo "gofmt needed on:"; echo "$$out"; exit 1; fi
+
+# cross: the kqueue backends and the other architectures must compile and vet.
+cross:
+	@set -e; for p in $(CROSS); do \
+		echo "vet $$p"; GOOS=$${p%/*} GOARCH=$${p#*/} $(GO) vet $(PKGS); \
+	done
+
+# bench: every loopbench workload, aio beside the Go standard library.
+bench:
+	$(GO) run ./cmd/loopbench
+
+fuzz:
+	@echo "no fuzz targets yet"
+
+clean:
+	$(GO) clean -testcache

@@ -1,0 +1,64 @@
+package aio
+
+// finallyNode is the handle of Finally.
+type finallyNode[T any] struct {
+	Handle[T]
+	src *Handle[T] // nil once the input finished or was withdrawn
+	fn  func()     // nil once run
+}
+
+// Finally returns a handle with h's outcome that runs fn on h's loop when h
+// ends in any way: completed, failed or cancelled, and also when the returned
+// handle itself is cancelled first. fn runs once, and before the returned
+// handle's Done closes. A panic in fn fails the result with a *PanicError
+// (unless the result was cancelled).
+func Finally[T any](h *Handle[T], fn func()) *Handle[T] {
+	if h == nil {
+		return Fail[T](nil, ErrNilHandle)
+	}
+	if fn == nil {
+		return Fail[T](h.Loop(), ErrNilFunc)
+	}
+	n := &finallyNode[T]{src: h, fn: fn}
+	n.init(h.loop)
+	n.prod = n
+	h.register(n)
+	return &n.Handle
+}
+
+// runFn runs fn the first time it is called.
+func (n *finallyNode[T]) runFn() error {
+	fn := n.fn
+	if fn == nil {
+		return nil
+	}
+	n.fn = nil
+	return callErr(fn)
+}
+
+func (n *finallyNode[T]) inputDone() {
+	src := n.src
+	n.src = nil
+	if src == nil || n.finished || n.state.Load() >= uint32(Completed) {
+		return
+	}
+	err := n.runFn()
+	switch src.state.Load() {
+	case uint32(Completed):
+		n.settle(src.val, err)
+	case uint32(Failed):
+		var zero T
+		n.settle(zero, src.err)
+	default:
+		n.cancel()
+	}
+}
+
+// stop runs when the result is cancelled before its input finished.
+func (n *finallyNode[T]) stop() {
+	_ = n.runFn()
+	if src := n.src; src != nil {
+		n.src = nil
+		src.withdraw()
+	}
+}

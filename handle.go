@@ -1,0 +1,358 @@
+package aio
+
+import (
+	"context"
+	"runtime"
+	"sync/atomic"
+)
+
+// core is the untyped part of every handle: the status word, the graph links
+// and the terminal transition. Handle[T] adds the value. Continuation nodes
+// embed a Handle, so a Then link is one allocation.
+type core struct {
+	state atomic.Uint32                 // Status, or a transient stCompleting/stFailing; any goroutine, CAS
+	loop  *Loop                         // immutable; detached for handles without a loop
+	done  atomic.Pointer[chan struct{}] // lazily made Done channel; closedDone once finished; any goroutine
+
+	// Owned by the loop.
+	dep0      dependent   // first dependent, inline: most handles have one
+	deps      []dependent // the others
+	interest  int32       // dependents that registered and have not withdrawn
+	prod      producer    // what to stop when cancelled; nil if nothing
+	onCancel  []func()
+	rec       *record // cleanups and weak tracking; nil until needed
+	finished  bool    // the terminal transition ran
+	stopped   bool    // prod.stop ran
+	eagerStop bool    // stop the producer inside an on-loop Cancel (timers: Stats.Timers drops at once)
+
+	// waitLoop is the loop whose teardown completes this handle (Stop's
+	// handle): waiting on it from that loop would deadlock. Immutable.
+	waitLoop *Loop
+}
+
+// dependent is a handle waiting on another: its inputDone runs on the input's
+// loop, once, after the input reached a terminal state (Then runs its function
+// there and settles itself).
+type dependent interface{ inputDone() }
+
+// producer is whatever makes a handle finish: a timer, a Work job, the inputs
+// of a combinator. stop withdraws it when the handle is cancelled. On the loop.
+type producer interface{ stop() }
+
+// Handle is a promise pinned to a loop: a value of type T that arrives later,
+// or an error, or a cancellation. Every method may be called from any
+// goroutine; loop-only work is posted to the handle's loop, and every callback
+// (continuations, OnCancel, OnCleanup) runs there.
+//
+// The status word is the linearization point: completion, failure and
+// cancellation race by compare-and-swap and the winner decides the outcome.
+// The loop then runs, in order: OnCancel callbacks (if cancelled), the
+// continuations of dependents on the same loop, the resource cleanups last
+// registered first, and finally closes Done.
+type Handle[T any] struct {
+	core
+	val T     // written once by the settling winner before it publishes Completed
+	err error // written once by the settling winner before it publishes Failed
+}
+
+var closedDone = func() *chan struct{} {
+	c := make(chan struct{})
+	close(c)
+	return &c
+}()
+
+func (c *core) init(l *Loop) {
+	c.loop = l
+	l.handles.Add(1)
+}
+
+// initFinished makes c a handle that is born terminal (Pure, Fail, a producer
+// refused by a stopped loop): nothing will ever run on it except late
+// registrations.
+func (c *core) initFinished(l *Loop, st uint32) {
+	c.loop = l
+	c.state.Store(st)
+	c.finished = true
+	c.done.Store(closedDone)
+}
+
+// Status returns the handle's status: one atomic load.
+func (h *Handle[T]) Status() Status { return statusOf(h.state.Load()) }
+
+func statusOf(s uint32) Status {
+	switch s {
+	case stCompleting:
+		return Completed
+	case stFailing:
+		return Failed
+	}
+	return Status(s)
+}
+
+// Cancelled reports whether the handle was cancelled: one atomic load.
+func (h *Handle[T]) Cancelled() bool { return h.state.Load() == uint32(Cancelled) }
+
+// Loop returns the loop the handle is pinned to, or nil for a handle with no
+// loop (Loop.Stop's, All of nothing, Pure(nil, …)).
+func (h *Handle[T]) Loop() *Loop {
+	if h.loop == detached {
+		return nil
+	}
+	return h.loop
+}
+
+// Cancel cancels the handle if it is not terminal yet, from any goroutine, and
+// reports whether this call did it. A cancelled handle never runs success or
+// error continuations; its OnCancel callbacks and cleanups run on its loop,
+// and cancellation flows down to its producer: a timer is disarmed, Work's
+// context is cancelled, and a combinator withdraws its interest in its inputs.
+func (h *Handle[T]) Cancel() bool { return h.cancel() }
+
+func (c *core) cancel() bool {
+	for {
+		s := c.state.Load()
+		if s >= uint32(Completed) {
+			return false
+		}
+		if c.state.CompareAndSwap(s, uint32(Cancelled)) {
+			break
+		}
+	}
+	c.schedFinish(true)
+	return true
+}
+
+// settle is the completing or failing side of the terminal race.
+func (h *Handle[T]) settle(v T, err error) bool {
+	to, final := stCompleting, uint32(Completed)
+	if err != nil {
+		to, final = stFailing, uint32(Failed)
+	}
+	for {
+		s := h.state.Load()
+		if s >= uint32(Completed) {
+			return false
+		}
+		if h.state.CompareAndSwap(s, to) {
+			break
+		}
+	}
+	if err != nil {
+		h.err = err
+	} else {
+		h.val = v
+	}
+	h.state.Store(final)
+	h.schedFinish(false)
+	return true
+}
+
+// schedFinish queues the terminal transition on the handle's loop.
+func (c *core) schedFinish(cancelled bool) {
+	l := c.loop
+	if l.OnLoop() {
+		if cancelled && c.eagerStop {
+			c.stopProducer()
+		}
+		l.jobs.push(job{c: c})
+		return
+	}
+	l.exec(c.finish)
+}
+
+func (c *core) stopProducer() {
+	if !c.stopped && c.prod != nil {
+		c.stopped = true
+		c.prod.stop()
+	}
+}
+
+// finish is the single terminal transition. On the loop; runs once.
+func (c *core) finish() {
+	if c.finished {
+		return
+	}
+	c.finished = true
+	l := c.loop
+	if c.state.Load() == uint32(Cancelled) {
+		c.stopProducer()
+		for _, fn := range c.onCancel {
+			l.call(fn)
+		}
+	}
+	c.onCancel = nil
+	if d := c.dep0; d != nil {
+		c.dep0 = nil
+		d.inputDone()
+		for i, d := range c.deps {
+			c.deps[i] = nil
+			d.inputDone()
+		}
+		c.deps = nil
+	}
+	c.prod = nil
+	if c.rec != nil {
+		c.rec.finish(c)
+	}
+	l.handles.Add(-1)
+	if p := c.done.Swap(closedDone); p != nil && p != closedDone {
+		close(*p)
+	}
+}
+
+// addDep registers d to be told when c finishes. On c's loop. A dependent
+// registered on a handle that already finished is told by a job, never inside
+// the call that registers it.
+func (c *core) addDep(d dependent) {
+	if c.finished {
+		c.loop.jobs.push(job{d: d})
+		return
+	}
+	c.interest++
+	if c.dep0 == nil {
+		c.dep0 = d
+	} else {
+		c.deps = append(c.deps, d)
+	}
+}
+
+// register runs addDep on c's loop.
+func (c *core) register(d dependent) {
+	if c.loop.OnLoop() {
+		c.addDep(d)
+		return
+	}
+	c.loop.exec(func() { c.addDep(d) })
+}
+
+// withdraw takes back one dependent's interest in c; when none is left and c
+// is still running, c is cancelled. On c's loop.
+func (c *core) withdraw() {
+	c.interest--
+	if c.interest <= 0 {
+		c.cancel()
+	}
+}
+
+// withdrawFrom withdraws interest in c from any goroutine.
+func (c *core) withdrawFrom() {
+	if c.loop.OnLoop() {
+		c.withdraw()
+		return
+	}
+	c.loop.exec(c.withdraw)
+}
+
+// Done returns a channel closed once the handle is terminal and all its
+// cleanups have run.
+func (h *Handle[T]) Done() <-chan struct{} {
+	p := h.done.Load()
+	if p == nil {
+		ch := make(chan struct{})
+		if h.done.CompareAndSwap(nil, &ch) {
+			return ch
+		}
+		p = h.done.Load()
+	}
+	return *p
+}
+
+// Result returns the value and error of a terminal handle: (v, nil) when
+// Completed, (zero, err) when Failed, (zero, ErrCancelled) when Cancelled, and
+// (zero, ErrPending) when the handle is not terminal yet. After Done is closed
+// it always returns the outcome.
+func (h *Handle[T]) Result() (T, error) {
+	for {
+		switch s := h.state.Load(); s {
+		case uint32(Completed):
+			return h.val, nil
+		case uint32(Failed):
+			var zero T
+			return zero, h.err
+		case uint32(Cancelled):
+			var zero T
+			return zero, ErrCancelled
+		case stCompleting, stFailing:
+			// The winner is between its CAS and its publishing store: a few
+			// instructions. Let it finish.
+			runtime.Gosched()
+		default:
+			var zero T
+			return zero, ErrPending
+		}
+	}
+}
+
+// Wait blocks until the handle is done and returns Result, or returns ctx's
+// error if ctx ends first. On the handle's own loop it cannot block (the loop
+// would wait for itself): there it returns the outcome if the handle is
+// already terminal, else ErrAwaitOnLoop at once.
+func (h *Handle[T]) Wait(ctx context.Context) (T, error) {
+	if h.loop.OnLoop() || h.waitLoop.OnLoop() {
+		if statusOf(h.state.Load()).Terminal() {
+			return h.Result()
+		}
+		var zero T
+		return zero, ErrAwaitOnLoop
+	}
+	select {
+	case <-h.Done():
+		return h.Result()
+	case <-ctx.Done():
+		var zero T
+		return zero, ctx.Err()
+	}
+}
+
+// OnCancel registers fn to run on the handle's loop if and when the handle is
+// cancelled, before its continuations and cleanups. On a handle that was
+// already cancelled it runs soon after; on one that finished otherwise, never.
+// It returns h.
+func (h *Handle[T]) OnCancel(fn func()) *Handle[T] {
+	if fn == nil {
+		return h
+	}
+	c := &h.core
+	add := func() {
+		if c.finished {
+			if c.state.Load() == uint32(Cancelled) {
+				c.loop.jobs.push(job{f: fn})
+			}
+			return
+		}
+		c.onCancel = append(c.onCancel, fn)
+	}
+	if c.loop.OnLoop() {
+		add()
+	} else {
+		c.loop.exec(add)
+	}
+	return h
+}
+
+// OnCleanup registers a resource cleanup: fn runs once, on the handle's loop,
+// at the terminal transition (completed, failed or cancelled alike), after the
+// continuations, cleanups last registered first. On a handle that already
+// finished it runs on the loop soon after. If the handle is garbage collected
+// without ever reaching a terminal state, its cleanups still run, on its loop,
+// and Stats.Abandoned counts it.
+func (h *Handle[T]) OnCleanup(fn func()) {
+	if fn == nil {
+		return
+	}
+	c := &h.core
+	if c.loop.OnLoop() {
+		c.addCleanup(fn)
+		return
+	}
+	c.loop.exec(func() { c.addCleanup(fn) })
+}
+
+func (c *core) addCleanup(fn func()) {
+	if c.finished {
+		c.loop.jobs.push(job{f: fn})
+		return
+	}
+	r := c.track()
+	r.cleanups = append(r.cleanups, fn)
+}

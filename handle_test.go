@@ -1,0 +1,557 @@
+package aio
+
+import (
+	"context"
+	"errors"
+	"runtime"
+	"sync"
+	"sync/atomic"
+	"testing"
+	"time"
+
+	"github.com/stretchr/testify/assert"
+	"github.com/stretchr/testify/require"
+)
+
+// UT-01: cancelling a pending handle moves it to Cancelled at once, from any
+// goroutine, and its waiters see ErrCancelled.
+func TestCancelPendingHandle(t *testing.T) {
+	l := startLoop(t)
+	p := NewPromise[int](l)
+	h := p.Handle()
+	require.Equal(t, Running, h.Status())
+	require.True(t, h.Cancel())
+	require.Equal(t, Cancelled, h.Status())
+	require.True(t, h.Cancelled())
+	_, err := wait(t, h)
+	require.ErrorIs(t, err, ErrCancelled)
+	require.False(t, p.Resolve(1), "resolve after cancel must be a no-op")
+	_, err = h.Result()
+	require.ErrorIs(t, err, ErrCancelled)
+}
+
+// UT-08 and UT-09: cancelling a completed or failed handle returns false and
+// changes nothing.
+func TestCancelTerminalHandleReturnsFalse(t *testing.T) {
+	l := startLoop(t)
+	done := NewPromise[int](l)
+	require.True(t, done.Resolve(7))
+	failed := NewPromise[int](l)
+	boom := errors.New("boom")
+	require.True(t, failed.Reject(boom))
+
+	_, _ = wait(t, done.Handle())
+	_, _ = wait(t, failed.Handle())
+	require.False(t, done.Handle().Cancel())
+	require.False(t, failed.Handle().Cancel())
+	require.Equal(t, Completed, done.Handle().Status())
+	require.Equal(t, Failed, failed.Handle().Status())
+	v, err := done.Handle().Result()
+	require.NoError(t, err)
+	require.Equal(t, 7, v)
+	_, err = failed.Handle().Result()
+	require.ErrorIs(t, err, boom)
+	require.False(t, Pure(l, 1).Cancel())
+	require.False(t, Fail[int](l, boom).Cancel())
+}
+
+// UT-06: OnCancel callbacks run on the loop when the handle is cancelled, and
+// never when it finishes otherwise.
+func TestOnCancelRunsOnCancelOnly(t *testing.T) {
+	l := startLoop(t)
+	var cancelled, completed atomic.Int32
+	var onLoop atomic.Bool
+	a := NewPromise[int](l)
+	a.Handle().OnCancel(func() { cancelled.Add(1); onLoop.Store(l.OnLoop()) })
+	b := NewPromise[int](l)
+	b.Handle().OnCancel(func() { completed.Add(1) })
+
+	require.True(t, a.Handle().Cancel())
+	require.True(t, b.Resolve(1))
+	_, _ = wait(t, a.Handle())
+	_, _ = wait(t, b.Handle())
+	require.Equal(t, int32(1), cancelled.Load())
+	require.True(t, onLoop.Load(), "OnCancel must run on the loop")
+	require.Equal(t, int32(0), completed.Load())
+
+	// Registered after the cancellation: runs soon after.
+	late := make(chan struct{})
+	a.Handle().OnCancel(func() { close(late) })
+	select {
+	case <-late:
+	case <-time.After(waitTimeout):
+		t.Fatal("OnCancel on a cancelled handle did not run")
+	}
+}
+
+// The four tests of async-handle-cleanup-list.md plus UT-07: cleanups run
+// once, last registered first, on completion, failure and cancellation.
+func TestCleanupsRunLIFOOnEveryOutcome(t *testing.T) {
+	l := startLoop(t)
+	for _, tc := range []struct {
+		name   string
+		settle func(p *Promise[int])
+		status Status
+	}{
+		{"complete", func(p *Promise[int]) { p.Resolve(1) }, Completed},
+		{"fail", func(p *Promise[int]) { p.Reject(errors.New("x")) }, Failed},
+		{"cancel", func(p *Promise[int]) { p.Handle().Cancel() }, Cancelled},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			var mu sync.Mutex
+			var order []int
+			p := NewPromise[int](l)
+			for i := 1; i <= 3; i++ {
+				p.Handle().OnCleanup(func() {
+					require.True(t, l.OnLoop())
+					mu.Lock()
+					order = append(order, i)
+					mu.Unlock()
+				})
+			}
+			tc.settle(p)
+			_, _ = wait(t, p.Handle())
+			require.Equal(t, tc.status, p.Handle().Status())
+			mu.Lock()
+			require.Equal(t, []int{3, 2, 1}, order, "cleanups run LIFO, each once, before Done")
+			mu.Unlock()
+		})
+	}
+}
+
+// Cleanups never run twice: settling again, cancelling after completion and
+// the collector all leave them alone.
+func TestCleanupsNoDoubleRun(t *testing.T) {
+	l := startLoop(t)
+	var runs atomic.Int32
+	p := NewPromise[int](l)
+	p.Handle().OnCleanup(func() { runs.Add(1) })
+	require.True(t, p.Resolve(1))
+	require.False(t, p.Resolve(2))
+	require.False(t, p.Reject(errors.New("late")))
+	_, _ = wait(t, p.Handle())
+	require.False(t, p.Handle().Cancel())
+	onLoop(t, l, func() {}) // a full turn of the loop after the extra calls
+	runtime.GC()
+	onLoop(t, l, func() {})
+	require.Equal(t, int32(1), runs.Load())
+	v, err := p.Handle().Result()
+	require.NoError(t, err)
+	require.Equal(t, 1, v, "the first settling call wins")
+}
+
+// A cleanup registered on a handle that already finished runs soon after, on
+// the loop.
+func TestCleanupOnFinishedHandleRuns(t *testing.T) {
+	l := startLoop(t)
+	h := Pure(l, 1)
+	ran := make(chan bool, 1)
+	h.OnCleanup(func() { ran <- l.OnLoop() })
+	select {
+	case on := <-ran:
+		require.True(t, on)
+	case <-time.After(waitTimeout):
+		t.Fatal("cleanup on a finished handle did not run")
+	}
+}
+
+// The ordering of the terminal transition: OnCancel, then continuations, then
+// cleanups, then Done.
+func TestTerminalTransitionOrder(t *testing.T) {
+	l := startLoop(t)
+	var order []string // touched only on the loop
+	p := NewPromise[int](l)
+	h := p.Handle()
+	onLoop(t, l, func() {
+		h.OnCleanup(func() { order = append(order, "cleanup") })
+		Then(h, func(int) (int, error) { order = append(order, "then"); return 0, nil })
+		Finally(h, func() { order = append(order, "finally") })
+	})
+	p.Resolve(1)
+	_, _ = wait(t, h)
+	var got []string
+	onLoop(t, l, func() { got = append(got, order...) })
+	require.Equal(t, []string{"then", "finally", "cleanup"}, got)
+
+	order = nil
+	onLoop(t, l, func() {
+		c := NewPromise[int](l).Handle()
+		c.OnCleanup(func() { order = append(order, "cleanup") })
+		c.OnCancel(func() { order = append(order, "oncancel") })
+		Finally(c, func() { order = append(order, "finally") })
+		c.Cancel()
+	})
+	got = nil
+	onLoop(t, l, func() { got = append(got, order...) })
+	require.Equal(t, []string{"oncancel", "finally", "cleanup"}, got)
+}
+
+// UT-11 and concurrent Cancel: many goroutines cancel one handle while others
+// read Cancelled; exactly one Cancel returns true and readers never see a torn
+// state (the race detector checks the atomics).
+func TestConcurrentCancelExactlyOneWins(t *testing.T) {
+	l := startLoop(t)
+	for round := 0; round < 50; round++ {
+		p := NewPromise[int](l)
+		h := p.Handle()
+		var cleanups atomic.Int32
+		h.OnCleanup(func() { cleanups.Add(1) })
+		var wins atomic.Int32
+		var wg sync.WaitGroup
+		start := make(chan struct{})
+		for i := 0; i < 16; i++ {
+			wg.Add(2)
+			go func() {
+				defer wg.Done()
+				<-start
+				if h.Cancel() {
+					wins.Add(1)
+				}
+			}()
+			go func() {
+				defer wg.Done()
+				<-start
+				for j := 0; j < 100; j++ {
+					if h.Cancelled() {
+						require.Equal(t, Cancelled, h.Status())
+						return
+					}
+				}
+			}()
+		}
+		close(start)
+		wg.Wait()
+		_, err := wait(t, h)
+		require.ErrorIs(t, err, ErrCancelled)
+		require.Equal(t, int32(1), wins.Load())
+		require.Equal(t, int32(1), cleanups.Load())
+	}
+}
+
+// Resolve, reject and cancel racing from different goroutines: exactly one
+// wins, the outcome matches the winner, and the cleanup runs once.
+func TestSettleCancelRace(t *testing.T) {
+	l := startLoop(t)
+	for round := 0; round < 200; round++ {
+		p := NewPromise[int](l)
+		h := p.Handle()
+		var cleanups atomic.Int32
+		h.OnCleanup(func() { cleanups.Add(1) })
+		var resolved, rejected, cancelled atomic.Bool
+		start := make(chan struct{})
+		var wg sync.WaitGroup
+		wg.Add(3)
+		go func() { defer wg.Done(); <-start; resolved.Store(p.Resolve(round)) }()
+		go func() { defer wg.Done(); <-start; rejected.Store(p.Reject(errors.New("no"))) }()
+		go func() { defer wg.Done(); <-start; cancelled.Store(h.Cancel()) }()
+		close(start)
+		wg.Wait()
+		v, err := wait(t, h)
+		wins := 0
+		for _, b := range []bool{resolved.Load(), rejected.Load(), cancelled.Load()} {
+			if b {
+				wins++
+			}
+		}
+		require.Equal(t, 1, wins, "exactly one settling call wins")
+		switch {
+		case resolved.Load():
+			require.NoError(t, err)
+			require.Equal(t, round, v)
+			require.Equal(t, Completed, h.Status())
+		case rejected.Load():
+			require.EqualError(t, err, "no")
+			require.Equal(t, Failed, h.Status())
+		default:
+			require.ErrorIs(t, err, ErrCancelled)
+			require.Equal(t, Cancelled, h.Status())
+		}
+		require.Equal(t, int32(1), cleanups.Load())
+	}
+}
+
+func TestNewResolvesFromAnyGoroutine(t *testing.T) {
+	l := startLoop(t)
+	var startedOnLoop atomic.Bool
+	h := New(l, func(resolve func(int), reject func(error)) {
+		startedOnLoop.Store(l.OnLoop())
+		go resolve(5)
+	})
+	v, err := wait(t, h)
+	require.NoError(t, err)
+	require.Equal(t, 5, v)
+	require.True(t, startedOnLoop.Load(), "start runs on the loop")
+
+	h = New(l, func(resolve func(int), reject func(error)) { reject(nil) })
+	_, err = wait(t, h)
+	require.Error(t, err, "reject(nil) still fails the handle")
+}
+
+func TestPanicsFailTheirHandle(t *testing.T) {
+	l := startLoop(t)
+	boom := errors.New("boom")
+	h := New(l, func(func(int), func(error)) { panic(boom) })
+	_, err := wait(t, h)
+	var pe *PanicError
+	require.ErrorAs(t, err, &pe)
+	require.ErrorIs(t, err, boom, "a PanicError unwraps to an error panic value")
+
+	h2 := Then(Pure(l, 1), func(int) (int, error) { panic("then") })
+	_, err = wait(t, h2)
+	require.ErrorAs(t, err, &pe)
+	require.Equal(t, "then", pe.Value)
+	require.NotEmpty(t, pe.Stack)
+
+	h3 := Delay(l, 0, func() (int, error) { panic("delay") })
+	_, err = wait(t, h3)
+	require.ErrorAs(t, err, &pe)
+
+	// A panic in a posted callback or a cleanup does not kill the loop.
+	require.NoError(t, l.Post(func() { panic("posted") }))
+	p := NewPromise[int](l)
+	var second atomic.Bool
+	p.Handle().OnCleanup(func() { second.Store(true) })
+	p.Handle().OnCleanup(func() { panic("cleanup") })
+	p.Resolve(1)
+	_, err = wait(t, p.Handle())
+	require.NoError(t, err)
+	require.True(t, second.Load(), "the other cleanups still run")
+	onLoop(t, l, func() {})
+	require.GreaterOrEqual(t, l.Stats().Panics, uint64(2))
+}
+
+func TestWaitOnOwnLoop(t *testing.T) {
+	l := startLoop(t)
+	p := NewPromise[int](l)
+	var errPending, errDone error
+	var vDone int
+	onLoop(t, l, func() {
+		_, errPending = p.Handle().Wait(context.Background())
+		p.Resolve(3)
+		vDone, errDone = p.Handle().Wait(context.Background())
+	})
+	require.ErrorIs(t, errPending, ErrAwaitOnLoop)
+	require.NoError(t, errDone, "a terminal handle's outcome is available on its loop")
+	require.Equal(t, 3, vDone)
+
+	ctx, cancel := context.WithCancel(context.Background())
+	cancel()
+	_, err := NewPromise[int](l).Handle().Wait(ctx)
+	require.ErrorIs(t, err, context.Canceled)
+}
+
+func TestResultBeforeTerminal(t *testing.T) {
+	l := startLoop(t)
+	p := NewPromise[string](l)
+	v, err := p.Handle().Result()
+	require.ErrorIs(t, err, ErrPending)
+	require.Empty(t, v)
+	select {
+	case <-p.Handle().Done():
+		t.Fatal("Done closed before terminal")
+	default:
+	}
+	p.Resolve("ok")
+	<-p.Handle().Done()
+	v, err = p.Handle().Result()
+	require.NoError(t, err)
+	require.Equal(t, "ok", v)
+}
+
+func TestStatusStrings(t *testing.T) {
+	for s, want := range map[Status]string{Pending: "pending", Running: "running", Completed: "completed", Failed: "failed", Cancelled: "cancelled"} {
+		assert.Equal(t, want, s.String())
+	}
+	assert.Equal(t, "Status(9)", Status(9).String())
+	assert.False(t, Pending.Terminal())
+	assert.False(t, Running.Terminal())
+	assert.True(t, Completed.Terminal())
+	assert.True(t, Failed.Terminal())
+	assert.True(t, Cancelled.Terminal())
+	assert.False(t, Status(9).Terminal())
+}
+
+// Then: failure passes through without calling fn, cancellation of the input
+// cancels the dependent, and fn never runs inside the call to Then.
+func TestThenSemantics(t *testing.T) {
+	l := startLoop(t)
+	boom := errors.New("boom")
+	called := false
+	failed := Then(Fail[int](l, boom), func(int) (int, error) { called = true; return 0, nil })
+	_, err := wait(t, failed)
+	require.ErrorIs(t, err, boom)
+
+	p := NewPromise[int](l)
+	dep := Then(p.Handle(), func(int) (int, error) { called = true; return 0, nil })
+	p.Handle().Cancel()
+	_, err = wait(t, dep)
+	require.ErrorIs(t, err, ErrCancelled)
+	require.Equal(t, Cancelled, dep.Status())
+
+	var ranInside bool
+	onLoop(t, l, func() {
+		inCall := true
+		Then(Pure(l, 1), func(int) (int, error) { ranInside = inCall; return 0, nil })
+		inCall = false
+	})
+	onLoop(t, l, func() {
+		require.False(t, called)
+		require.False(t, ranInside, "a continuation never runs inside the call that registers it")
+	})
+}
+
+// Cancelling a dependent withdraws its interest: an input with no interested
+// dependent left is cancelled, one still wanted by another dependent is not.
+func TestCancelWithdrawsInterest(t *testing.T) {
+	l := startLoop(t)
+	p := NewPromise[int](l)
+	a := Then(p.Handle(), func(v int) (int, error) { return v, nil })
+	b := Then(p.Handle(), func(v int) (int, error) { return v * 2, nil })
+	a.Cancel()
+	onLoop(t, l, func() {})
+	require.Equal(t, Running, p.Handle().Status(), "b still wants the input")
+	b.Cancel()
+	_, err := wait(t, p.Handle())
+	require.ErrorIs(t, err, ErrCancelled, "no dependent wants the input any more")
+}
+
+// UT-02 and the 1,000,000-deep chain: completion and cancellation walk the
+// graph with the job queue, not the stack.
+func TestDeepChainCompletesAndCancels(t *testing.T) {
+	if testing.Short() {
+		t.Skip("deep chain in -short mode")
+	}
+	const depth = 1_000_000
+	l := startLoop(t)
+	build := func() (*Promise[int], *Handle[int]) {
+		var p *Promise[int]
+		var last *Handle[int]
+		onLoop(t, l, func() {
+			p = NewPromise[int](l)
+			last = p.Handle()
+			for i := 0; i < depth; i++ {
+				last = Then(last, func(v int) (int, error) { return v + 1, nil })
+			}
+		})
+		return p, last
+	}
+
+	p, last := build()
+	p.Resolve(0)
+	v, err := wait(t, last)
+	require.NoError(t, err)
+	require.Equal(t, depth, v)
+
+	// Cancel from the far end: interest is withdrawn link by link down to the
+	// promise at the root.
+	p, last = build()
+	var rootCleanup atomic.Bool
+	p.Handle().OnCleanup(func() { rootCleanup.Store(true) })
+	require.True(t, last.Cancel())
+	_, err = wait(t, p.Handle())
+	require.ErrorIs(t, err, ErrCancelled)
+	require.True(t, rootCleanup.Load())
+
+	// Cancel at the root: every dependent ends cancelled.
+	p, last = build()
+	require.True(t, p.Handle().Cancel())
+	_, err = wait(t, last)
+	require.ErrorIs(t, err, ErrCancelled)
+	onLoop(t, l, func() {})
+	require.Equal(t, 0, l.Stats().Handles, "every handle of the chains has finished")
+}
+
+// A handle dropped without reaching a terminal state is collected, its
+// cleanups still run on the loop, and Stats counts it as abandoned.
+func TestAbandonedHandleRunsCleanups(t *testing.T) {
+	l := startLoop(t)
+	ran := make(chan bool, 1)
+	onLoop(t, l, func() {
+		p := NewPromise[int](l)
+		p.Handle().OnCleanup(func() { ran <- l.OnLoop() })
+	})
+	onLoop(t, l, func() {}) // let the loop track it weakly
+	deadline := time.Now().Add(waitTimeout)
+	for {
+		runtime.GC()
+		select {
+		case on := <-ran:
+			require.True(t, on, "an abandoned handle's cleanups run on its loop")
+			onLoop(t, l, func() {})
+			require.Equal(t, uint64(1), l.Stats().Abandoned)
+			require.Equal(t, 0, l.Stats().Handles)
+			return
+		case <-time.After(10 * time.Millisecond): // polling the collector: no event to wait on
+		}
+		require.True(t, time.Now().Before(deadline), "abandoned handle was never collected")
+	}
+}
+
+func TestNilArguments(t *testing.T) {
+	l := startLoop(t)
+	check := func(err error, want error) {
+		t.Helper()
+		require.ErrorIs(t, err, want)
+	}
+	_, err := wait(t, New[int](l, nil))
+	check(err, ErrNilFunc)
+	_, err = wait(t, New(nil, func(func(int), func(error)) {}))
+	check(err, ErrNilLoop)
+	_, err = wait(t, Delay[int](l, time.Millisecond, nil))
+	check(err, ErrNilFunc)
+	_, err = wait(t, Every(l, time.Millisecond, nil))
+	check(err, ErrNilFunc)
+	_, err = wait(t, Every(l, 0, func() {}))
+	require.Error(t, err)
+	_, err = wait(t, Work[int](l, nil))
+	check(err, ErrNilFunc)
+	_, err = wait(t, Then[int, int](nil, func(int) (int, error) { return 0, nil }))
+	check(err, ErrNilHandle)
+	_, err = wait(t, Then[int, int](Pure(l, 1), nil))
+	check(err, ErrNilFunc)
+	check(l.Post(nil), ErrNilFunc)
+	_, err = wait(t, Fail[int](l, nil))
+	require.Error(t, err)
+	h := Pure[int](nil, 4)
+	require.Nil(t, h.Loop())
+	v, err := wait(t, h)
+	require.NoError(t, err)
+	require.Equal(t, 4, v)
+	// Nil callbacks on handles are ignored, never a panic.
+	NewPromise[int](l).Handle().OnCancel(nil).OnCleanup(nil)
+	var nilLoop *Loop
+	check(nilLoop.Post(func() {}), ErrNilLoop)
+	require.False(t, nilLoop.OnLoop())
+}
+
+func TestWorkRunsOffLoopAndCancelsContext(t *testing.T) {
+	l := startLoop(t, Config{WorkPool: 2})
+	var offLoop atomic.Bool
+	h := Work(l, func(ctx context.Context) (int, error) {
+		offLoop.Store(!l.OnLoop())
+		return 9, nil
+	})
+	v, err := wait(t, h)
+	require.NoError(t, err)
+	require.Equal(t, 9, v)
+	require.True(t, offLoop.Load())
+
+	started := make(chan struct{})
+	ctxErr := make(chan error, 1)
+	h = Work(l, func(ctx context.Context) (int, error) {
+		close(started)
+		<-ctx.Done()
+		ctxErr <- ctx.Err()
+		return 0, ctx.Err()
+	})
+	<-started
+	require.True(t, h.Cancel())
+	_, err = wait(t, h)
+	require.ErrorIs(t, err, ErrCancelled)
+	select {
+	case err := <-ctxErr:
+		require.ErrorIs(t, err, context.Canceled)
+	case <-time.After(waitTimeout):
+		t.Fatal("Work's context was not cancelled")
+	}
+}

@@ -1,0 +1,60 @@
+package aio
+
+import (
+	"context"
+	"testing"
+	"time"
+
+	"github.com/stretchr/testify/require"
+)
+
+// waitTimeout bounds every blocking wait in the tests: a hang fails the test
+// instead of the whole run.
+const waitTimeout = 20 * time.Second
+
+func testCtx(t testing.TB) context.Context {
+	ctx, cancel := context.WithTimeout(context.Background(), waitTimeout)
+	t.Cleanup(cancel)
+	return ctx
+}
+
+// startLoop starts a loop on its own runtime and stops it when the test ends.
+func startLoop(t testing.TB, cfg ...Config) *Loop {
+	t.Helper()
+	rt := NewRuntime(RuntimeConfig{})
+	var c Config
+	if len(cfg) > 0 {
+		c = cfg[0]
+	}
+	if c.Name == "" {
+		c.Name = t.Name()
+	}
+	l, err := rt.Start(c)
+	require.NoError(t, err)
+	t.Cleanup(func() {
+		_, err := l.Stop().Wait(context.Background())
+		require.NoError(t, err)
+		require.Equal(t, 0, rt.Running())
+	})
+	return l
+}
+
+// onLoop runs fn on l and waits for it.
+func onLoop(t testing.TB, l *Loop, fn func()) {
+	t.Helper()
+	done := make(chan struct{})
+	require.NoError(t, l.Post(func() { defer close(done); fn() }))
+	select {
+	case <-done:
+	case <-time.After(waitTimeout):
+		t.Fatal("posted callback did not run")
+	}
+}
+
+// wait waits for h and returns its outcome.
+func wait[T any](t testing.TB, h *Handle[T]) (T, error) {
+	t.Helper()
+	v, err := h.Wait(testCtx(t))
+	require.NotErrorIs(t, err, context.DeadlineExceeded, "handle did not finish in time")
+	return v, err
+}

@@ -1,0 +1,432 @@
+package aio
+
+import (
+	"fmt"
+	"os"
+	"sync"
+	"sync/atomic"
+	"time"
+
+	"github.com/valkyria/aio/internal/poll"
+)
+
+// Config configures one system (loop) started by Runtime.Start.
+type Config struct {
+	Name     string // shown in Stats and logs
+	WorkPool int    // goroutines for Work; 0 means 4 (libuv's default)
+
+	// Spin is how long a loop that has just done work keeps looking for posted
+	// callbacks before it blocks in the poller, as Go's scheduler spins before
+	// it parks a thread. Waking a sleeping thread costs tens of microseconds on
+	// a virtual machine; a spinning loop picks a Post up in well under one, at
+	// the price of up to Spin of CPU after each burst of work. 0 (the default)
+	// never spins; negative is treated as 0.
+	Spin time.Duration
+
+	// PostBatch bounds how many posted callbacks one iteration runs before it
+	// polls for I/O and runs timers again, so a flood of Posts cannot starve
+	// them. 0 means 1024.
+	PostBatch int
+
+	// OnPanic receives the value of a panic in a posted callback (which has no
+	// handle to fail). nil writes it to standard error. It runs on the loop.
+	OnPanic func(v any)
+}
+
+// loop states; written under postMu, read anywhere atomically.
+const (
+	stateRunning  int32 = iota // accepts Post and new work
+	stateStopping              // Stop called: refuses user work, tears down
+	stateDead                  // loop goroutine done: internal work runs inline under deadMu
+)
+
+// A Loop is one AIO system: a goroutine locked to its OS thread that owns a
+// poller, a timer heap and every handle created on it. Its callbacks never run
+// concurrently with each other, so user code on a loop needs no locks.
+//
+// Each iteration runs libuv's phases in order: update the cached time, run due
+// timers, run posted callbacks (at most Config.PostBatch), poll for I/O (not at
+// all if work is queued, until the next timer if one is armed, else until woken),
+// dispatch I/O callbacks, run closing callbacks. After every callback the loop
+// drains its job queue: handle terminal transitions and continuations they
+// trigger, iteratively, never recursively.
+type Loop struct {
+	name string
+	cfg  Config
+	rt   *Runtime // nil for the detached pseudo-loop
+	slot int
+
+	poller *poll.Poller // Wait/Add/Modify/Delete: loop goroutine; Wake: any goroutine
+
+	// The post queue: a multi-producer single-consumer queue. Producers append
+	// under postMu; the loop swaps the whole slice out under postMu.
+	postMu sync.Mutex
+	postQ  []func()     // under postMu
+	qlen   atomic.Int64 // len(postQ), for the lock-free emptiness checks
+	state  atomic.Int32 // stateRunning..stateDead, stored under postMu
+	awake  atomic.Bool  // false only while the loop blocks (or is about to) in the poller
+
+	// Identity of the goroutine allowed to run loop-owned code: the loop
+	// goroutine, a Do body the loop is running, or after the loop died whoever
+	// holds deadMu. Any goroutine reads it; only that goroutine changes it.
+	g      atomic.Uintptr
+	deadMu sync.Mutex // serialises inline execution once the loop is dead
+
+	// Owned by the loop goroutine.
+	ready    []func() // batch taken from postQ
+	readyPos int
+	jobs     jobQueue
+	timers   timerHeap
+	timerSeq uint64
+	base     time.Time            // monotonic origin of Now
+	young    []*core              // producers created this iteration, tracked lazily
+	records  map[*record]struct{} // handles tracked weakly for Stop and abandonment
+	fds      []ioHandler          // by fd number
+	closing  []func()             // run after I/O dispatch
+	evs      []poll.Event
+	pool     *workPool
+	busy     bool // this iteration ran a callback (decides whether to spin)
+
+	now        atomic.Int64 // cached monotonic time in ns since base; written by the loop
+	iterations atomic.Uint64
+	posted     atomic.Uint64
+	ntimers    atomic.Int64
+	handles    atomic.Int64
+	abandoned  atomic.Uint64
+	panics     atomic.Uint64
+	wakeups    atomic.Uint64 // wakeup writes by producers (tests check they coalesce)
+
+	stopOnce sync.Once
+	stopH    *Handle[struct{}] // completed by the loop goroutine after teardown
+}
+
+// ioHandler receives readiness for one fd registered with addFD.
+type ioHandler interface{ onIO(ev poll.Events) }
+
+// Stats is a snapshot of a loop's counters.
+type Stats struct {
+	Name       string
+	Iterations uint64 // loop iterations so far
+	Posted     uint64 // callbacks run from Post
+	Timers     int    // armed timers
+	Handles    int    // handles pinned to this loop from creation until their cleanups have run
+	Abandoned  uint64 // handles collected without reaching a terminal state (their cleanups still ran)
+	Panics     uint64 // panics recovered from user callbacks (their handles failed with a *PanicError)
+}
+
+const defaultPostBatch = 1024
+
+func newLoop(rt *Runtime, slot int, cfg Config) (*Loop, error) {
+	p, err := poll.New()
+	if err != nil {
+		return nil, fmt.Errorf("aio: start %q: %w", cfg.Name, err)
+	}
+	if cfg.PostBatch <= 0 {
+		cfg.PostBatch = defaultPostBatch
+	}
+	if cfg.WorkPool <= 0 {
+		cfg.WorkPool = 4
+	}
+	if cfg.Spin < 0 {
+		cfg.Spin = 0
+	}
+	l := &Loop{
+		name:    cfg.Name,
+		cfg:     cfg,
+		rt:      rt,
+		slot:    slot,
+		poller:  p,
+		base:    time.Now(),
+		records: make(map[*record]struct{}),
+		evs:     make([]poll.Event, 128),
+	}
+	l.awake.Store(true)
+	l.pool = newWorkPool(l, cfg.WorkPool)
+	l.stopH = newDetachedHandle[struct{}]()
+	l.stopH.waitLoop = l
+	return l, nil
+}
+
+// detached is the pseudo-loop of handles that belong to no loop (Loop() is
+// nil): Stop's handle, All of no inputs, Pure(nil, …). It is dead from the
+// start, so their callbacks run inline, serialised by its deadMu.
+var detached = func() *Loop {
+	l := &Loop{name: "detached", records: make(map[*record]struct{})}
+	l.state.Store(stateDead)
+	return l
+}()
+
+// Post queues fn to run on the loop. It may be called from any goroutine,
+// including the loop itself, where fn runs in a later iteration, never inside
+// the call. Order is causal FIFO: a Post that happens before another (on any
+// goroutines) runs before it. It returns ErrStopped once the loop is stopping,
+// and ErrNilFunc for a nil fn. A panic in fn is recovered and reported through
+// Config.OnPanic; the loop goes on.
+func (l *Loop) Post(fn func()) error {
+	if fn == nil {
+		return ErrNilFunc
+	}
+	if l == nil {
+		return ErrNilLoop
+	}
+	return l.enqueue(fn, stateRunning)
+}
+
+// enqueue appends fn to the post queue if the loop's state is at most max,
+// then wakes the loop unless it is awake. Internal work (a remote completion, a
+// cancellation) uses max = stateStopping so that teardown still receives it.
+func (l *Loop) enqueue(fn func(), max int32) error {
+	l.postMu.Lock()
+	if l.state.Load() > max {
+		l.postMu.Unlock()
+		return ErrStopped
+	}
+	l.postQ = append(l.postQ, fn)
+	l.qlen.Add(1)
+	l.postMu.Unlock()
+	// Dekker pairing with the loop's sleep (see poll phase): the loop stores
+	// awake=false and then reads qlen; we wrote qlen and now read awake. With
+	// sequentially consistent atomics one of us sees the other, so a Post is
+	// never left unseen by a sleeping loop. At most one wakeup write happens
+	// per sleep: the CAS lets one producer through.
+	if !l.awake.Load() && l.awake.CompareAndSwap(false, true) {
+		l.wakeups.Add(1)
+		_ = l.poller.Wake()
+	}
+	return nil
+}
+
+// exec runs fn as loop-owned code: as a job after the current callback when
+// called on the loop, posted when called elsewhere, inline (serialised with any
+// other inline work) once the loop is dead.
+func (l *Loop) exec(fn func()) {
+	if l.OnLoop() {
+		l.jobs.push(job{f: fn})
+		return
+	}
+	if l.enqueue(fn, stateStopping) == nil {
+		return
+	}
+	l.runDead(fn)
+}
+
+// runDead runs fn and the jobs it queues on the calling goroutine, which
+// becomes the loop's owner for that time. Used once the loop is dead.
+func (l *Loop) runDead(fn func()) {
+	l.deadMu.Lock()
+	prev := l.g.Swap(getg())
+	l.call(fn)
+	l.drain()
+	l.g.Store(prev)
+	l.deadMu.Unlock()
+}
+
+// OnLoop reports whether the caller runs on this loop: its goroutine, or a Do
+// body it is running. It makes no syscall: one atomic load and a compare.
+func (l *Loop) OnLoop() bool { return l != nil && l.g.Load() == getg() }
+
+// Now returns the loop's cached monotonic time (libuv's uv_now): the time
+// since the loop started, read once per iteration before timers run. Meant for
+// the loop; elsewhere it returns the last cached value.
+func (l *Loop) Now() time.Duration { return time.Duration(l.now.Load()) }
+
+// clock reads the monotonic clock relative to the loop's origin.
+func (l *Loop) clock() time.Duration { return time.Since(l.base) }
+
+// Name returns the Config.Name the loop was started with.
+func (l *Loop) Name() string { return l.name }
+
+// Stats returns a snapshot of the loop's counters. Any goroutine.
+func (l *Loop) Stats() Stats {
+	return Stats{
+		Name:       l.name,
+		Iterations: l.iterations.Load(),
+		Posted:     l.posted.Load(),
+		Timers:     int(l.ntimers.Load()),
+		Handles:    int(l.handles.Load()),
+		Abandoned:  l.abandoned.Load(),
+		Panics:     l.panics.Load(),
+	}
+}
+
+// Stop asks the loop to stop and returns a handle that completes after
+// teardown, in this order: Post and new work fail with ErrStopped; every
+// handle still pending on the loop (timers, promises, Work, Do bodies) is
+// cancelled, so its OnCancel callbacks and cleanups run; the Work pool drains
+// and its goroutines exit; every fd the loop owns is closed; the loop goroutine
+// leaves its locked thread; the slab slot is released; then the handle
+// completes. Stop is idempotent: every call returns the same handle. The
+// handle has no loop (Loop() is nil): wait on it with Wait or Done. It may be
+// called from any goroutine, the loop's own included (then it stops after the
+// current callback).
+func (l *Loop) Stop() *Handle[struct{}] {
+	l.stopOnce.Do(func() {
+		l.postMu.Lock()
+		if l.state.Load() == stateRunning {
+			l.state.Store(stateStopping)
+		}
+		l.postMu.Unlock()
+		l.awake.Store(true)
+		_ = l.poller.Wake()
+	})
+	return l.stopH
+}
+
+// call runs a user callback, turning a panic into a report instead of the
+// death of the loop.
+func (l *Loop) call(fn func()) {
+	defer func() {
+		if v := recover(); v != nil {
+			l.reportPanic(v)
+		}
+	}()
+	fn()
+}
+
+func (l *Loop) reportPanic(v any) {
+	l.panics.Add(1)
+	if l.cfg.OnPanic != nil {
+		func() {
+			defer func() { _ = recover() }() // a panicking panic handler must not kill the loop
+			l.cfg.OnPanic(v)
+		}()
+		return
+	}
+	fmt.Fprintf(os.Stderr, "aio: loop %q: recovered panic in a callback: %v\n", l.name, v)
+}
+
+// run is the loop goroutine.
+func (l *Loop) run() {
+	lockThread()
+	l.g.Store(getg())
+	for l.state.Load() == stateRunning {
+		l.iterate()
+	}
+	l.teardown()
+	l.g.Store(0)
+	unlockThread()
+	l.finishStop()
+}
+
+// iterate runs one pass of the phases.
+func (l *Loop) iterate() {
+	l.busy = false
+	l.now.Store(int64(l.clock()))
+	l.runTimers()
+	l.runPosted()
+	l.trackYoung()
+	l.pollIO(l.pollTimeout())
+	l.runClosing()
+	l.iterations.Add(1)
+}
+
+// runPosted runs at most cfg.PostBatch posted callbacks, oldest first.
+func (l *Loop) runPosted() {
+	if l.readyPos == len(l.ready) {
+		if l.qlen.Load() == 0 {
+			return
+		}
+		l.postMu.Lock()
+		l.ready, l.postQ = l.postQ, l.ready[:0]
+		l.qlen.Store(0)
+		l.postMu.Unlock()
+		l.readyPos = 0
+	}
+	start := l.readyPos
+	end := min(len(l.ready), start+l.cfg.PostBatch)
+	for l.readyPos < end {
+		fn := l.ready[l.readyPos]
+		l.ready[l.readyPos] = nil // let fn be collected
+		l.readyPos++
+		l.call(fn)
+		l.drain()
+	}
+	l.posted.Add(uint64(end - start))
+	l.busy = true
+}
+
+// hasWork reports whether something is ready to run without waiting.
+func (l *Loop) hasWork() bool {
+	return l.readyPos < len(l.ready) || l.qlen.Load() > 0 || l.jobs.n > 0 || len(l.closing) > 0
+}
+
+// pollTimeout returns how long the poll phase may block: 0 with work queued,
+// until the next timer when one is armed, else -1 (until woken).
+func (l *Loop) pollTimeout() time.Duration {
+	if l.hasWork() || l.state.Load() != stateRunning {
+		return 0
+	}
+	if t := l.timers.peek(); t != nil {
+		d := t.when - l.clock()
+		if d <= 0 {
+			return 0
+		}
+		return d
+	}
+	return -1
+}
+
+// pollIO waits for I/O up to timeout and dispatches it.
+func (l *Loop) pollIO(timeout time.Duration) {
+	if timeout != 0 {
+		if l.busy && l.cfg.Spin > 0 && l.spin(timeout) {
+			timeout = 0
+		} else {
+			// Announce the sleep, then look once more: see enqueue.
+			l.awake.Store(false)
+			if l.qlen.Load() > 0 || l.state.Load() != stateRunning {
+				timeout = 0
+			}
+		}
+	}
+	n, _, err := l.poller.Wait(timeout, l.evs)
+	l.awake.Store(true)
+	if err != nil {
+		l.reportPanic(fmt.Errorf("poll: %w", err)) // not a panic, but the same channel: tell someone
+		return
+	}
+	for i := 0; i < n; i++ {
+		ev := l.evs[i]
+		if int(ev.FD) < len(l.fds) {
+			if h := l.fds[ev.FD]; h != nil {
+				l.busy = true
+				h.onIO(ev.Events)
+				l.drain()
+			}
+		}
+	}
+	if n == len(l.evs) && n < 4096 {
+		l.evs = make([]poll.Event, 2*n) // a full batch: take more next time
+	}
+}
+
+// spin watches the post queue for up to cfg.Spin (and no longer than
+// timeout, if timeout > 0) while still counted as awake, so producers skip the
+// wakeup write. It reports whether work arrived.
+func (l *Loop) spin(timeout time.Duration) bool {
+	d := l.cfg.Spin
+	if timeout > 0 && timeout < d {
+		d = timeout
+	}
+	deadline := l.clock() + d
+	for i := 0; ; i++ {
+		if l.qlen.Load() > 0 || l.state.Load() != stateRunning {
+			return true
+		}
+		if i%64 == 63 && l.clock() >= deadline {
+			return false
+		}
+	}
+}
+
+// runClosing runs the callbacks queued for after I/O dispatch.
+func (l *Loop) runClosing() {
+	for len(l.closing) > 0 {
+		fns := l.closing
+		l.closing = nil
+		for _, fn := range fns {
+			l.call(fn)
+			l.drain()
+		}
+	}
+}

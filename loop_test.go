@@ -1,0 +1,210 @@
+package aio
+
+import (
+	"sync"
+	"sync/atomic"
+	"testing"
+	"time"
+
+	"github.com/stretchr/testify/require"
+)
+
+// Post keeps FIFO order per producer under a flood from many goroutines, and
+// every callback runs exactly once.
+func TestPostFIFOPerProducerUnderFlood(t *testing.T) {
+	l := startLoop(t, Config{PostBatch: 64})
+	const producers, each = 8, 20_000
+	last := make([]int, producers) // touched only on the loop
+	for i := range last {
+		last[i] = -1
+	}
+	var outOfOrder, ran atomic.Int64
+	var wg sync.WaitGroup
+	for p := 0; p < producers; p++ {
+		wg.Add(1)
+		go func() {
+			defer wg.Done()
+			for i := 0; i < each; i++ {
+				require.NoError(t, l.Post(func() {
+					if last[p] != i-1 {
+						outOfOrder.Add(1)
+					}
+					last[p] = i
+					ran.Add(1)
+				}))
+			}
+		}()
+	}
+	wg.Wait()
+	onLoop(t, l, func() {})
+	require.Equal(t, int64(producers*each), ran.Load())
+	require.Zero(t, outOfOrder.Load())
+}
+
+// Causal FIFO across goroutines: a Post that happens before another (here
+// through a channel handoff between two goroutines) runs first.
+func TestPostCausalOrderAcrossGoroutines(t *testing.T) {
+	l := startLoop(t)
+	var seq []int // on the loop
+	handoff := make(chan struct{})
+	done := make(chan struct{})
+	go func() {
+		for i := 0; i < 1000; i += 2 {
+			require.NoError(t, l.Post(func() { seq = append(seq, i) }))
+			handoff <- struct{}{}
+			<-handoff
+		}
+		close(done)
+	}()
+	go func() {
+		for i := 1; i < 1000; i += 2 {
+			<-handoff
+			require.NoError(t, l.Post(func() { seq = append(seq, i) }))
+			handoff <- struct{}{}
+		}
+	}()
+	<-done
+	var got []int
+	onLoop(t, l, func() { got = append(got, seq...) })
+	require.Len(t, got, 1000)
+	for i, v := range got {
+		require.Equal(t, i, v)
+	}
+}
+
+// A Post from the loop runs in a later callback, never inside the call.
+func TestPostFromLoopRunsLater(t *testing.T) {
+	l := startLoop(t)
+	var order []string
+	onLoop(t, l, func() {
+		require.NoError(t, l.Post(func() { order = append(order, "posted") }))
+		order = append(order, "caller")
+	})
+	onLoop(t, l, func() {})
+	var got []string
+	onLoop(t, l, func() { got = append(got, order...) })
+	require.Equal(t, []string{"caller", "posted"}, got)
+}
+
+// A flood of posts is run in bounded batches: timers due meanwhile still fire
+// between batches instead of after the whole flood.
+func TestPostFloodDoesNotStarveTimers(t *testing.T) {
+	l := startLoop(t, Config{PostBatch: 16})
+	fired := make(chan int64, 1)
+	var ran atomic.Int64
+	const flood = 5000
+	onLoop(t, l, func() {
+		Delay(l, 0, func() (int, error) { fired <- ran.Load(); return 0, nil })
+		for i := 0; i < flood; i++ {
+			_ = l.Post(func() { ran.Add(1) })
+		}
+	})
+	select {
+	case n := <-fired:
+		require.Less(t, n, int64(flood), "the timer fired only after the whole flood")
+	case <-time.After(waitTimeout):
+		t.Fatal("timer never fired")
+	}
+}
+
+// OnLoop is true on the loop goroutine only.
+func TestOnLoop(t *testing.T) {
+	l := startLoop(t)
+	other := startLoop(t)
+	require.False(t, l.OnLoop())
+	var on, onOther bool
+	onLoop(t, l, func() { on = l.OnLoop(); onOther = other.OnLoop() })
+	require.True(t, on)
+	require.False(t, onOther)
+}
+
+// Wakeups coalesce: producers that post while the loop is awake write no
+// wakeup at all, and a sleeping loop gets at most one write per sleep.
+func TestWakeupsCoalesce(t *testing.T) {
+	l := startLoop(t)
+	release := make(chan struct{})
+	busy := make(chan struct{})
+	require.NoError(t, l.Post(func() { close(busy); <-release }))
+	<-busy
+	before := l.wakeups.Load()
+	var wg sync.WaitGroup
+	for p := 0; p < 4; p++ {
+		wg.Add(1)
+		go func() {
+			defer wg.Done()
+			for i := 0; i < 1000; i++ {
+				_ = l.Post(func() {})
+			}
+		}()
+	}
+	wg.Wait()
+	require.Equal(t, before, l.wakeups.Load(), "posts to a busy loop must not write wakeups")
+	close(release)
+	onLoop(t, l, func() {})
+
+	// Now against a sleeping loop: many posts, at most one write per sleep.
+	for round := 0; round < 20; round++ {
+		w0, it0 := l.wakeups.Load(), l.Stats().Iterations
+		var wg sync.WaitGroup
+		for p := 0; p < 4; p++ {
+			wg.Add(1)
+			go func() {
+				defer wg.Done()
+				for i := 0; i < 100; i++ {
+					_ = l.Post(func() {})
+				}
+			}()
+		}
+		wg.Wait()
+		onLoop(t, l, func() {})
+		w1, it1 := l.wakeups.Load(), l.Stats().Iterations
+		require.LessOrEqual(t, w1-w0, it1-it0+1, "more wakeup writes than loop iterations")
+	}
+}
+
+func TestNowAdvancesAndIsCachedPerIteration(t *testing.T) {
+	l := startLoop(t)
+	var a, b time.Duration
+	onLoop(t, l, func() {
+		a = l.Now()
+		time.Sleep(2 * time.Millisecond) // burn time inside one callback
+		b = l.Now()
+	})
+	require.Equal(t, a, b, "Now is cached for the iteration")
+	var c time.Duration
+	onLoop(t, l, func() { c = l.Now() })
+	require.GreaterOrEqual(t, c, a+2*time.Millisecond)
+}
+
+func TestStatsCounts(t *testing.T) {
+	l := startLoop(t, Config{Name: "stats"})
+	onLoop(t, l, func() {})
+	onLoop(t, l, func() {}) // the first iteration has ended
+	s := l.Stats()
+	require.Equal(t, "stats", s.Name)
+	require.Equal(t, "stats", l.Name())
+	require.GreaterOrEqual(t, s.Posted, uint64(1))
+	require.GreaterOrEqual(t, s.Iterations, uint64(1))
+}
+
+// Spin mode picks posts up without a wakeup write when they arrive within the
+// spin window.
+func TestSpinAvoidsWakeups(t *testing.T) {
+	l := startLoop(t, Config{Spin: 50 * time.Millisecond})
+	a := startLoop(t)
+	var rounds atomic.Int64
+	done := make(chan struct{})
+	var ping func()
+	ping = func() {
+		if rounds.Add(1) == 200 {
+			close(done)
+			return
+		}
+		_ = a.Post(func() { _ = l.Post(ping) })
+	}
+	require.NoError(t, l.Post(ping))
+	<-done
+	// With a 50 ms spin window every hop lands while l spins: l needs
+	// almost no wakeup writes (the first hop may find it asleep).
+	require.LessOrEqual(t, l.wakeups.Load(), uint64(2))
+}

@@ -1,0 +1,180 @@
+package aio
+
+import (
+	"context"
+	"os"
+	"sync/atomic"
+	"testing"
+	"time"
+
+	"github.com/stretchr/testify/require"
+	"go.uber.org/goleak"
+)
+
+func fdCount(t *testing.T) int {
+	t.Helper()
+	ents, err := os.ReadDir("/proc/self/fd")
+	if err != nil {
+		t.Skipf("no /proc/self/fd here: %v", err)
+	}
+	return len(ents)
+}
+
+// The lifecycle test of aio-system-lifecycle.md: starting and stopping 20
+// systems in turn on a 16-slot runtime never fails, and the slot count returns
+// to where it was after each stop.
+func TestSlabReuseStartStop20(t *testing.T) {
+	rt := NewRuntime(RuntimeConfig{})
+	for i := 0; i < 20; i++ {
+		l, err := rt.Start(Config{Name: "s"})
+		require.NoError(t, err, "start %d", i)
+		require.Equal(t, 1, rt.Running())
+		_, err = l.Stop().Wait(testCtx(t))
+		require.NoError(t, err)
+		require.Equal(t, 0, rt.Running(), "the slot is free when Stop's handle completes")
+	}
+}
+
+func TestTooManySystems(t *testing.T) {
+	rt := NewRuntime(RuntimeConfig{MaxSystems: 2})
+	a, err := rt.Start(Config{})
+	require.NoError(t, err)
+	b, err := rt.Start(Config{})
+	require.NoError(t, err)
+	_, err = rt.Start(Config{})
+	require.ErrorIs(t, err, ErrTooManySystems)
+	require.Equal(t, 2, rt.Running())
+	_, err = a.Stop().Wait(testCtx(t))
+	require.NoError(t, err)
+	c, err := rt.Start(Config{})
+	require.NoError(t, err, "a stopped system's slot is reused")
+	require.NoError(t, rt.Shutdown(testCtx(t)))
+	require.Equal(t, 0, rt.Running())
+	for _, l := range []*Loop{a, b, c} {
+		require.ErrorIs(t, l.Post(func() {}), ErrStopped)
+	}
+}
+
+// Shutdown stops every system; afterwards no goroutine, fd or slot is left.
+func TestShutdownReleasesEverything(t *testing.T) {
+	fds := fdCount(t)
+	rt := NewRuntime(RuntimeConfig{})
+	var loops []*Loop
+	for i := 0; i < 8; i++ {
+		l, err := rt.Start(Config{WorkPool: 2})
+		require.NoError(t, err)
+		loops = append(loops, l)
+		// Give each loop some state: timers, a pending promise, busy Work.
+		Delay(l, time.Hour, func() (int, error) { return 0, nil })
+		NewPromise[int](l)
+		Work(l, func(ctx context.Context) (int, error) { <-ctx.Done(); return 0, ctx.Err() })
+	}
+	require.Equal(t, 8, rt.Running())
+	require.NoError(t, rt.Shutdown(testCtx(t)))
+	require.Equal(t, 0, rt.Running())
+	require.Equal(t, fds, fdCount(t), "fds left open after Shutdown")
+	require.NoError(t, goleak.Find(), "goroutines left after Shutdown")
+	for _, l := range loops {
+		require.Equal(t, 0, l.Stats().Timers)
+		require.Equal(t, 0, l.Stats().Handles)
+	}
+}
+
+// Stop cancels every pending handle on the loop, so their OnCancel callbacks
+// and cleanups run, before its handle completes.
+func TestStopCancelsPendingHandles(t *testing.T) {
+	rt := NewRuntime(RuntimeConfig{})
+	l, err := rt.Start(Config{})
+	require.NoError(t, err)
+	var cleaned atomic.Int32
+	timer := Delay(l, time.Hour, func() (int, error) { return 0, nil })
+	timer.OnCleanup(func() { cleaned.Add(1) })
+	promise := NewPromise[int](l).Handle()
+	promise.OnCleanup(func() { cleaned.Add(1) })
+	chained := Then(promise, func(v int) (int, error) { return v, nil })
+	chained.OnCleanup(func() { cleaned.Add(1) })
+	every := Every(l, time.Hour, func() {})
+	work := Work(l, func(ctx context.Context) (int, error) { <-ctx.Done(); return 0, ctx.Err() })
+	work.OnCleanup(func() { cleaned.Add(1) })
+	viaNew := New(l, func(func(int), func(error)) {})
+	viaNew.OnCleanup(func() { cleaned.Add(1) })
+	onLoop(t, l, func() {}) // everything registered and tracked
+
+	stop := l.Stop()
+	require.Same(t, stop, l.Stop(), "Stop is idempotent")
+	require.Nil(t, stop.Loop())
+	_, err = stop.Wait(testCtx(t))
+	require.NoError(t, err)
+	require.Equal(t, int32(5), cleaned.Load())
+	for _, st := range []Status{timer.Status(), promise.Status(), chained.Status(), every.Status(), work.Status(), viaNew.Status()} {
+		require.Equal(t, Cancelled, st)
+	}
+	require.Equal(t, 0, rt.Running())
+}
+
+// After Stop: Post and new work fail with ErrStopped; methods on old handles
+// still work; a cleanup registered late still runs.
+func TestUseAfterStop(t *testing.T) {
+	rt := NewRuntime(RuntimeConfig{})
+	l, err := rt.Start(Config{})
+	require.NoError(t, err)
+	old := Pure(l, 1)
+	_, err = l.Stop().Wait(testCtx(t))
+	require.NoError(t, err)
+
+	require.ErrorIs(t, l.Post(func() {}), ErrStopped)
+	for _, h := range []*Handle[int]{
+		Delay(l, 0, func() (int, error) { return 0, nil }),
+		New(l, func(func(int), func(error)) {}),
+		NewPromise[int](l).Handle(),
+		Work(l, func(context.Context) (int, error) { return 0, nil }),
+	} {
+		_, err := h.Wait(testCtx(t))
+		require.ErrorIs(t, err, ErrStopped)
+	}
+	ran := make(chan struct{})
+	old.OnCleanup(func() { close(ran) })
+	<-ran
+	v, err := Then(old, func(v int) (int, error) { return v + 1, nil }).Wait(testCtx(t))
+	require.NoError(t, err, "continuations on a dead loop still run")
+	require.Equal(t, 2, v)
+}
+
+// Stop called from the loop itself, and Shutdown called on a loop.
+func TestStopFromOwnLoop(t *testing.T) {
+	rt := NewRuntime(RuntimeConfig{})
+	l, err := rt.Start(Config{})
+	require.NoError(t, err)
+	other, err := rt.Start(Config{})
+	require.NoError(t, err)
+	var shutdownErr error
+	var stop *Handle[struct{}]
+	onLoop(t, l, func() {
+		shutdownErr = rt.Shutdown(context.Background())
+		stop = l.Stop()
+		_, err := stop.Wait(context.Background())
+		require.ErrorIs(t, err, ErrAwaitOnLoop, "waiting for its own teardown would deadlock")
+	})
+	require.ErrorIs(t, shutdownErr, ErrAwaitOnLoop)
+	_, err = stop.Wait(testCtx(t))
+	require.NoError(t, err)
+	_, err = other.Stop().Wait(testCtx(t))
+	require.NoError(t, err)
+	require.Equal(t, 0, rt.Running())
+}
+
+func TestShutdownContextEnds(t *testing.T) {
+	rt := NewRuntime(RuntimeConfig{})
+	l, err := rt.Start(Config{WorkPool: 1})
+	require.NoError(t, err)
+	release := make(chan struct{})
+	started := make(chan struct{})
+	// A Work function that ignores its context keeps Stop waiting.
+	Work(l, func(context.Context) (int, error) { close(started); <-release; return 0, nil })
+	<-started
+	ctx, cancel := context.WithTimeout(context.Background(), 20*time.Millisecond)
+	defer cancel()
+	require.ErrorIs(t, rt.Shutdown(ctx), context.DeadlineExceeded)
+	close(release)
+	require.NoError(t, rt.Shutdown(testCtx(t)))
+}

@@ -1,0 +1,124 @@
+package aio
+
+import (
+	"errors"
+	"fmt"
+	"iter"
+	"sync/atomic"
+)
+
+// Slab is a fixed-capacity pool of slots with a lock-free Treiber free list.
+//
+// The free list head is one 64-bit word holding a generation tag in the high
+// 32 bits and the index of the first free slot plus one in the low 32 bits (0:
+// empty). Every successful push or pop bumps the generation, so a head that was
+// popped and pushed back between another goroutine's load and its
+// compare-and-swap no longer compares equal: the ABA problem of a plain
+// pointer stack cannot happen (it would take 2^32 operations inside one CAS
+// window).
+//
+// Acquire, Release, InUse, Get and All are safe from any goroutine. The value
+// in a slot is owned by whoever acquired it until they release it.
+type Slab[T any] struct {
+	slots []slabSlot[T]
+	head  atomic.Uint64 // generation<<32 | (index+1); any goroutine, CAS
+	inUse atomic.Int64  // slots acquired and not released; any goroutine
+}
+
+type slabSlot[T any] struct {
+	next atomic.Uint32 // index+1 of the next free slot (valid while free)
+	used atomic.Bool   // between Acquire and Release
+	val  T
+}
+
+// ErrSlabRelease is returned by Release for an index out of range or a slot
+// that is not in use (a double release).
+var ErrSlabRelease = errors.New("aio: slab release of a slot not in use")
+
+// NewSlab returns a slab of capacity slots, all free. capacity <= 0 means 1.
+func NewSlab[T any](capacity int) *Slab[T] {
+	if capacity <= 0 {
+		capacity = 1
+	}
+	if capacity >= 1<<31 {
+		capacity = 1<<31 - 1
+	}
+	s := &Slab[T]{slots: make([]slabSlot[T], capacity)}
+	for i := range s.slots {
+		s.slots[i].next.Store(uint32(i + 2)) // i+1 is next, stored plus one
+	}
+	s.slots[capacity-1].next.Store(0)
+	s.head.Store(1) // generation 0, slot 0
+	return s
+}
+
+// Acquire takes a free slot and returns its index and value pointer; ok is
+// false when every slot is in use. The value is whatever the previous owner
+// left; the caller resets it.
+func (s *Slab[T]) Acquire() (idx int, v *T, ok bool) {
+	for {
+		old := s.head.Load()
+		top := uint32(old)
+		if top == 0 {
+			return -1, nil, false
+		}
+		slot := &s.slots[top-1]
+		// next may be stale if another goroutine popped top meanwhile; then the
+		// generation has moved and the CAS below fails.
+		next := slot.next.Load()
+		if s.head.CompareAndSwap(old, (old>>32+1)<<32|uint64(next)) {
+			// A slot on the free list is never marked used (Release clears the
+			// mark before pushing), and the pop made it ours alone.
+			slot.used.Store(true)
+			s.inUse.Add(1)
+			return int(top - 1), &slot.val, true
+		}
+	}
+}
+
+// Release returns slot idx to the free list. It returns ErrSlabRelease (and
+// changes nothing) when idx is out of range or not in use.
+func (s *Slab[T]) Release(idx int) error {
+	if idx < 0 || idx >= len(s.slots) {
+		return fmt.Errorf("%w: index %d out of range [0,%d)", ErrSlabRelease, idx, len(s.slots))
+	}
+	slot := &s.slots[idx]
+	if !slot.used.CompareAndSwap(true, false) {
+		return fmt.Errorf("%w: index %d", ErrSlabRelease, idx)
+	}
+	s.inUse.Add(-1)
+	for {
+		old := s.head.Load()
+		slot.next.Store(uint32(old))
+		if s.head.CompareAndSwap(old, (old>>32+1)<<32|uint64(idx+1)) {
+			return nil
+		}
+	}
+}
+
+// InUse returns the number of slots acquired and not yet released.
+func (s *Slab[T]) InUse() int { return int(s.inUse.Load()) }
+
+// Cap returns the number of slots.
+func (s *Slab[T]) Cap() int { return len(s.slots) }
+
+// Get returns the value of slot idx, or nil when idx is out of range or the
+// slot is free.
+func (s *Slab[T]) Get(idx int) *T {
+	if idx < 0 || idx >= len(s.slots) || !s.slots[idx].used.Load() {
+		return nil
+	}
+	return &s.slots[idx].val
+}
+
+// All walks the slots in use, in index order. A slot acquired or released
+// during the walk may or may not be seen.
+func (s *Slab[T]) All() iter.Seq2[int, *T] {
+	return func(yield func(int, *T) bool) {
+		for i := range s.slots {
+			if s.slots[i].used.Load() && !yield(i, &s.slots[i].val) {
+				return
+			}
+		}
+	}
+}

@@ -1,0 +1,67 @@
+package aio
+
+// thenNode is the handle of Then: the result handle, its input and the
+// function, in one allocation.
+type thenNode[T, U any] struct {
+	Handle[U]
+	src *Handle[T] // nil once the input finished
+	fn  func(T) (U, error)
+}
+
+// Then returns a handle that completes with fn applied to h's value, on h's
+// loop, once h completes. If h fails, the result fails with the same error and
+// fn does not run; if h is cancelled, the result is cancelled and fn does not
+// run. fn never runs inside the call to Then, even when h is already terminal.
+// Cancelling the result withdraws its interest in h: h is cancelled once no
+// dependent wants it. A panic in fn fails the result with a *PanicError.
+func Then[T, U any](h *Handle[T], fn func(T) (U, error)) *Handle[U] {
+	if h == nil {
+		return Fail[U](nil, ErrNilHandle)
+	}
+	if fn == nil {
+		return Fail[U](h.Loop(), ErrNilFunc)
+	}
+	n := &thenNode[T, U]{src: h, fn: fn}
+	n.init(h.loop)
+	n.prod = n
+	h.register(n)
+	return &n.Handle
+}
+
+func (n *thenNode[T, U]) inputDone() {
+	src := n.src
+	n.src = nil
+	if src == nil || n.finished || n.state.Load() >= uint32(Completed) {
+		return
+	}
+	switch src.state.Load() {
+	case uint32(Completed):
+		n.state.CompareAndSwap(uint32(Pending), uint32(Running))
+		fn := n.fn
+		n.fn = nil
+		v, err := apply(fn, src.val)
+		n.settle(v, err)
+	case uint32(Failed):
+		var zero U
+		n.settle(zero, src.err)
+	default:
+		n.cancel()
+	}
+}
+
+func (n *thenNode[T, U]) stop() {
+	if src := n.src; src != nil {
+		n.src = nil
+		src.withdraw()
+	}
+}
+
+// apply calls fn(v), turning a panic into a *PanicError.
+func apply[T, U any](fn func(T) (U, error), v T) (u U, err error) {
+	defer func() {
+		if p := recover(); p != nil {
+			err = newPanicError(p)
+		}
+	}()
+	return fn(v)
+}

@@ -1,0 +1,279 @@
+package aio
+
+import (
+	"fmt"
+	"time"
+)
+
+// timer is one entry of a loop's timer heap. Deadlines are loop-relative
+// monotonic nanoseconds; ties are broken by creation sequence, so timers with
+// equal deadlines fire in the order they were created.
+type timer struct {
+	when  time.Duration // deadline, relative to the loop's base
+	seq   uint64        // creation order, the tie breaker
+	index int           // position in the heap; -1 when not armed
+	owner timerOwner
+}
+
+// timerOwner is the handle behind a timer.
+type timerOwner interface {
+	fire()       // the deadline passed; on the loop, after the timer left the heap
+	core() *core // the handle, for Stop
+}
+
+func (t *timer) before(u *timer) bool {
+	return t.when < u.when || (t.when == u.when && t.seq < u.seq)
+}
+
+// timerHeap is a 4-ary min-heap, as in Go's runtime: half the depth of a binary
+// heap, and the four children of a node share a cache line or two.
+type timerHeap []*timer
+
+func (h timerHeap) peek() *timer {
+	if len(h) == 0 {
+		return nil
+	}
+	return h[0]
+}
+
+func (h timerHeap) all() []*timer { return append([]*timer(nil), h...) }
+
+func (h *timerHeap) push(t *timer) {
+	t.index = len(*h)
+	*h = append(*h, t)
+	h.up(t.index)
+}
+
+// remove takes t out of the heap; a timer not armed is left alone.
+func (h *timerHeap) remove(t *timer) bool {
+	i := t.index
+	if i < 0 || i >= len(*h) || (*h)[i] != t {
+		return false
+	}
+	last := len(*h) - 1
+	if i != last {
+		(*h)[i] = (*h)[last]
+		(*h)[i].index = i
+	}
+	(*h)[last] = nil
+	*h = (*h)[:last]
+	if i != last {
+		h.down(i)
+		h.up(i)
+	}
+	t.index = -1
+	return true
+}
+
+func (h timerHeap) up(i int) {
+	t := h[i]
+	for i > 0 {
+		p := (i - 1) / 4
+		if !t.before(h[p]) {
+			break
+		}
+		h[i] = h[p]
+		h[i].index = i
+		i = p
+	}
+	h[i] = t
+	t.index = i
+}
+
+func (h timerHeap) down(i int) {
+	n := len(h)
+	t := h[i]
+	for {
+		c := 4*i + 1
+		if c >= n {
+			break
+		}
+		best := c
+		for k := c + 1; k < c+4 && k < n; k++ {
+			if h[k].before(h[best]) {
+				best = k
+			}
+		}
+		if !h[best].before(t) {
+			break
+		}
+		h[i] = h[best]
+		h[i].index = i
+		i = best
+	}
+	h[i] = t
+	t.index = i
+}
+
+// addTimer arms t. On the loop.
+func (l *Loop) addTimer(t *timer) {
+	l.timerSeq++
+	t.seq = l.timerSeq
+	l.timers.push(t)
+	l.ntimers.Add(1)
+}
+
+// removeTimer disarms t if armed. On the loop.
+func (l *Loop) removeTimer(t *timer) {
+	if l.timers.remove(t) {
+		l.ntimers.Add(-1)
+	}
+}
+
+// runTimers fires every timer whose deadline is not after the cached time, in
+// (deadline, creation) order. A timer armed by a callback for a deadline
+// already passed fires in this same phase, as in libuv.
+func (l *Loop) runTimers() {
+	now := l.Now()
+	for len(l.timers) > 0 {
+		t := l.timers[0]
+		if t.when > now {
+			return
+		}
+		l.timers.remove(t)
+		l.ntimers.Add(-1)
+		l.busy = true
+		t.owner.fire()
+		l.drain()
+	}
+}
+
+// deadline turns a delay into a loop-relative deadline: from the cached time
+// on the loop (as libuv), from the clock elsewhere. Negative delays count as 0.
+func (l *Loop) deadline(d time.Duration) time.Duration {
+	if d < 0 {
+		d = 0
+	}
+	if l.OnLoop() {
+		return l.Now() + d
+	}
+	return l.clock() + d
+}
+
+// delayNode is the handle of Delay: the handle, its timer and its function in
+// one allocation.
+type delayNode[T any] struct {
+	Handle[T]
+	t  timer
+	fn func() (T, error)
+}
+
+// Delay returns a handle that runs fn on the loop once d has passed and
+// completes with its result (fails with its error). Cancelling the handle
+// first disarms the timer at once (Stats.Timers drops) and fn never runs. On
+// the loop d counts from Now() (as libuv); off it, from the call. d <= 0 fires
+// on the next iteration. A nil fn or loop gives a failed handle (ErrNilFunc,
+// ErrNilLoop); a stopping loop, one failed with ErrStopped. A panic in fn
+// fails the handle with a *PanicError.
+func Delay[T any](l *Loop, d time.Duration, fn func() (T, error)) *Handle[T] {
+	if err := checkProducer(l, fn == nil); err != nil {
+		return Fail[T](l, err)
+	}
+	n := &delayNode[T]{fn: fn}
+	n.init(l)
+	n.prod = n
+	n.eagerStop = true
+	n.t.owner = n
+	n.t.index = -1
+	n.t.when = l.deadline(d)
+	n.state.Store(uint32(Running))
+	if l.OnLoop() {
+		l.addTimer(&n.t)
+	} else {
+		l.exec(n.arm)
+	}
+	return &n.Handle
+}
+
+// arm puts the timer of a Delay created off the loop into the heap, unless
+// the handle was cancelled on the way.
+func (n *delayNode[T]) arm() {
+	if !n.finished && n.state.Load() == uint32(Running) {
+		n.loop.addTimer(&n.t)
+	}
+}
+
+func (n *delayNode[T]) core() *core { return &n.Handle.core }
+
+func (n *delayNode[T]) fire() {
+	if n.state.Load() != uint32(Running) {
+		return
+	}
+	v, err := callValue(n.fn)
+	n.fn = nil
+	n.settle(v, err)
+}
+
+func (n *delayNode[T]) stop() { n.loop.removeTimer(&n.t) }
+
+// Sleep returns a handle that completes after d. It is Delay with nothing to
+// run.
+func Sleep(l *Loop, d time.Duration) *Handle[struct{}] { return Delay(l, d, nothingToDo) }
+
+func nothingToDo() (struct{}, error) { return struct{}{}, nil }
+
+// everyNode is the handle of Every.
+type everyNode struct {
+	Handle[struct{}]
+	t      timer
+	period time.Duration
+	fn     func()
+}
+
+// Every returns a handle that runs fn on the loop every d until it is
+// cancelled; it never completes by itself. The next run is due d after the
+// previous deadline, so runs do not drift; if the loop fell behind by more
+// than a period, missed runs are skipped rather than run in a burst. d <= 0
+// gives a failed handle (a zero period would spin the loop). A panic in fn
+// fails the handle with a *PanicError and stops the repetition.
+func Every(l *Loop, d time.Duration, fn func()) *Handle[struct{}] {
+	if err := checkProducer(l, fn == nil); err != nil {
+		return Fail[struct{}](l, err)
+	}
+	if d <= 0 {
+		return Fail[struct{}](l, fmt.Errorf("aio: Every period %v: must be positive", d))
+	}
+	n := &everyNode{fn: fn, period: d}
+	n.init(l)
+	n.prod = n
+	n.eagerStop = true
+	n.t.owner = n
+	n.t.index = -1
+	n.t.when = l.deadline(d)
+	n.state.Store(uint32(Running))
+	if l.OnLoop() {
+		l.addTimer(&n.t)
+	} else {
+		l.exec(n.arm)
+	}
+	return &n.Handle
+}
+
+func (n *everyNode) arm() {
+	if !n.finished && n.state.Load() == uint32(Running) {
+		n.loop.addTimer(&n.t)
+	}
+}
+
+func (n *everyNode) core() *core { return &n.Handle.core }
+
+func (n *everyNode) fire() {
+	if n.state.Load() != uint32(Running) {
+		return
+	}
+	if err := callErr(n.fn); err != nil {
+		n.settle(struct{}{}, err)
+		return
+	}
+	if n.state.Load() != uint32(Running) { // fn cancelled its own handle
+		return
+	}
+	next := n.t.when + n.period
+	if now := n.loop.Now(); next <= now {
+		next = now + n.period - (now-n.t.when)%n.period
+	}
+	n.t.when = next
+	n.loop.addTimer(&n.t)
+}
+
+func (n *everyNode) stop() { n.loop.removeTimer(&n.t) }

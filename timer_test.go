@@ -1,0 +1,163 @@
+package aio
+
+import (
+	"sync/atomic"
+	"testing"
+	"time"
+
+	"github.com/stretchr/testify/require"
+)
+
+// Timers fire in deadline order, and timers with equal deadlines in creation
+// order.
+func TestTimerOrder(t *testing.T) {
+	l := startLoop(t)
+	var order []int // on the loop
+	done := make(chan struct{})
+	onLoop(t, l, func() {
+		ds := []time.Duration{5, 1, 3, 1, 5, 3, 0, 0}
+		for i, d := range ds {
+			Delay(l, d*time.Millisecond, func() (int, error) {
+				order = append(order, i)
+				if len(order) == len(ds) {
+					close(done)
+				}
+				return i, nil
+			})
+		}
+	})
+	<-done
+	var got []int
+	onLoop(t, l, func() { got = append(got, order...) })
+	require.Equal(t, []int{6, 7, 1, 3, 2, 5, 0, 4}, got)
+}
+
+// Many timers with random-ish deadlines come out sorted: the 4-ary heap keeps
+// its invariant through pushes and removals.
+func TestTimerHeapManyWithRemovals(t *testing.T) {
+	l := startLoop(t)
+	const n = 2000
+	var fired []time.Duration // deadlines, on the loop
+	done := make(chan struct{})
+	var live atomic.Int64
+	onLoop(t, l, func() {
+		for i := 0; i < n; i++ {
+			d := time.Duration((i*7919)%200) * 100 * time.Microsecond
+			h := Delay(l, d, func() (int, error) {
+				fired = append(fired, d)
+				if live.Add(-1) == 0 {
+					close(done)
+				}
+				return 0, nil
+			})
+			if i%3 == 0 {
+				h.Cancel() // removed from the middle of the heap at once
+			} else {
+				live.Add(1)
+			}
+		}
+		require.Equal(t, int(live.Load()), l.Stats().Timers)
+	})
+	<-done
+	var got []time.Duration
+	onLoop(t, l, func() { got = append(got, fired...) })
+	require.Len(t, got, int(n-(n+2)/3))
+	for i := 1; i < len(got); i++ {
+		require.LessOrEqual(t, got[i-1], got[i])
+	}
+}
+
+// A timer never fires early: measured from the call (off the loop) it fires
+// no sooner than its delay.
+func TestTimerNeverEarly(t *testing.T) {
+	l := startLoop(t)
+	for _, d := range []time.Duration{50 * time.Microsecond, 300 * time.Microsecond, 2 * time.Millisecond, 7 * time.Millisecond} {
+		start := time.Now()
+		var at time.Time
+		h := Delay(l, d, func() (int, error) { at = time.Now(); return 0, nil })
+		_, err := wait(t, h)
+		require.NoError(t, err)
+		require.GreaterOrEqual(t, at.Sub(start), d, "timer of %v fired early", d)
+	}
+}
+
+// UT-05: cancelling a timer handle disarms the timer at once (Stats.Timers
+// drops in the same callback) and its function never runs.
+func TestCancelTimerRemovesItAtOnce(t *testing.T) {
+	l := startLoop(t)
+	var ran atomic.Bool
+	var before, after int
+	var h *Handle[int]
+	onLoop(t, l, func() {
+		h = Delay(l, time.Hour, func() (int, error) { ran.Store(true); return 0, nil })
+		before = l.Stats().Timers
+		require.True(t, h.Cancel())
+		after = l.Stats().Timers
+	})
+	require.Equal(t, 1, before)
+	require.Equal(t, 0, after)
+	_, err := wait(t, h)
+	require.ErrorIs(t, err, ErrCancelled)
+	require.False(t, ran.Load())
+
+	// Off the loop: the timer leaves the heap when the loop processes the cancel.
+	h = Delay(l, time.Hour, func() (int, error) { ran.Store(true); return 0, nil })
+	onLoop(t, l, func() {})
+	require.Equal(t, 1, l.Stats().Timers)
+	require.True(t, h.Cancel())
+	_, _ = wait(t, h)
+	require.Equal(t, 0, l.Stats().Timers)
+	require.False(t, ran.Load())
+}
+
+func TestSleepAndNegativeDelay(t *testing.T) {
+	l := startLoop(t)
+	_, err := wait(t, Sleep(l, time.Millisecond))
+	require.NoError(t, err)
+	v, err := wait(t, Delay(l, -time.Hour, func() (int, error) { return 1, nil }))
+	require.NoError(t, err, "a negative delay fires on the next iteration")
+	require.Equal(t, 1, v)
+}
+
+// Every repeats until cancelled; the handle then ends Cancelled and the timer
+// is gone.
+func TestEveryRepeatsUntilCancelled(t *testing.T) {
+	l := startLoop(t)
+	var n atomic.Int32
+	third := make(chan struct{})
+	h := Every(l, time.Millisecond, func() {
+		if n.Add(1) == 3 {
+			close(third)
+		}
+	})
+	<-third
+	require.Equal(t, Running, h.Status())
+	require.True(t, h.Cancel())
+	_, err := wait(t, h)
+	require.ErrorIs(t, err, ErrCancelled)
+	onLoop(t, l, func() {})
+	require.Equal(t, 0, l.Stats().Timers)
+	got := n.Load()
+	onLoop(t, l, func() {})
+	require.Equal(t, got, n.Load())
+
+	// Cancelled from inside its own callback.
+	var m atomic.Int32
+	var self *Handle[struct{}]
+	onLoop(t, l, func() {
+		self = Every(l, time.Millisecond, func() {
+			if m.Add(1) == 2 {
+				self.Cancel()
+			}
+		})
+	})
+	_, err = wait(t, self)
+	require.ErrorIs(t, err, ErrCancelled)
+	require.Equal(t, int32(2), m.Load())
+
+	// A panic stops it with a *PanicError.
+	bad := Every(l, time.Millisecond, func() { panic("tick") })
+	_, err = wait(t, bad)
+	var pe *PanicError
+	require.ErrorAs(t, err, &pe)
+}

@@ -1,0 +1,144 @@
+package aio
+
+import (
+	"context"
+	"sync"
+)
+
+// workPool runs blocking functions off the loop on a bounded set of
+// goroutines, as libuv's threadpool does for uv_queue_work. Workers start on
+// demand, up to size, and live until the loop stops.
+type workPool struct {
+	l    *Loop
+	size int
+
+	mu      sync.Mutex
+	cond    sync.Cond
+	queue   []workItem // under mu
+	workers int        // under mu
+	idle    int        // under mu
+	closed  bool       // under mu
+	wg      sync.WaitGroup
+}
+
+// workItem is a job as the pool sees it.
+type workItem interface{ runWork() }
+
+func newWorkPool(l *Loop, size int) *workPool {
+	p := &workPool{l: l, size: size}
+	p.cond.L = &p.mu
+	return p
+}
+
+// submit queues it; false once the pool is closed.
+func (p *workPool) submit(it workItem) bool {
+	p.mu.Lock()
+	if p.closed {
+		p.mu.Unlock()
+		return false
+	}
+	p.queue = append(p.queue, it)
+	if p.idle > 0 {
+		p.cond.Signal()
+	} else if p.workers < p.size {
+		p.workers++
+		p.wg.Add(1)
+		go p.worker()
+	}
+	p.mu.Unlock()
+	return true
+}
+
+func (p *workPool) worker() {
+	defer p.wg.Done()
+	p.mu.Lock()
+	for {
+		for len(p.queue) == 0 && !p.closed {
+			p.idle++
+			p.cond.Wait()
+			p.idle--
+		}
+		if len(p.queue) == 0 { // closed and drained
+			p.mu.Unlock()
+			return
+		}
+		it := p.queue[0]
+		p.queue[0] = nil
+		p.queue = p.queue[1:]
+		p.mu.Unlock()
+		it.runWork()
+		p.mu.Lock()
+	}
+}
+
+// close stops accepting jobs and waits until every worker finished the queue
+// (whose jobs are cancelled by then, so they return at once) and exited.
+func (p *workPool) close() {
+	p.mu.Lock()
+	p.closed = true
+	p.cond.Broadcast()
+	p.mu.Unlock()
+	p.wg.Wait()
+}
+
+// workNode is the handle of Work.
+type workNode[T any] struct {
+	Handle[T]
+	fn     func(ctx context.Context) (T, error)
+	ctx    context.Context
+	cancel context.CancelFunc
+}
+
+// Work runs fn on the loop's work pool (Config.WorkPool goroutines), off the
+// loop, and completes the handle with its result on the loop. ctx is cancelled
+// when the handle is cancelled (or the loop stops); fn should return soon
+// after. A job cancelled before a worker picked it up never runs. A panic in
+// fn fails the handle with a *PanicError. Stop waits for running fns to
+// return.
+func Work[T any](l *Loop, fn func(ctx context.Context) (T, error)) *Handle[T] {
+	if err := checkProducer(l, fn == nil); err != nil {
+		return Fail[T](l, err)
+	}
+	n := &workNode[T]{fn: fn}
+	n.init(l)
+	n.prod = n
+	n.ctx, n.cancel = context.WithCancel(context.Background())
+	n.state.Store(uint32(Running))
+	if l.OnLoop() {
+		l.adoptProducer(&n.core)
+	} else {
+		l.exec(func() {
+			if !n.finished {
+				l.adoptProducer(&n.core)
+			}
+		})
+	}
+	if !l.pool.submit(n) {
+		n.cancel()
+		var zero T
+		n.settle(zero, ErrStopped)
+	}
+	return &n.Handle
+}
+
+// runWork runs on a pool goroutine.
+func (n *workNode[T]) runWork() {
+	defer n.cancel() // release the context's resources in every path
+	if n.state.Load() != uint32(Running) {
+		return
+	}
+	v, err := callCtx(n.fn, n.ctx)
+	n.settle(v, err)
+}
+
+func (n *workNode[T]) stop() { n.cancel() }
+
+// callCtx calls fn(ctx), turning a panic into a *PanicError.
+func callCtx[T any](fn func(context.Context) (T, error), ctx context.Context) (v T, err error) {
+	defer func() {
+		if p := recover(); p != nil {
+			err = newPanicError(p)
+		}
+	}()
+	return fn(ctx)
+}
