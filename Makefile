@@ -4,7 +4,7 @@ GO ?= go
 PKGS := ./...
 CROSS := darwin/amd64 darwin/arm64 freebsd/amd64 netbsd/amd64 openbsd/amd64 linux/arm64 linux/riscv64
 
-.PHONY: all build test race short vet lint cross bench fuzz clean
+.PHONY: all build test race short debug vet lint cross bench fuzz clean
 
 all: build test
 
@@ -14,12 +14,17 @@ build:
 # test: formatting, vet, then every test under the race detector.
 test: lint
 	$(GO) test -race -count=1 -timeout 20m $(PKGS)
+	$(GO) test -tags aiodebug -short -count=1 $(PKGS)
 
 race: test
 
 # short: the quick loop for development (skips the million-handle graphs).
 short:
 	$(GO) test -race -short -count=1 $(PKGS)
+
+# debug: the loop-affinity assertions of the aiodebug build tag.
+debug:
+	$(GO) test -tags aiodebug -short -count=1 $(PKGS)
 
 vet:
 	$(GO) vet $(PKGS)

@@ -5,6 +5,7 @@ import "github.com/valkyria/aio/internal/poll"
 // addFD registers fd with the poller and routes its readiness to h. On the
 // loop only.
 func (l *Loop) addFD(fd int, h ioHandler, ev poll.Events) error {
+	l.checkOnLoop()
 	if err := l.poller.Add(fd, ev); err != nil {
 		return err
 	}

@@ -10,24 +10,41 @@ import (
 // and the terminal transition. Handle[T] adds the value. Continuation nodes
 // embed a Handle, so a Then link is one allocation.
 type core struct {
-	state atomic.Uint32                 // Status, or a transient stCompleting/stFailing; any goroutine, CAS
-	loop  *Loop                         // immutable; detached for handles without a loop
-	done  atomic.Pointer[chan struct{}] // lazily made Done channel; closedDone once finished; any goroutine
+	state atomic.Uint32 // Status, or a transient stCompleting/stFailing; any goroutine, CAS
 
 	// Owned by the loop.
-	dep0      dependent   // first dependent, inline: most handles have one
-	deps      []dependent // the others
-	interest  int32       // dependents that registered and have not withdrawn
-	prod      producer    // what to stop when cancelled; nil if nothing
-	onCancel  []func()
-	rec       *record // cleanups and weak tracking; nil until needed
-	finished  bool    // the terminal transition ran
-	stopped   bool    // prod.stop ran
-	eagerStop bool    // stop the producer inside an on-loop Cancel (timers: Stats.Timers drops at once)
+	interest  int32 // dependents that registered and have not withdrawn
+	finished  bool  // the terminal transition ran
+	stopped   bool  // prod.stop ran
+	eagerStop bool  // stop the producer inside an on-loop Cancel (timers: Stats.Timers drops at once)
 
+	loop *Loop                         // immutable; detached for handles without a loop
+	done atomic.Pointer[chan struct{}] // lazily made Done channel; closedDone once finished; any goroutine
+
+	// Owned by the loop.
+	dep0 dependent  // first dependent, inline: most handles have one
+	prod producer   // what to stop when cancelled; nil if nothing
+	x    *coreExtra // what few handles need, allocated on first use
+}
+
+// coreExtra holds the fields most handles never use, so that the common
+// handle (and a Then link) stays small: 64 bytes of core. Owned by the loop.
+type coreExtra struct {
+	deps     []dependent // dependents after the first
+	onCancel []func()
+	rec      *record // cleanups and weak tracking
 	// waitLoop is the loop whose teardown completes this handle (Stop's
 	// handle): waiting on it from that loop would deadlock. Immutable.
 	waitLoop *Loop
+}
+
+// extra returns c's coreExtra, allocating it on first use. On the loop (or
+// before the handle is shared).
+func (c *core) extra() *coreExtra {
+	if c.x == nil {
+		c.x = &coreExtra{}
+	}
+	return c.x
 }
 
 // dependent is a handle waiting on another: its inputDone runs on the input's
@@ -169,30 +186,35 @@ func (c *core) stopProducer() {
 
 // finish is the single terminal transition. On the loop; runs once.
 func (c *core) finish() {
+	c.loop.checkOnLoop()
 	if c.finished {
 		return
 	}
 	c.finished = true
 	l := c.loop
+	x := c.x
 	if c.state.Load() == uint32(Cancelled) {
 		c.stopProducer()
-		for _, fn := range c.onCancel {
-			l.call(fn)
+		if x != nil {
+			for _, fn := range x.onCancel {
+				l.call(fn)
+			}
 		}
 	}
-	c.onCancel = nil
 	if d := c.dep0; d != nil {
 		c.dep0 = nil
 		d.inputDone()
-		for i, d := range c.deps {
-			c.deps[i] = nil
+	}
+	if x != nil {
+		for i, d := range x.deps {
+			x.deps[i] = nil
 			d.inputDone()
 		}
-		c.deps = nil
+		x.deps, x.onCancel = nil, nil
 	}
 	c.prod = nil
-	if c.rec != nil {
-		c.rec.finish(c)
+	if x != nil && x.rec != nil {
+		x.rec.finish(c)
 	}
 	l.handles.Add(-1)
 	if p := c.done.Swap(closedDone); p != nil && p != closedDone {
@@ -204,6 +226,7 @@ func (c *core) finish() {
 // registered on a handle that already finished is told by a job, never inside
 // the call that registers it.
 func (c *core) addDep(d dependent) {
+	c.loop.checkOnLoop()
 	if c.finished {
 		c.loop.jobs.push(job{d: d})
 		return
@@ -212,7 +235,8 @@ func (c *core) addDep(d dependent) {
 	if c.dep0 == nil {
 		c.dep0 = d
 	} else {
-		c.deps = append(c.deps, d)
+		x := c.extra()
+		x.deps = append(x.deps, d)
 	}
 }
 
@@ -228,6 +252,7 @@ func (c *core) register(d dependent) {
 // withdraw takes back one dependent's interest in c; when none is left and c
 // is still running, c is cancelled. On c's loop.
 func (c *core) withdraw() {
+	c.loop.checkOnLoop()
 	c.interest--
 	if c.interest <= 0 {
 		c.cancel()
@@ -288,7 +313,7 @@ func (h *Handle[T]) Result() (T, error) {
 // would wait for itself): there it returns the outcome if the handle is
 // already terminal, else ErrAwaitOnLoop at once.
 func (h *Handle[T]) Wait(ctx context.Context) (T, error) {
-	if h.loop.OnLoop() || h.waitLoop.OnLoop() {
+	if h.loop.OnLoop() || (h.x != nil && h.x.waitLoop.OnLoop()) {
 		if statusOf(h.state.Load()).Terminal() {
 			return h.Result()
 		}
@@ -320,7 +345,8 @@ func (h *Handle[T]) OnCancel(fn func()) *Handle[T] {
 			}
 			return
 		}
-		c.onCancel = append(c.onCancel, fn)
+		x := c.extra()
+		x.onCancel = append(x.onCancel, fn)
 	}
 	if c.loop.OnLoop() {
 		add()
@@ -349,6 +375,7 @@ func (h *Handle[T]) OnCleanup(fn func()) {
 }
 
 func (c *core) addCleanup(fn func()) {
+	c.loop.checkOnLoop()
 	if c.finished {
 		c.loop.jobs.push(job{f: fn})
 		return

@@ -52,6 +52,7 @@ func (q *jobQueue) grow() {
 // drain runs queued jobs until none is left, including those pushed while
 // draining. It is called after every top-level callback. On the loop only.
 func (l *Loop) drain() {
+	l.checkOnLoop()
 	for l.jobs.n > 0 {
 		j := l.jobs.pop()
 		switch {

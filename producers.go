@@ -88,30 +88,34 @@ func New[T any](l *Loop, start func(resolve func(T), reject func(error))) *Handl
 	}
 	h := &Handle[T]{}
 	h.init(l)
-	run := func() {
-		if !h.state.CompareAndSwap(uint32(Pending), uint32(Running)) {
-			return // cancelled before it started
-		}
-		l.adoptProducer(&h.core)
-		resolve := func(v T) { h.settle(v, nil) }
-		reject := func(err error) {
-			if err == nil {
-				err = errNilReject
-			}
-			var zero T
-			h.settle(zero, err)
-		}
-		if err := callErr(func() { start(resolve, reject) }); err != nil {
-			var zero T
-			h.settle(zero, err)
-		}
-	}
 	if l.OnLoop() {
-		run()
+		h.start(start)
 	} else {
-		l.exec(run)
+		l.exec(func() { h.start(start) })
 	}
 	return h
+}
+
+// start runs New's start function on the loop, unless the handle was
+// cancelled before it got there.
+func (h *Handle[T]) start(start func(resolve func(T), reject func(error))) {
+	if !h.state.CompareAndSwap(uint32(Pending), uint32(Running)) {
+		return
+	}
+	h.loop.adoptProducer(&h.core)
+	defer func() {
+		if p := recover(); p != nil {
+			var zero T
+			h.settle(zero, newPanicError(p))
+		}
+	}()
+	start(func(v T) { h.settle(v, nil) }, func(err error) {
+		if err == nil {
+			err = errNilReject
+		}
+		var zero T
+		h.settle(zero, err)
+	})
 }
 
 // Promise is a handle settled by explicit calls, the one-allocation form of

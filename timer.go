@@ -107,6 +107,7 @@ func (h timerHeap) down(i int) {
 
 // addTimer arms t. On the loop.
 func (l *Loop) addTimer(t *timer) {
+	l.checkOnLoop()
 	l.timerSeq++
 	t.seq = l.timerSeq
 	l.timers.push(t)
@@ -115,6 +116,7 @@ func (l *Loop) addTimer(t *timer) {
 
 // removeTimer disarms t if armed. On the loop.
 func (l *Loop) removeTimer(t *timer) {
+	l.checkOnLoop()
 	if l.timers.remove(t) {
 		l.ntimers.Add(-1)
 	}

@@ -22,12 +22,14 @@ type record struct {
 // track returns c's record, creating it and entering it in the loop's table on
 // first use. On the loop.
 func (c *core) track() *record {
-	if c.rec != nil {
-		return c.rec
+	c.loop.checkOnLoop()
+	x := c.extra()
+	if x.rec != nil {
+		return x.rec
 	}
 	l := c.loop
 	r := &record{loop: l, weak: weak.Make(c)}
-	c.rec = r
+	x.rec = r
 	l.records[r] = struct{}{}
 	r.gc = runtime.AddCleanup(c, (*record).collected, r)
 	return r
@@ -84,8 +86,18 @@ func (l *Loop) trackYoung() {
 
 // adopt queues a producer handle for lazy tracking. On the loop.
 func (l *Loop) adoptProducer(c *core) {
+	l.checkOnLoop()
+	if len(l.young) >= youngSweep {
+		// One callback creating producers without end (a long chain of
+		// promises, each resolved by the last) must not grow this list
+		// without bound: sweep it now rather than at the iteration's end.
+		l.trackYoung()
+	}
 	l.young = append(l.young, c)
 }
+
+// youngSweep is the length at which the young list is swept early.
+const youngSweep = 256
 
 // cancelPending cancels every handle the loop knows to be pending: armed
 // timers, young and tracked producers. Records whose handle was collected run

@@ -17,8 +17,7 @@ import (
 // documentation for which goroutine may call what.
 type Poller struct {
 	// epfd is the epoll instance. Owned by the loop goroutine; -1 once
-	// Close has run (Close writes it under mu so that the write is also
-	// ordered against Wake, which never reads it).
+	// Close has run. Wake never reads it.
 	epfd int
 
 	// pwait2 records whether the kernel has epoll_pwait2 (Linux 5.11+).
@@ -63,11 +62,12 @@ func New() (*Poller, error) {
 	}
 	// Level-triggered EPOLLIN: the eventfd stays readable until Wait drains
 	// it, so a Wake that lands between two Waits is not lost.
-	ev := unix.EpollEvent{Events: unix.EPOLLIN, Fd: int32(p.wake.fd)}
-	if err := unix.EpollCtl(epfd, unix.EPOLL_CTL_ADD, p.wake.fd, &ev); err != nil {
+	wfd := p.wake.fd
+	ev := unix.EpollEvent{Events: unix.EPOLLIN, Fd: int32(wfd)}
+	if err := unix.EpollCtl(epfd, unix.EPOLL_CTL_ADD, wfd, &ev); err != nil {
 		p.wake.close()
 		unix.Close(epfd)
-		return nil, fmt.Errorf("poll: epoll_ctl add eventfd %d: %w", p.wake.fd, err)
+		return nil, fmt.Errorf("poll: epoll_ctl add eventfd %d: %w", wfd, err)
 	}
 	p.pwait2 = probePwait2(epfd, p.events[:1])
 	return p, nil
@@ -164,14 +164,15 @@ func (p *Poller) ctl(op int, name string, fd int, ev Events) error {
 // is ready or Wake is called; timeout == 0 polls and returns at once; timeout
 // > 0 waits up to timeout, and never returns early because of rounding: with
 // epoll_pwait2 (Linux 5.11+) the timeout has nanosecond resolution, without
-// it it is rounded up to whole milliseconds. A timeout too long for
-// epoll_wait (about 24 days) is clamped, so Wait returns (0, false, nil)
-// before it elapses; the loop recomputes and waits again.
+// it it is rounded up to whole milliseconds. A timeout over maxWait (about 24.8
+// days) is clamped, so Wait returns (0, false, nil) before it elapses; the
+// loop recomputes and waits again.
 //
 // woken reports that at least one Wake happened since the previous Wait
 // returned (Wakes coalesce: any number of them is reported once). The wakeup
 // eventfd is drained here and never appears in evs, so n may be 0 with woken
-// true.
+// true. The eventfd is just one more ready fd to the kernel: if evs fills up
+// before it is reached, the next Wait reports it (and does not block).
 //
 // Wait with an empty evs is allowed but only reports woken: ready fds still
 // end a blocking Wait and, being level-triggered, are reported by the next
@@ -189,6 +190,7 @@ func (p *Poller) Wait(timeout time.Duration, evs []Event) (n int, woken bool, er
 		return 0, false, fmt.Errorf("poll: wait: %w", os.ErrClosed)
 	}
 	buf := p.buffer(len(evs))
+	timeout = min(timeout, maxWait)
 
 	var r uintptr
 	var errno unix.Errno
@@ -264,13 +266,16 @@ func (p *Poller) buffer(want int) []unix.EpollEvent {
 	return p.events[:want]
 }
 
+// maxWait caps a Wait timeout at the longest epoll_wait accepts, MaxInt32
+// milliseconds (about 24.8 days). epoll_pwait2 gets the same cap, which also
+// keeps its timespec within range where tv_sec is 32 bits.
+const maxWait = math.MaxInt32 * time.Millisecond
+
 // ceilMillis converts a positive timeout to epoll_wait milliseconds, rounding
-// up so that a timer is never fired early, and clamping to the int32 range
-// epoll_wait accepts.
+// up so that a timer is never fired early, and clamping to maxWait.
 func ceilMillis(d time.Duration) int {
-	const maxMillis = math.MaxInt32
-	if d >= maxMillis*time.Millisecond {
-		return maxMillis
+	if d >= maxWait {
+		return int(maxWait / time.Millisecond)
 	}
 	return int((d + time.Millisecond - 1) / time.Millisecond)
 }
@@ -294,7 +299,13 @@ func (p *Poller) Wake() error {
 	if !p.wakePending.CompareAndSwap(false, true) {
 		return nil
 	}
-	return p.wake.signal()
+	if err := p.wake.signal(); err != nil {
+		// Nothing was signalled, so no Wait will clear the flag; leaving
+		// it set would turn every later Wake into a silent no-op.
+		p.wakePending.Store(false)
+		return err
+	}
+	return nil
 }
 
 // Close releases the epoll instance and the eventfd. It does not close the

@@ -233,7 +233,8 @@ func (p *Poller) apply(op string, fd int, from, to Events) error {
 // woken reports that at least one Wake happened since the previous Wait
 // returned (Wakes coalesce: any number of them is reported once). The wakeup
 // event is consumed here and never appears in evs, so n may be 0 with woken
-// true.
+// true. The wakeup is just one more kernel event: if evs fills up before it
+// is reached, the next Wait reports it (and does not block).
 //
 // Wait with an empty evs is allowed but only reports woken: ready fds still
 // end a blocking Wait and, being level-triggered, are reported by the next
@@ -341,7 +342,13 @@ func (p *Poller) Wake() error {
 	if !p.wakePending.CompareAndSwap(false, true) {
 		return nil
 	}
-	return p.wake.signal()
+	if err := p.wake.signal(); err != nil {
+		// Nothing was signalled, so no Wait will clear the flag; leaving
+		// it set would turn every later Wake into a silent no-op.
+		p.wakePending.Store(false)
+		return err
+	}
+	return nil
 }
 
 // Close releases the kqueue and the wakeup channel. It does not close the fds

@@ -1,0 +1,124 @@
+package aio
+
+import (
+	"testing"
+)
+
+// benchOnLoop runs body(b.N) in one posted callback plus the jobs it queues,
+// and waits for it. Continuations run after the callback returns, so body
+// gets a done func to call from the last one.
+func benchOnLoop(b *testing.B, body func(l *Loop, n int, done func())) {
+	l := startLoop(b)
+	fin := make(chan struct{})
+	b.ReportAllocs()
+	b.ResetTimer()
+	if err := l.Post(func() { body(l, b.N, func() { close(fin) }) }); err != nil {
+		b.Fatal(err)
+	}
+	<-fin
+	b.StopTimer()
+}
+
+// BenchmarkPromiseThen is one create-complete-continue cycle: a promise, a
+// Then link on it, resolved, the continuation run. The handles workload.
+func BenchmarkPromiseThen(b *testing.B) {
+	l := startLoop(b)
+	fin := make(chan struct{})
+	b.ReportAllocs()
+	var step func(i int)
+	next := func(v int) (int, error) { step(v + 1); return v, nil } // one closure for all links
+	step = func(i int) {
+		if i == b.N {
+			close(fin)
+			return
+		}
+		p := NewPromise[int](l)
+		Then(p.Handle(), next)
+		p.Resolve(i)
+	}
+	b.ResetTimer()
+	_ = l.Post(func() { step(0) })
+	<-fin
+}
+
+// BenchmarkNewThen is the same cycle through New (three allocations: the
+// handle and the resolve and reject closures the signature requires).
+func BenchmarkNewThen(b *testing.B) {
+	l := startLoop(b)
+	fin := make(chan struct{})
+	b.ReportAllocs()
+	var step func(i int)
+	start := func(resolve func(int), _ func(error)) { resolve(1) }
+	step = func(i int) {
+		if i == b.N {
+			close(fin)
+			return
+		}
+		i++
+		Then(New(l, start), func(int) (int, error) { step(i); return 0, nil })
+	}
+	b.ResetTimer()
+	_ = l.Post(func() { step(0) })
+	<-fin
+}
+
+// BenchmarkThenChain is the cost of one link of a long chain: build N links,
+// complete the root, run them all.
+func BenchmarkThenChain(b *testing.B) {
+	benchOnLoop(b, func(l *Loop, n int, done func()) {
+		root := NewPromise[int](l)
+		h := root.Handle()
+		for i := 0; i < n; i++ {
+			h = Then(h, func(v int) (int, error) { return v + 1, nil })
+		}
+		Finally(h, done)
+		root.Resolve(0)
+	})
+}
+
+// BenchmarkDelayFire creates N timers due now and fires them.
+func BenchmarkDelayFire(b *testing.B) {
+	l := startLoop(b)
+	fin := make(chan struct{})
+	b.ReportAllocs()
+	b.ResetTimer()
+	_ = l.Post(func() {
+		left := b.N
+		for i := 0; i < b.N; i++ {
+			Delay(l, 0, func() (int, error) {
+				if left--; left == 0 {
+					close(fin)
+				}
+				return 0, nil
+			})
+		}
+	})
+	<-fin
+}
+
+// BenchmarkPostFromOneGoroutine measures Post plus the loop running it.
+func BenchmarkPostFromOneGoroutine(b *testing.B) {
+	l := startLoop(b)
+	fin := make(chan struct{})
+	n := 0
+	b.ReportAllocs()
+	b.ResetTimer()
+	for i := 0; i < b.N; i++ {
+		_ = l.Post(func() {
+			if n++; n == b.N {
+				close(fin)
+			}
+		})
+	}
+	<-fin
+}
+
+// BenchmarkOnLoop is the cost of the affinity check on every hot path.
+func BenchmarkOnLoop(b *testing.B) {
+	l := startLoop(b)
+	for i := 0; i < b.N; i++ {
+		if l.OnLoop() {
+			b.Fatal("not on the loop")
+		}
+	}
+}
