@@ -25,17 +25,19 @@ type core struct {
 	dep0 dependent  // first dependent, inline: most handles have one
 	prod producer   // what to stop when cancelled; nil if nothing
 	x    *coreExtra // what few handles need, allocated on first use
+
+	// waitLoop is the loop whose teardown completes this handle (Stop's
+	// handle): waiting on it from that loop would deadlock. Immutable, set
+	// before the handle is shared; any goroutine reads it.
+	waitLoop *Loop
 }
 
 // coreExtra holds the fields most handles never use, so that the common
-// handle (and a Then link) stays small: 64 bytes of core. Owned by the loop.
+// handle (and a Then link) stays small: 72 bytes of core. Owned by the loop.
 type coreExtra struct {
 	deps     []dependent // dependents after the first
 	onCancel []func()
 	rec      *record // cleanups and weak tracking
-	// waitLoop is the loop whose teardown completes this handle (Stop's
-	// handle): waiting on it from that loop would deadlock. Immutable.
-	waitLoop *Loop
 }
 
 // extra returns c's coreExtra, allocating it on first use. On the loop (or
@@ -313,7 +315,7 @@ func (h *Handle[T]) Result() (T, error) {
 // would wait for itself): there it returns the outcome if the handle is
 // already terminal, else ErrAwaitOnLoop at once.
 func (h *Handle[T]) Wait(ctx context.Context) (T, error) {
-	if h.loop.OnLoop() || (h.x != nil && h.x.waitLoop.OnLoop()) {
+	if h.loop.OnLoop() || h.waitLoop.OnLoop() {
 		if statusOf(h.state.Load()).Terminal() {
 			return h.Result()
 		}

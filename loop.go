@@ -143,7 +143,7 @@ func newLoop(rt *Runtime, slot int, cfg Config) (*Loop, error) {
 	l.awake.Store(true)
 	l.pool = newWorkPool(l, cfg.WorkPool)
 	l.stopH = newDetachedHandle[struct{}]()
-	l.stopH.extra().waitLoop = l
+	l.stopH.waitLoop = l
 	return l, nil
 }
 
