@@ -17,6 +17,7 @@ type core struct {
 	finished  bool  // the terminal transition ran
 	stopped   bool  // prod.stop ran
 	eagerStop bool  // stop the producer inside an on-loop Cancel (timers: Stats.Timers drops at once)
+	crossLoop bool  // adopted as a producer because an input lives on another loop
 
 	loop *Loop                         // immutable; detached for handles without a loop
 	done atomic.Pointer[chan struct{}] // lazily made Done channel; closedDone once finished; any goroutine
@@ -226,14 +227,18 @@ func (c *core) finish() {
 
 // addDep registers d to be told when c finishes. On c's loop. A dependent
 // registered on a handle that already finished is told by a job, never inside
-// the call that registers it.
-func (c *core) addDep(d dependent) {
+// the call that registers it. An interested dependent counts towards c's
+// interest (see withdraw); a mere watcher (a scope tracking its children) does
+// not.
+func (c *core) addDep(d dependent, interested bool) {
 	c.loop.checkOnLoop()
 	if c.finished {
 		c.loop.jobs.push(job{d: d})
 		return
 	}
-	c.interest++
+	if interested {
+		c.interest++
+	}
 	if c.dep0 == nil {
 		c.dep0 = d
 	} else {
@@ -242,13 +247,22 @@ func (c *core) addDep(d dependent) {
 	}
 }
 
-// register runs addDep on c's loop.
+// register runs addDep(d, true) on c's loop, from any goroutine.
 func (c *core) register(d dependent) {
 	if c.loop.OnLoop() {
-		c.addDep(d)
+		c.addDep(d, true)
 		return
 	}
-	c.loop.exec(func() { c.addDep(d) })
+	c.loop.exec(func() { c.addDep(d, true) })
+}
+
+// watch runs addDep(d, false) on c's loop, from any goroutine.
+func (c *core) watch(d dependent) {
+	if c.loop.OnLoop() {
+		c.addDep(d, false)
+		return
+	}
+	c.loop.exec(func() { c.addDep(d, false) })
 }
 
 // withdraw takes back one dependent's interest in c; when none is left and c

@@ -18,7 +18,7 @@ type timer struct {
 // timerOwner is the handle behind a timer.
 type timerOwner interface {
 	fire()       // the deadline passed; on the loop, after the timer left the heap
-	core() *core // the handle, for Stop
+	base() *core // the handle, for Stop
 }
 
 func (t *timer) before(u *timer) bool {
@@ -140,6 +140,20 @@ func (l *Loop) runTimers() {
 	}
 }
 
+// armTimer arms t, the timer of handle c, from any goroutine: directly on the
+// loop, else by a posted job that skips it if c ended on the way.
+func (l *Loop) armTimer(c *core, t *timer) {
+	if l.OnLoop() {
+		l.addTimer(t)
+		return
+	}
+	l.exec(func() {
+		if !c.finished && !statusOf(c.state.Load()).Terminal() {
+			l.addTimer(t)
+		}
+	})
+}
+
 // deadline turns a delay into a loop-relative deadline: from the cached time
 // on the loop (as libuv), from the clock elsewhere. Negative delays count as 0.
 func (l *Loop) deadline(d time.Duration) time.Duration {
@@ -179,23 +193,11 @@ func Delay[T any](l *Loop, d time.Duration, fn func() (T, error)) *Handle[T] {
 	n.t.index = -1
 	n.t.when = l.deadline(d)
 	n.state.Store(uint32(Running))
-	if l.OnLoop() {
-		l.addTimer(&n.t)
-	} else {
-		l.exec(n.arm)
-	}
+	l.armTimer(&n.core, &n.t)
 	return &n.Handle
 }
 
-// arm puts the timer of a Delay created off the loop into the heap, unless
-// the handle was cancelled on the way.
-func (n *delayNode[T]) arm() {
-	if !n.finished && n.state.Load() == uint32(Running) {
-		n.loop.addTimer(&n.t)
-	}
-}
-
-func (n *delayNode[T]) core() *core { return &n.Handle.core }
+func (n *delayNode[T]) base() *core { return &n.Handle.core }
 
 func (n *delayNode[T]) fire() {
 	if n.state.Load() != uint32(Running) {
@@ -243,21 +245,11 @@ func Every(l *Loop, d time.Duration, fn func()) *Handle[struct{}] {
 	n.t.index = -1
 	n.t.when = l.deadline(d)
 	n.state.Store(uint32(Running))
-	if l.OnLoop() {
-		l.addTimer(&n.t)
-	} else {
-		l.exec(n.arm)
-	}
+	l.armTimer(&n.core, &n.t)
 	return &n.Handle
 }
 
-func (n *everyNode) arm() {
-	if !n.finished && n.state.Load() == uint32(Running) {
-		n.loop.addTimer(&n.t)
-	}
-}
-
-func (n *everyNode) core() *core { return &n.Handle.core }
+func (n *everyNode) base() *core { return &n.Handle.core }
 
 func (n *everyNode) fire() {
 	if n.state.Load() != uint32(Running) {

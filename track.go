@@ -77,7 +77,9 @@ func (r *record) abandon() {
 func (l *Loop) trackYoung() {
 	for i, c := range l.young {
 		l.young[i] = nil
-		if !c.finished {
+		// A terminal handle has its finish job queued already: nothing to
+		// track (the common case: a promise resolved in its own callback).
+		if !c.finished && c.state.Load() < uint32(Completed) {
 			c.track()
 		}
 	}
@@ -106,7 +108,7 @@ func (l *Loop) cancelPending() bool {
 	found := false
 	for _, t := range l.timers.all() {
 		found = true
-		t.owner.core().cancel()
+		t.owner.base().cancel()
 	}
 	for _, c := range l.young {
 		found = true

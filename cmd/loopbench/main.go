@@ -1,0 +1,169 @@
+// Command loopbench measures the aio event loop against the Go standard
+// library doing the same work, in one process, one after the other, and
+// prints both side by side.
+//
+// Usage:
+//
+//	go run ./cmd/loopbench [flags]
+//
+// Workloads (-workload takes a comma list; default all, in this order):
+//
+//	timers          1,000,000 one-shot timers, timer i due i/1000+1 ms after
+//	                creation starts (1000 per millisecond, spread over 1 s),
+//	                all created by one callback on the loop with aio.Delay; run
+//	                until every one fired. seconds = start of creation to the
+//	                last firing, so it has a floor of about 1 s. gostd:
+//	                time.AfterFunc with the same delays.
+//	post            8 goroutines Post a callback that increments a counter on
+//	                the loop, for -duration (or -posts in all); the section
+//	                ends when the loop has run the last one. gostd: a
+//	                chan func() of capacity 1024 drained by one goroutine.
+//	pingpong-loops  two loops bounce a message with Post (A posts to B, B back
+//	                to A) for -duration; ops = round trips. Every hop wakes a
+//	                sleeping thread. gostd: two goroutines locked to their OS
+//	                threads over unbuffered channels.
+//	pingpong-loops-spin
+//	                the same with aio.Config{Spin: -spin} on both loops (a row
+//	                of the pingpong-loops workload; same gostd baseline).
+//	handles         create, continue and complete one handle per cycle
+//	                (NewPromise, Then, Resolve), -handles cycles in batches of
+//	                -batch per posted callback. gostd: a goroutine per cycle
+//	                sends the value on its own buffered channel and the receiver
+//	                continues with it.
+//	handles-new     the same cycle with aio.New resolving in its executor, then
+//	                Then (a row of the handles workload; same baseline).
+//	loop-iter       empty loop iterations per second: one callback re-posts
+//	                itself for -duration; ops = the loop's Stats().Iterations.
+//	                No Go baseline; libuv's loop_count makes 3.4M/s here.
+//
+// Each row reports ops, seconds, ops/s, ns/op, allocs/op and bytes/op (from
+// runtime.ReadMemStats around the section, so they include whatever every
+// goroutine of the process allocated meanwhile, the loop's own bookkeeping
+// included), the process CPU seconds of the section (getrusage: a spinning
+// loop burns CPU a sleeping one does not) and, for aio rows, the ratio of
+// their ops/s to the gostd baseline's. Every aio workload starts its own
+// Runtime and loops and stops them after the section; runtime.GC runs before
+// each section.
+//
+// Flags:
+//
+//	-workload LIST  comma list of workloads (default all)
+//	-duration D     length of each duration-based section (default 2s)
+//	-json           one JSON object per line instead of a table: workload,
+//	                impl, ops, seconds, ops_per_sec, ns_per_op, allocs_per_op,
+//	                bytes_per_op, cpu_seconds, and extras (ratio_vs_gostd,
+//	                setup_seconds, config, gomaxprocs, reference)
+//	-timers N       timers to create (default 1000000)
+//	-posts N        post: total callbacks instead of running for -duration
+//	-producers N    post: posting goroutines (default 8)
+//	-handles N      handles: cycles per row (default 1000000; a row stops
+//	                early, at a batch boundary, after 5×-duration)
+//	-batch N        handles: cycles per posted callback (default 1000)
+//	-spin D         pingpong-loops-spin: Config.Spin (default 50µs)
+//	-timeout D      how long a wait may last before it is reported as a hang
+//	                (default 60s, on top of the section's expected length)
+//
+// A default run takes about 20 s. The exit status is 1 if any workload
+// failed (a hang, a wrong count, a loop that would not stop); the rows that
+// did run are printed anyway.
+//
+// # Comparing with the anchors
+//
+// /work/shared/anchors holds reference programs for the same workloads:
+// libuv/ (C against the system libuv: million_timers, async_pingpong,
+// loop_count, ...) and gostd/ (the Go-stdlib versions). They print
+// "name key=value" lines; libuv/README.md has the figures measured on this
+// machine class. Compare within one sitting on a quiet machine:
+// libuv/run_all.sh, then go run ./cmd/loopbench -json. The matching figures
+// are: timers seconds with million_timers total_ms (libuv's setup is part of
+// its total too); pingpong-loops with async_pingpong block and gostd chanpp
+// locked, pingpong-loops-spin with async_pingpong spin (rt_per_sec against
+// ops_per_sec); loop-iter with loop_count iters_per_sec. post and handles have
+// no anchor program: their gostd rows are the baseline. Run under
+// GOMAXPROCS=1 as well to compare with the anchors' single-core lines.
+package main
+
+import (
+	"errors"
+	"flag"
+	"fmt"
+	"io"
+	"os"
+)
+
+func main() {
+	os.Exit(run(os.Args[1:], os.Stdout, os.Stderr))
+}
+
+// run is main without the process: it parses args, runs the selected
+// workloads and prints to stdout, reporting failures to stderr. It returns
+// the exit status.
+func run(args []string, stdout, stderr io.Writer) int {
+	o, sel, asJSON, err := parseFlags(args, stderr)
+	if errors.Is(err, flag.ErrHelp) {
+		return 0
+	}
+	if err != nil {
+		fmt.Fprintln(stderr, "loopbench:", err)
+		return 2
+	}
+	var (
+		all    []result
+		failed bool
+	)
+	for _, w := range sel {
+		rs, err := w.run(o)
+		annotate(rs)
+		if err != nil {
+			failed = true
+			fmt.Fprintf(stderr, "loopbench: %s: %v\n", w.name, err)
+		}
+		if asJSON {
+			// Streamed workload by workload: a long run shows progress and a
+			// later hang does not lose what was measured.
+			if err := writeJSON(stdout, rs); err != nil {
+				fmt.Fprintln(stderr, "loopbench:", err)
+				return 1
+			}
+		}
+		all = append(all, rs...)
+	}
+	if !asJSON {
+		if err := writeTable(stdout, all); err != nil {
+			fmt.Fprintln(stderr, "loopbench:", err)
+			return 1
+		}
+	}
+	if failed {
+		return 1
+	}
+	return 0
+}
+
+// parseFlags turns the command line into options and the workloads to run.
+func parseFlags(args []string, stderr io.Writer) (options, []workload, bool, error) {
+	o := defaultOptions()
+	fs := flag.NewFlagSet("loopbench", flag.ContinueOnError)
+	fs.SetOutput(stderr)
+	list := fs.String("workload", "all", "comma list of workloads: "+names()+" (or all)")
+	asJSON := fs.Bool("json", false, "print one JSON object per line instead of a table")
+	fs.DurationVar(&o.Duration, "duration", o.Duration, "length of each duration-based section")
+	fs.IntVar(&o.Timers, "timers", o.Timers, "timers: how many timers")
+	fs.IntVar(&o.Posts, "posts", o.Posts, "post: total callbacks (0: post for -duration)")
+	fs.IntVar(&o.Producers, "producers", o.Producers, "post: posting goroutines")
+	fs.IntVar(&o.Handles, "handles", o.Handles, "handles: cycles per row")
+	fs.IntVar(&o.Batch, "batch", o.Batch, "handles: cycles per posted callback")
+	fs.DurationVar(&o.Spin, "spin", o.Spin, "pingpong-loops-spin: aio.Config.Spin of both loops")
+	fs.DurationVar(&o.Timeout, "timeout", o.Timeout, "how long a wait may last beyond its expected length before it counts as a hang")
+	if err := fs.Parse(args); err != nil {
+		return o, nil, false, err
+	}
+	if fs.NArg() > 0 {
+		return o, nil, false, fmt.Errorf("unexpected arguments %q", fs.Args())
+	}
+	if o.Duration <= 0 || o.Timeout <= 0 {
+		return o, nil, false, fmt.Errorf("-duration and -timeout must be positive")
+	}
+	sel, err := selectWorkloads(*list)
+	return o, sel, *asJSON, err
+}

@@ -1,0 +1,168 @@
+package main
+
+import (
+	"bufio"
+	"bytes"
+	"encoding/json"
+	"testing"
+	"time"
+
+	"github.com/stretchr/testify/require"
+	"github.com/valkyria/aio"
+	"go.uber.org/goleak"
+)
+
+// TestMain checks that no workload leaves a goroutine behind: every loop is
+// stopped, every producer, drainer and ping-pong partner has exited.
+func TestMain(m *testing.M) {
+	goleak.VerifyTestMain(m)
+}
+
+// tiny is a configuration small enough for the race detector: every section
+// takes tens of milliseconds.
+func tiny() options {
+	o := defaultOptions()
+	o.Duration = 20 * time.Millisecond
+	o.Timers = 2000 // two 1 ms buckets: 1 ms and 2 ms
+	o.Handles = 1000
+	o.Batch = 100 // ten batches, so the batch-to-batch Post is exercised
+	o.Timeout = 20 * time.Second
+	return o
+}
+
+// wantRows is every (workload, impl) row a full run must produce.
+var wantRows = []string{
+	"timers/aio", "timers/gostd",
+	"post/aio", "post/gostd",
+	"pingpong-loops/aio", "pingpong-loops-spin/aio", "pingpong-loops/gostd",
+	"handles/aio", "handles-new/aio", "handles/gostd",
+	"loop-iter/aio",
+}
+
+func TestWorkloadsTiny(t *testing.T) {
+	o := tiny()
+	var all []result
+	for _, w := range workloads {
+		t.Run(w.name, func(t *testing.T) {
+			rs, err := w.run(o)
+			require.NoError(t, err)
+			require.NotEmpty(t, rs)
+			annotate(rs)
+			for _, r := range rs {
+				require.Positive(t, r.Ops, "%s/%s", r.Workload, r.Impl)
+				require.Positive(t, r.Seconds, "%s/%s", r.Workload, r.Impl)
+				require.Positive(t, r.OpsPerSec, "%s/%s", r.Workload, r.Impl)
+				require.Positive(t, r.NsPerOp, "%s/%s", r.Workload, r.Impl)
+				require.GreaterOrEqual(t, r.AllocsPerOp, 0.0)
+				require.GreaterOrEqual(t, r.CPUSeconds, 0.0)
+				require.Contains(t, []string{"aio", "gostd"}, r.Impl)
+			}
+			all = append(all, rs...)
+		})
+	}
+	var got []string
+	byRow := map[string]result{}
+	for _, r := range all {
+		got = append(got, r.Workload+"/"+r.Impl)
+		byRow[r.Workload+"/"+r.Impl] = r
+	}
+	require.ElementsMatch(t, wantRows, got)
+
+	// Count-based workloads do exactly what was asked.
+	require.EqualValues(t, o.Timers, byRow["timers/aio"].Ops)
+	require.EqualValues(t, o.Timers, byRow["timers/gostd"].Ops)
+	for _, k := range []string{"handles/aio", "handles-new/aio", "handles/gostd"} {
+		require.EqualValues(t, o.Handles, byRow[k].Ops, k)
+	}
+	// Every timer is due at least 1 ms after creation started.
+	require.GreaterOrEqual(t, byRow["timers/aio"].Seconds, 0.001)
+
+	// Ratios: aio rows with a baseline have one, the others do not.
+	for _, r := range all {
+		hasBase := r.Impl == "aio" && r.Workload != "loop-iter"
+		require.Equal(t, hasBase, r.Ratio != nil, "%s/%s ratio", r.Workload, r.Impl)
+	}
+}
+
+func TestPostFixedCount(t *testing.T) {
+	o := tiny()
+	o.Posts = 8000
+	rs, err := runPost(o)
+	require.NoError(t, err)
+	require.Len(t, rs, 2)
+	for _, r := range rs {
+		require.EqualValues(t, 8000, r.Ops, r.Impl)
+	}
+}
+
+// TestRunJSON goes through the command's entry point, as go run would, and
+// checks that every line of -json output is an object with the required keys.
+func TestRunJSON(t *testing.T) {
+	var out, errOut bytes.Buffer
+	code := run([]string{"-json", "-duration", "20ms", "-timers", "1000", "-handles", "1000",
+		"-workload", "timers,handles-new,loop-iter"}, &out, &errOut)
+	require.Equal(t, 0, code, "stderr: %s", errOut.String())
+
+	required := []string{"workload", "impl", "ops", "seconds", "ops_per_sec", "ns_per_op",
+		"allocs_per_op", "bytes_per_op", "cpu_seconds"}
+	sc := bufio.NewScanner(&out)
+	lines := 0
+	for sc.Scan() {
+		lines++
+		var obj map[string]any
+		require.NoError(t, json.Unmarshal(sc.Bytes(), &obj), "line %q", sc.Text())
+		for _, k := range required {
+			require.Contains(t, obj, k, "line %q", sc.Text())
+		}
+		require.Contains(t, []any{"aio", "gostd"}, obj["impl"])
+		require.Greater(t, obj["ops"], 0.0)
+		require.Greater(t, obj["seconds"], 0.0)
+	}
+	require.NoError(t, sc.Err())
+	// timers aio+gostd, handles aio+new+gostd, loop-iter aio.
+	require.Equal(t, 6, lines, out.String())
+}
+
+func TestRunTable(t *testing.T) {
+	var out, errOut bytes.Buffer
+	code := run([]string{"-duration", "20ms", "-workload", "loop-iter"}, &out, &errOut)
+	require.Equal(t, 0, code, "stderr: %s", errOut.String())
+	require.Contains(t, out.String(), "ops/s")
+	require.Contains(t, out.String(), "loop-iter")
+}
+
+func TestFlags(t *testing.T) {
+	var errOut bytes.Buffer
+	require.Equal(t, 2, run([]string{"-workload", "nope"}, &bytes.Buffer{}, &errOut))
+	require.Contains(t, errOut.String(), "unknown workload")
+
+	_, sel, _, err := parseFlags([]string{"-workload", "handles-new,timers,handles"}, &errOut)
+	require.NoError(t, err)
+	require.Len(t, sel, 2)
+	require.Equal(t, "timers", sel[0].name) // menu order, each once
+	require.Equal(t, "handles", sel[1].name)
+
+	_, sel, _, err = parseFlags(nil, &errOut)
+	require.NoError(t, err)
+	require.Len(t, sel, len(workloads))
+}
+
+func TestGroup(t *testing.T) {
+	require.Equal(t, "0", group(0))
+	require.Equal(t, "999", group(999))
+	require.Equal(t, "1,000", group(1000))
+	require.Equal(t, "3,447,867", group(3447866.6))
+	require.Equal(t, "-12,345", group(-12345))
+}
+
+// TestAwaitReportsHang checks the watchdog that turns an aio hang into an
+// error naming the loop's state instead of a stuck run.
+func TestAwaitReportsHang(t *testing.T) {
+	rt, ls, err := startLoops(aio.Config{Name: "hang-probe"})
+	require.NoError(t, err)
+	never := make(chan struct{})
+	err = await(never, 10*time.Millisecond, "probe", ls...)
+	require.ErrorContains(t, err, "probe: not finished after 10ms")
+	require.ErrorContains(t, err, "hang-probe")
+	require.NoError(t, stopLoops(rt, ls...))
+}

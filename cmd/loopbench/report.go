@@ -1,0 +1,184 @@
+package main
+
+import (
+	"encoding/json"
+	"fmt"
+	"io"
+	"math"
+	"runtime"
+	"strconv"
+	"strings"
+	"syscall"
+	"text/tabwriter"
+	"time"
+)
+
+// result is one row of the report: one implementation of one workload.
+type result struct {
+	Workload    string  `json:"workload"`
+	Impl        string  `json:"impl"` // "aio" or "gostd"
+	Ops         int64   `json:"ops"`
+	Seconds     float64 `json:"seconds"`
+	OpsPerSec   float64 `json:"ops_per_sec"`
+	NsPerOp     float64 `json:"ns_per_op"`
+	AllocsPerOp float64 `json:"allocs_per_op"`
+	BytesPerOp  float64 `json:"bytes_per_op"`
+	// CPUSeconds is the CPU the whole process (every thread, user+system)
+	// burned during the section. It tells a spinning implementation from a
+	// sleeping one at equal throughput.
+	CPUSeconds float64 `json:"cpu_seconds"`
+	// Ratio is this row's ops/s over its gostd baseline's; nil when the
+	// workload has no baseline (or for the baseline itself).
+	Ratio *float64 `json:"ratio_vs_gostd,omitempty"`
+	// SetupSeconds is, for timers, the part of Seconds spent creating them.
+	SetupSeconds float64 `json:"setup_seconds,omitempty"`
+	Config       string  `json:"config,omitempty"`
+	GOMAXPROCS   int     `json:"gomaxprocs"`
+	Reference    string  `json:"reference,omitempty"` // an anchor figure to compare with by hand
+}
+
+// meter brackets one measured section: it collects garbage first, so that a
+// previous section's leftovers are not charged to this one, then snapshots the
+// allocation counters and the process CPU clock.
+type meter struct {
+	start   time.Time
+	cpu     time.Duration
+	mallocs uint64
+	bytes   uint64
+}
+
+func startMeter() meter {
+	runtime.GC()
+	var ms runtime.MemStats
+	runtime.ReadMemStats(&ms)
+	m := meter{mallocs: ms.Mallocs, bytes: ms.TotalAlloc, cpu: cpuTime()}
+	m.start = time.Now() // last, so the snapshots above are not timed
+	return m
+}
+
+// finish closes the section. ops were done between start and end; the CPU and
+// allocation figures cover from startMeter to now, which includes the moment
+// it took the waiting goroutine to notice the end.
+func (m meter) finish(workload, impl string, ops int64, start, end time.Time) result {
+	cpu := cpuTime()
+	var ms runtime.MemStats
+	runtime.ReadMemStats(&ms)
+	r := result{
+		Workload:   workload,
+		Impl:       impl,
+		Ops:        ops,
+		Seconds:    end.Sub(start).Seconds(),
+		CPUSeconds: (cpu - m.cpu).Seconds(),
+		GOMAXPROCS: runtime.GOMAXPROCS(0),
+	}
+	// Per-op figures of an empty section would be NaN or Inf, which JSON
+	// cannot carry; leave them 0 (the caller reports the section as failed).
+	if ops > 0 && r.Seconds > 0 {
+		r.OpsPerSec = float64(ops) / r.Seconds
+		r.NsPerOp = r.Seconds * 1e9 / float64(ops)
+		r.AllocsPerOp = float64(ms.Mallocs-m.mallocs) / float64(ops)
+		r.BytesPerOp = float64(ms.TotalAlloc-m.bytes) / float64(ops)
+	}
+	return r
+}
+
+// cpuTime returns the CPU time of the whole process, user plus system.
+func cpuTime() time.Duration {
+	var ru syscall.Rusage
+	if err := syscall.Getrusage(syscall.RUSAGE_SELF, &ru); err != nil {
+		return 0
+	}
+	return time.Duration(ru.Utime.Nano() + ru.Stime.Nano())
+}
+
+// baselineOf names the workload whose gostd row an aio row is compared with:
+// variants of a workload share their parent's baseline rather than run it
+// again.
+func baselineOf(workload string) string {
+	switch workload {
+	case "pingpong-loops-spin":
+		return "pingpong-loops"
+	case "handles-new":
+		return "handles"
+	}
+	return workload
+}
+
+// annotate fills in the ratio of every aio row that has a gostd baseline in
+// rs.
+func annotate(rs []result) {
+	base := map[string]float64{}
+	for _, r := range rs {
+		if r.Impl == "gostd" && r.OpsPerSec > 0 {
+			base[r.Workload] = r.OpsPerSec
+		}
+	}
+	for i := range rs {
+		if rs[i].Impl != "aio" {
+			continue
+		}
+		if b, ok := base[baselineOf(rs[i].Workload)]; ok {
+			ratio := rs[i].OpsPerSec / b
+			rs[i].Ratio = &ratio
+		}
+	}
+}
+
+// writeJSON prints one JSON object per line.
+func writeJSON(w io.Writer, rs []result) error {
+	enc := json.NewEncoder(w)
+	for _, r := range rs {
+		if err := enc.Encode(r); err != nil {
+			return err
+		}
+	}
+	return nil
+}
+
+// writeTable prints the rows as an aligned table, then the reference figures
+// the rows carry.
+func writeTable(w io.Writer, rs []result) error {
+	tw := tabwriter.NewWriter(w, 0, 0, 2, ' ', tabwriter.AlignRight)
+	fmt.Fprintln(tw, "workload\timpl\tops\tseconds\tops/s\tns/op\tallocs/op\tbytes/op\tcpu_s\taio/gostd\t")
+	var refs []string
+	for _, r := range rs {
+		ratio := "-"
+		if r.Ratio != nil {
+			ratio = fmt.Sprintf("%.2f", *r.Ratio)
+		}
+		fmt.Fprintf(tw, "%s\t%s\t%s\t%.3f\t%s\t%.1f\t%.2f\t%.1f\t%.2f\t%s\t\n",
+			r.Workload, r.Impl, group(float64(r.Ops)), r.Seconds, group(r.OpsPerSec),
+			r.NsPerOp, r.AllocsPerOp, r.BytesPerOp, r.CPUSeconds, ratio)
+		if r.Reference != "" {
+			refs = append(refs, fmt.Sprintf("%s: %s", r.Workload, r.Reference))
+		}
+	}
+	if err := tw.Flush(); err != nil {
+		return err
+	}
+	for _, s := range refs {
+		if _, err := fmt.Fprintln(w, "  reference", s); err != nil {
+			return err
+		}
+	}
+	return nil
+}
+
+// group formats v rounded to an integer with thousands separators: ops/s
+// figures span six orders of magnitude and are unreadable without them.
+func group(v float64) string {
+	s := strconv.FormatInt(int64(math.Round(v)), 10)
+	neg := strings.HasPrefix(s, "-")
+	s = strings.TrimPrefix(s, "-")
+	var b strings.Builder
+	if neg {
+		b.WriteByte('-')
+	}
+	for i, c := range s {
+		if i > 0 && (len(s)-i)%3 == 0 {
+			b.WriteByte(',')
+		}
+		b.WriteRune(c)
+	}
+	return b.String()
+}

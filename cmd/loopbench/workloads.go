@@ -1,0 +1,182 @@
+package main
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"strings"
+	"sync"
+	"time"
+
+	"github.com/valkyria/aio"
+)
+
+// options are the knobs every workload reads; flags fill them in main.
+type options struct {
+	Duration  time.Duration // bounds each duration-based section
+	Timers    int           // timers workload: how many timers
+	Posts     int           // post workload: total callbacks; 0 means run for Duration
+	Producers int           // post workload: posting goroutines
+	Handles   int           // handles workloads: create/complete/continue cycles
+	Batch     int           // handles workloads: cycles per posted callback
+	Spin      time.Duration // pingpong-loops-spin: aio.Config.Spin on both loops
+	Timeout   time.Duration // longest any single wait may take before it counts as a hang
+}
+
+func defaultOptions() options {
+	return options{
+		Duration:  2 * time.Second,
+		Timers:    1_000_000,
+		Producers: 8,
+		Handles:   1_000_000,
+		Batch:     1000,
+		Spin:      50 * time.Microsecond,
+		Timeout:   60 * time.Second,
+	}
+}
+
+// workload is one entry of the menu. run returns every row it measured,
+// even when it also returns an error (a later part failed).
+type workload struct {
+	name    string
+	aliases []string // row names it produces besides name, accepted by -workload
+	run     func(o options) ([]result, error)
+}
+
+// workloads is the menu, in the order of a default run.
+var workloads = []workload{
+	{name: "timers", run: runTimers},
+	{name: "post", run: runPost},
+	{name: "pingpong-loops", aliases: []string{"pingpong-loops-spin"}, run: runPingPong},
+	{name: "handles", aliases: []string{"handles-new"}, run: runHandles},
+	{name: "loop-iter", run: runLoopIter},
+}
+
+// selectWorkloads resolves a comma list of names ("" or "all" for every
+// workload) into menu entries, in menu order, each once.
+func selectWorkloads(list string) ([]workload, error) {
+	list = strings.TrimSpace(list)
+	if list == "" || list == "all" {
+		return workloads, nil
+	}
+	want := map[string]bool{}
+	for _, name := range strings.Split(list, ",") {
+		name = strings.TrimSpace(name)
+		if name == "" {
+			continue
+		}
+		found := false
+		for _, w := range workloads {
+			if name == w.name || contains(w.aliases, name) {
+				want[w.name] = true
+				found = true
+			}
+		}
+		if !found {
+			return nil, fmt.Errorf("unknown workload %q (have %s)", name, names())
+		}
+	}
+	var out []workload
+	for _, w := range workloads {
+		if want[w.name] {
+			out = append(out, w)
+		}
+	}
+	return out, nil
+}
+
+func names() string {
+	var s []string
+	for _, w := range workloads {
+		s = append(s, w.name)
+	}
+	return strings.Join(s, ", ")
+}
+
+func contains(list []string, s string) bool {
+	for _, x := range list {
+		if x == s {
+			return true
+		}
+	}
+	return false
+}
+
+// startLoops starts one loop per config on a fresh runtime, so that every
+// workload begins from an empty slab and no earlier workload's loop competes
+// for the CPU.
+func startLoops(cfgs ...aio.Config) (*aio.Runtime, []*aio.Loop, error) {
+	rt := aio.NewRuntime(aio.RuntimeConfig{})
+	var ls []*aio.Loop
+	for _, c := range cfgs {
+		l, err := rt.Start(c)
+		if err != nil {
+			_ = stopLoops(rt, ls...)
+			return nil, nil, fmt.Errorf("start loop %q: %w", c.Name, err)
+		}
+		ls = append(ls, l)
+	}
+	return rt, ls, nil
+}
+
+// stopLoops stops the loops and waits for their teardown, outside any measured
+// section. A loop that does not finish stopping in time is reported rather
+// than waited for forever: that is a bug in aio the run should show.
+func stopLoops(rt *aio.Runtime, ls ...*aio.Loop) error {
+	ctx, cancel := context.WithTimeout(context.Background(), 10*time.Second)
+	defer cancel()
+	var errs []error
+	for _, l := range ls {
+		if _, err := l.Stop().Wait(ctx); err != nil {
+			errs = append(errs, fmt.Errorf("stop loop %q: %w (stats %+v)", l.Name(), err, l.Stats()))
+		}
+	}
+	if len(errs) == 0 && rt.Running() != 0 {
+		errs = append(errs, fmt.Errorf("runtime still has %d systems after every Stop completed", rt.Running()))
+	}
+	return errors.Join(errs...)
+}
+
+// await waits for done, at most limit. On timeout it describes the loops, so
+// a hang in aio shows where it stopped (how many timers are armed, how many
+// callbacks ran, ...).
+func await(done <-chan struct{}, limit time.Duration, what string, ls ...*aio.Loop) error {
+	t := time.NewTimer(limit)
+	defer t.Stop()
+	select {
+	case <-done:
+		return nil
+	case <-t.C:
+		var st []string
+		for _, l := range ls {
+			st = append(st, fmt.Sprintf("%+v", l.Stats()))
+		}
+		return fmt.Errorf("%s: not finished after %v (hang?); loops: %s", what, limit, strings.Join(st, "; "))
+	}
+}
+
+// finisher ends an aio section exactly once, from whichever loop gets there
+// first: the normal end, or a Post that failed on the way. Its fields are
+// written before done is closed and read after, so the close orders them.
+type finisher struct {
+	once sync.Once
+	done chan struct{}
+	end  time.Time
+	err  error
+}
+
+func newFinisher() *finisher { return &finisher{done: make(chan struct{})} }
+
+func (f *finisher) finish(err error) {
+	f.once.Do(func() {
+		f.end = time.Now()
+		f.err = err
+		close(f.done)
+	})
+}
+
+// sectionLimit is how long a section expected to take about d may run before
+// await calls it a hang.
+func (o options) sectionLimit(d time.Duration) time.Duration {
+	return d + o.Timeout
+}
