@@ -71,6 +71,10 @@ type Loop struct {
 	// holds deadMu. Any goroutine reads it; only that goroutine changes it.
 	g      atomic.Uintptr
 	deadMu sync.Mutex // serialises inline execution once the loop is dead
+	// threadG is the loop goroutine itself while it runs (0 before and
+	// after): the only goroutine that may create and resume Do coroutines,
+	// which the runtime pins to the thread that created them.
+	threadG atomic.Uintptr
 
 	// Owned by the loop goroutine.
 	ready    []func() // batch taken from postQ
@@ -225,6 +229,10 @@ func (l *Loop) runDead(fn func()) {
 // body it is running. It makes no syscall: one atomic load and a compare.
 func (l *Loop) OnLoop() bool { return l != nil && l.g.Load() == getg() }
 
+// onLoopThread reports whether the caller is the loop goroutine itself (not a
+// Do body, not an inline runner of a dead loop).
+func (l *Loop) onLoopThread() bool { return l.threadG.Load() == getg() }
+
 // Now returns the loop's cached monotonic time (libuv's uv_now): the time
 // since the loop started, read once per iteration before timers run. Meant for
 // the loop; elsewhere it returns the last cached value.
@@ -299,10 +307,12 @@ func (l *Loop) reportPanic(v any) {
 func (l *Loop) run() {
 	lockThread()
 	l.g.Store(getg())
+	l.threadG.Store(getg())
 	for l.state.Load() == stateRunning {
 		l.iterate()
 	}
 	l.teardown()
+	l.threadG.Store(0)
 	l.g.Store(0)
 	unlockThread()
 	l.finishStop()

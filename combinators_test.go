@@ -1,0 +1,353 @@
+package aio
+
+import (
+	"errors"
+	"sync/atomic"
+	"testing"
+	"time"
+
+	"github.com/stretchr/testify/require"
+)
+
+var errBoom = errors.New("boom")
+
+func TestCatch(t *testing.T) {
+	l := startLoop(t)
+	v, err := wait(t, Catch(Fail[int](l, errBoom), func(err error) (int, error) {
+		require.ErrorIs(t, err, errBoom)
+		return 7, nil
+	}))
+	require.NoError(t, err)
+	require.Equal(t, 7, v)
+
+	v, err = wait(t, Catch(Pure(l, 3), func(error) (int, error) { return 0, errors.New("not called") }))
+	require.NoError(t, err)
+	require.Equal(t, 3, v)
+
+	var called atomic.Bool
+	p := NewPromise[int](l)
+	c := Catch(p.Handle(), func(error) (int, error) { called.Store(true); return 0, nil })
+	p.Handle().Cancel()
+	_, err = wait(t, c)
+	require.ErrorIs(t, err, ErrCancelled, "a cancellation is not a failure")
+	require.False(t, called.Load())
+
+	_, err = wait(t, Catch(Fail[int](l, errBoom), func(error) (int, error) { panic("catch") }))
+	var pe *PanicError
+	require.ErrorAs(t, err, &pe)
+}
+
+func TestThenAsyncFlattensAcrossLoops(t *testing.T) {
+	a, b := startLoop(t), startLoop(t)
+	h := ThenAsync(Pure(a, 2), func(v int) *Handle[int] {
+		return Delay(b, time.Millisecond, func() (int, error) {
+			require.True(t, b.OnLoop(), "the inner producer runs on its own loop")
+			return v * 10, nil
+		})
+	})
+	require.Same(t, a, h.Loop())
+	v, err := wait(t, h)
+	require.NoError(t, err)
+	require.Equal(t, 20, v)
+
+	_, err = wait(t, ThenAsync(Pure(a, 1), func(int) *Handle[int] { return nil }))
+	require.ErrorIs(t, err, ErrNilHandle)
+	_, err = wait(t, ThenAsync(Fail[int](a, errBoom), func(int) *Handle[int] { return Pure(a, 1) }))
+	require.ErrorIs(t, err, errBoom)
+
+	// Cancelling the result while it waits on the inner handle cancels that.
+	inner := NewPromise[int](b)
+	started := make(chan struct{})
+	h = ThenAsync(Pure(a, 1), func(int) *Handle[int] { close(started); return inner.Handle() })
+	<-started
+	onLoop(t, a, func() {}) // the inner link is attached
+	require.True(t, h.Cancel())
+	_, err = wait(t, inner.Handle())
+	require.ErrorIs(t, err, ErrCancelled)
+}
+
+func TestAll(t *testing.T) {
+	l := startLoop(t)
+	var hs []*Handle[int]
+	for i := 0; i < 5; i++ {
+		hs = append(hs, Delay(l, time.Duration(5-i)*time.Millisecond, func() (int, error) { return i, nil }))
+	}
+	v, err := wait(t, All(hs...))
+	require.NoError(t, err)
+	require.Equal(t, []int{0, 1, 2, 3, 4}, v, "input order, not completion order")
+
+	empty := All[int]()
+	require.Nil(t, empty.Loop())
+	v, err = wait(t, empty)
+	require.NoError(t, err)
+	require.Empty(t, v)
+	require.NotNil(t, v)
+
+	// First failure fails it and cancels the rest.
+	slow := Delay(l, time.Hour, func() (int, error) { return 0, nil })
+	_, err = wait(t, All(slow, Fail[int](l, errBoom)))
+	require.ErrorIs(t, err, errBoom)
+	_, err = wait(t, slow)
+	require.ErrorIs(t, err, ErrCancelled)
+
+	// Cancelling All cancels every input (UT-03).
+	in := []*Handle[int]{NewPromise[int](l).Handle(), Delay(l, time.Hour, func() (int, error) { return 0, nil })}
+	all := All(in...)
+	require.True(t, all.Cancel())
+	for _, h := range in {
+		_, err := wait(t, h)
+		require.ErrorIs(t, err, ErrCancelled)
+	}
+
+	// An input cancelled cancels All.
+	p := NewPromise[int](l)
+	all = All(p.Handle(), Pure(l, 1))
+	p.Handle().Cancel()
+	_, err = wait(t, all)
+	require.ErrorIs(t, err, ErrCancelled)
+
+	_, err = wait(t, All(Pure(l, 1), nil))
+	require.ErrorIs(t, err, ErrNilHandle)
+}
+
+func TestRace(t *testing.T) {
+	l := startLoop(t)
+	slow := Delay(l, time.Hour, func() (string, error) { return "slow", nil })
+	v, err := wait(t, Race(slow, Delay(l, time.Millisecond, func() (string, error) { return "fast", nil })))
+	require.NoError(t, err)
+	require.Equal(t, "fast", v)
+	_, err = wait(t, slow)
+	require.ErrorIs(t, err, ErrCancelled, "the loser is cancelled")
+
+	_, err = wait(t, Race(Delay(l, time.Hour, func() (int, error) { return 0, nil }), Fail[int](l, errBoom)))
+	require.ErrorIs(t, err, errBoom, "a failure wins a race too")
+
+	_, err = wait(t, Race[int]())
+	require.ErrorIs(t, err, ErrNoInputs)
+
+	// Cancelling the race cancels every input (UT-04).
+	a, b := NewPromise[int](l), NewPromise[int](l)
+	r := Race(a.Handle(), b.Handle())
+	r.Cancel()
+	_, err = wait(t, a.Handle())
+	require.ErrorIs(t, err, ErrCancelled)
+	_, err = wait(t, b.Handle())
+	require.ErrorIs(t, err, ErrCancelled)
+
+	// A cancelled input does not decide it; all cancelled cancels it.
+	a, b = NewPromise[int](l), NewPromise[int](l)
+	r = Race(a.Handle(), b.Handle())
+	a.Handle().Cancel()
+	onLoop(t, l, func() {})
+	require.Equal(t, Pending, r.Status())
+	b.Resolve(5)
+	v2, err := wait(t, r)
+	require.NoError(t, err)
+	require.Equal(t, 5, v2)
+	a, b = NewPromise[int](l), NewPromise[int](l)
+	r = Race(a.Handle(), b.Handle())
+	a.Handle().Cancel()
+	b.Handle().Cancel()
+	_, err = wait(t, r)
+	require.ErrorIs(t, err, ErrCancelled)
+}
+
+func TestAny(t *testing.T) {
+	l := startLoop(t)
+	e1, e2 := errors.New("e1"), errors.New("e2")
+	v, err := wait(t, Any(Fail[int](l, e1), Delay(l, time.Millisecond, func() (int, error) { return 9, nil })))
+	require.NoError(t, err)
+	require.Equal(t, 9, v)
+
+	_, err = wait(t, Any(Fail[int](l, e1), Fail[int](l, e2)))
+	require.ErrorIs(t, err, e1)
+	require.ErrorIs(t, err, e2)
+
+	p := NewPromise[int](l)
+	a := Any(p.Handle(), Fail[int](l, e1))
+	p.Handle().Cancel()
+	_, err = wait(t, a)
+	require.ErrorIs(t, err, e1)
+	require.ErrorIs(t, err, ErrCancelled)
+
+	_, err = wait(t, Any[int]())
+	require.ErrorIs(t, err, ErrNoInputs)
+}
+
+func TestWithin(t *testing.T) {
+	l := startLoop(t)
+	slow := Delay(l, time.Hour, func() (int, error) { return 0, nil })
+	_, err := wait(t, Within(slow, 5*time.Millisecond))
+	require.ErrorIs(t, err, ErrTimeout)
+	_, err = wait(t, slow)
+	require.ErrorIs(t, err, ErrCancelled, "the timed-out input is cancelled")
+
+	v, err := wait(t, Within(Delay(l, time.Millisecond, func() (int, error) { return 4, nil }), time.Hour))
+	require.NoError(t, err)
+	require.Equal(t, 4, v)
+	onLoop(t, l, func() {})
+	require.Equal(t, 0, l.Stats().Timers, "the deadline timer is disarmed when the input wins")
+
+	// Cancelling Within cancels the input and the timer.
+	p := NewPromise[int](l)
+	w := Within(p.Handle(), time.Hour)
+	w.Cancel()
+	_, err = wait(t, p.Handle())
+	require.ErrorIs(t, err, ErrCancelled)
+	onLoop(t, l, func() {})
+	require.Equal(t, 0, l.Stats().Timers)
+
+	// A shared input survives the timeout of one consumer.
+	shared := NewPromise[int](l)
+	other := Then(shared.Handle(), func(v int) (int, error) { return v, nil })
+	_, err = wait(t, Within(shared.Handle(), time.Millisecond))
+	require.ErrorIs(t, err, ErrTimeout)
+	require.Equal(t, Running, shared.Handle().Status())
+	shared.Resolve(1)
+	_, err = wait(t, other)
+	require.NoError(t, err)
+}
+
+func TestRetryWithBackoff(t *testing.T) {
+	l := startLoop(t)
+	var attempts atomic.Int32
+	var times []time.Duration // on the loop
+	h := Retry(l, 4, 2*time.Millisecond, func() *Handle[int] {
+		times = append(times, l.Now())
+		if attempts.Add(1) < 3 {
+			return Fail[int](l, errBoom)
+		}
+		return Pure(l, 42)
+	})
+	v, err := wait(t, h)
+	require.NoError(t, err)
+	require.Equal(t, 42, v)
+	require.Equal(t, int32(3), attempts.Load())
+	var ts []time.Duration
+	onLoop(t, l, func() { ts = append(ts, times...) })
+	require.GreaterOrEqual(t, ts[1]-ts[0], 2*time.Millisecond)
+	require.GreaterOrEqual(t, ts[2]-ts[1], 4*time.Millisecond, "the backoff doubles")
+
+	attempts.Store(0)
+	_, err = wait(t, Retry(l, 3, 0, func() *Handle[int] { attempts.Add(1); return Fail[int](l, errBoom) }))
+	require.ErrorIs(t, err, errBoom)
+	require.Equal(t, int32(3), attempts.Load())
+
+	// Cancelled during the backoff: no more attempts.
+	attempts.Store(0)
+	r := Retry(l, 5, time.Hour, func() *Handle[int] { attempts.Add(1); return Fail[int](l, errBoom) })
+	onLoop(t, l, func() {})
+	onLoop(t, l, func() {})
+	require.True(t, r.Cancel())
+	_, err = wait(t, r)
+	require.ErrorIs(t, err, ErrCancelled)
+	onLoop(t, l, func() {})
+	require.Equal(t, int32(1), attempts.Load())
+	require.Equal(t, 0, l.Stats().Timers)
+
+	_, err = wait(t, Retry(l, 0, 0, func() *Handle[int] { return Pure(l, 1) }))
+	require.Error(t, err)
+}
+
+func TestBracket(t *testing.T) {
+	l := startLoop(t)
+	var released atomic.Int32
+	release := func(r string) { require.Equal(t, "res", r); released.Add(1) }
+
+	v, err := wait(t, Bracket(Pure(l, "res"), release, func(r string) *Handle[int] { return Pure(l, len(r)) }))
+	require.NoError(t, err)
+	require.Equal(t, 3, v)
+	require.Equal(t, int32(1), released.Load())
+
+	_, err = wait(t, Bracket(Pure(l, "res"), release, func(string) *Handle[int] { return Fail[int](l, errBoom) }))
+	require.ErrorIs(t, err, errBoom)
+	require.Equal(t, int32(2), released.Load(), "released after use fails")
+
+	// Cancelled while using: use is cancelled, release runs before Done.
+	use := NewPromise[int](l)
+	b := Bracket(Pure(l, "res"), release, func(string) *Handle[int] { return use.Handle() })
+	onLoop(t, l, func() {})
+	onLoop(t, l, func() {})
+	require.True(t, b.Cancel())
+	_, err = wait(t, b)
+	require.ErrorIs(t, err, ErrCancelled)
+	require.Equal(t, int32(3), released.Load(), "released when use is cancelled, before Done")
+	_, err = wait(t, use.Handle())
+	require.ErrorIs(t, err, ErrCancelled)
+
+	// Acquire failing: neither use nor release runs.
+	var used atomic.Bool
+	_, err = wait(t, Bracket(Fail[string](l, errBoom), release, func(string) *Handle[int] { used.Store(true); return Pure(l, 0) }))
+	require.ErrorIs(t, err, errBoom)
+	require.False(t, used.Load())
+	require.Equal(t, int32(3), released.Load())
+
+	// A panic in use still releases.
+	_, err = wait(t, Bracket(Pure(l, "res"), release, func(string) *Handle[int] { panic("use") }))
+	var pe *PanicError
+	require.ErrorAs(t, err, &pe)
+	require.Equal(t, int32(4), released.Load())
+}
+
+func TestScope(t *testing.T) {
+	l := startLoop(t)
+	var child *Handle[int]
+	var cleaned atomic.Bool
+	h := WithScope(l, func(s *Scope) *Handle[string] {
+		child = Adopt(s, Delay(l, time.Hour, func() (int, error) { return 0, nil }))
+		child.OnCleanup(func() { cleaned.Store(true) })
+		return Delay(l, time.Millisecond, func() (string, error) { return "done", nil })
+	})
+	v, err := wait(t, h)
+	require.NoError(t, err)
+	require.Equal(t, "done", v)
+	_, err = wait(t, child)
+	require.ErrorIs(t, err, ErrCancelled, "nothing adopted outlives its scope")
+	require.True(t, cleaned.Load())
+
+	// Cancelling the scope cancels every child, on any loop.
+	other := startLoop(t)
+	var kids []*Handle[int]
+	h = WithScope(l, func(s *Scope) *Handle[string] {
+		kids = append(kids, Adopt(s, NewPromise[int](l).Handle()), Adopt(s, NewPromise[int](other).Handle()))
+		return NewPromise[string](l).Handle()
+	})
+	onLoop(t, l, func() {})
+	require.True(t, h.Cancel())
+	for _, k := range kids {
+		_, err := wait(t, k)
+		require.ErrorIs(t, err, ErrCancelled)
+	}
+
+	// A deadline: Within(WithScope(...)) cancels the scope and its children.
+	var late *Handle[int]
+	_, err = wait(t, Within(WithScope(l, func(s *Scope) *Handle[int] {
+		late = Adopt(s, NewPromise[int](l).Handle())
+		return NewPromise[int](l).Handle()
+	}), 2*time.Millisecond))
+	require.ErrorIs(t, err, ErrTimeout)
+	_, err = wait(t, late)
+	require.ErrorIs(t, err, ErrCancelled)
+
+	// Finished children leave the scope: a long-lived scope holds only what runs.
+	var s *Scope
+	var delays []*Handle[int]
+	h2 := WithScope(l, func(sc *Scope) *Handle[int] {
+		s = sc
+		for i := 0; i < 100; i++ {
+			Adopt(sc, Pure(l, i))
+			delays = append(delays, Adopt(sc, Delay(l, 0, func() (int, error) { return 0, nil })))
+		}
+		return NewPromise[int](l).Handle()
+	})
+	onLoop(t, l, func() {}) // the scope body ran
+	_, err = wait(t, All(delays...))
+	require.NoError(t, err)
+	var n int
+	onLoop(t, l, func() { n = s.Len() })
+	require.Zero(t, n)
+	h2.Cancel()
+
+	_, err = wait(t, WithScope(l, func(*Scope) *Handle[int] { return nil }))
+	require.ErrorIs(t, err, ErrNilHandle)
+}

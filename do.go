@@ -1,0 +1,219 @@
+package aio
+
+import (
+	"errors"
+	"iter"
+)
+
+// ErrNotInBody is returned by Await called anywhere but in the body of the Do
+// that co belongs to, while it runs.
+var ErrNotInBody = errors.New("aio: Await outside its Do body")
+
+// Co is the handle a Do body awaits through. It belongs to one body and is
+// used only from it.
+type Co struct {
+	l     *Loop
+	yield func(struct{}) bool // the coroutine's yield; body goroutine only
+	g     uintptr             // the body's goroutine while it runs; 0 while suspended
+	prev  uintptr             // the loop's owner before the body was resumed
+
+	// Owned by the loop (the body runs as the loop while resumed).
+	node interface{ resume() } // the Do handle, to resume it; immutable
+	core *core                 // the Do handle's core; immutable
+
+	cancelled bool      // the Do handle was cancelled: Await returns ErrCancelled
+	waiting   withdrawn // what the body is suspended on, to withdraw on cancel
+	wake      bool      // the awaited handle ended (vs. resumed by cancellation)
+}
+
+// withdrawn is an await in progress, seen untyped.
+type withdrawn interface{ withdraw() }
+
+// doNode is the handle of Do.
+type doNode[T any] struct {
+	Handle[T]
+	co       Co
+	body     func(*Co) (T, error)
+	next     func() (struct{}, bool) // resumes the body; loop goroutine only
+	stopPull func()
+	val      T
+	err      error
+	ended    bool // the body returned
+}
+
+// Do runs body on the loop as a coroutine: plain sequential Go code that
+// suspends at each Await without blocking the loop, and resumes, on the loop,
+// when the awaited handle ends. The returned handle ends with body's result.
+// Cancelling it cancels (withdraws from) the handle the body is awaiting and
+// resumes the body with ErrCancelled from that Await; every later Await
+// returns ErrCancelled at once, and body's result is discarded. The body runs
+// as the loop: OnLoop is true in it, and it must not block (use Work for
+// blocking calls). Stop cancels a suspended body like any pending handle, and
+// waits for it to return. A panic in body fails the handle with a
+// *PanicError.
+func Do[T any](l *Loop, body func(co *Co) (T, error)) *Handle[T] {
+	if err := checkProducer(l, body == nil); err != nil {
+		return Fail[T](l, err)
+	}
+	n := &doNode[T]{body: body}
+	n.co.l, n.co.node, n.co.core = l, n, &n.core
+	n.init(l)
+	n.prod = n
+	if l.OnLoop() {
+		n.start()
+	} else {
+		l.exec(n.start)
+	}
+	return &n.Handle
+}
+
+// start creates the coroutine and runs the body to its first Await. On the
+// loop goroutine: the runtime requires a coroutine to be created and resumed
+// on the same locked thread.
+func (n *doNode[T]) start() {
+	if n.Handle.ended() {
+		return
+	}
+	if !n.loop.onLoopThread() {
+		// Called from another Do body: start from the loop goroutine, as a
+		// job after the current callback.
+		n.loop.jobs.push(job{f: n.start})
+		return
+	}
+	n.state.CompareAndSwap(uint32(Pending), uint32(Running))
+	n.loop.adoptProducer(&n.core)
+	co := &n.co
+	body := n.body
+	n.body = nil
+	n.next, n.stopPull = iter.Pull(func(yield func(struct{}) bool) {
+		co.yield = yield
+		co.enter()
+		v, err := callValue(func() (T, error) { return body(co) })
+		co.leave()
+		n.val, n.err, n.ended = v, err, true
+	})
+	n.resume()
+}
+
+// resume runs the body until it awaits again or returns. On the loop
+// goroutine.
+func (n *doNode[T]) resume() {
+	if n.ended || n.next == nil || !n.loop.onLoopThread() {
+		return
+	}
+	n.next()
+	if n.ended {
+		n.stopPull()
+		n.next = nil
+		v, err := n.val, n.err
+		var zero T
+		n.val, n.err = zero, nil
+		n.settle(v, err)
+	}
+}
+
+// stop runs when the Do handle is cancelled: withdraw from what the body
+// awaits and let it run on with ErrCancelled.
+func (n *doNode[T]) stop() {
+	n.co.cancelled = true
+	if w := n.co.waiting; w != nil {
+		n.co.waiting = nil
+		w.withdraw()
+	}
+	n.resume()
+}
+
+// enter makes the body's goroutine the loop's owner while it runs.
+func (co *Co) enter() {
+	co.g = getg()
+	co.prev = co.l.g.Swap(co.g)
+}
+
+// leave hands the loop back to the goroutine that resumed the body.
+func (co *Co) leave() {
+	co.l.g.Store(co.prev)
+	co.g = 0
+}
+
+// suspend parks the body until resume. It reports false if the coroutine is
+// being torn down.
+func (co *Co) suspend() bool {
+	co.leave()
+	ok := co.yield(struct{}{})
+	co.enter()
+	return ok
+}
+
+// Loop returns the loop the body runs on.
+func (co *Co) Loop() *Loop { return co.l }
+
+// awaitLink resumes a suspended body when the awaited handle ends.
+type awaitLink[T any] struct {
+	co   *Co
+	in   *Handle[T]
+	node interface{ resume() }
+	done bool // the body was woken by this link or stopped waiting; co's loop
+}
+
+func (a *awaitLink[T]) inputDone() {
+	if a.co.l == a.in.loop {
+		a.wakeBody()
+		return
+	}
+	a.co.l.exec(a.wakeBody)
+}
+
+// wakeBody resumes the body if it still waits on this link. On co's loop.
+func (a *awaitLink[T]) wakeBody() {
+	if a.done || a.co.waiting != withdrawn(a) {
+		return
+	}
+	a.done = true
+	a.co.waiting = nil
+	a.co.wake = true
+	a.node.resume()
+}
+
+func (a *awaitLink[T]) withdraw() {
+	if a.done {
+		return
+	}
+	a.done = true
+	a.in.withdrawFrom()
+}
+
+// Await suspends the Do body that co belongs to until h ends, without blocking
+// the loop, and returns h's outcome (as Result). An already terminal h returns
+// at once. When the Do handle is cancelled, h is withdrawn from (cancelled
+// unless another dependent wants it) and Await returns ErrCancelled; after
+// that every Await cancels its h and returns ErrCancelled at once. h may live
+// on any loop. Called anywhere but in co's body, it returns ErrNotInBody.
+func Await[T any](co *Co, h *Handle[T]) (T, error) {
+	var zero T
+	if co == nil || co.g == 0 || co.g != getg() {
+		return zero, ErrNotInBody
+	}
+	if h == nil {
+		return zero, ErrNilHandle
+	}
+	if co.cancelled {
+		h.Cancel()
+		return zero, ErrCancelled
+	}
+	if statusOf(h.state.Load()).Terminal() {
+		return h.Result()
+	}
+	a := &awaitLink[T]{co: co, in: h}
+	a.node = co.node
+	co.waiting = a
+	co.wake = false
+	h.register(a)
+	if h.loop != co.l {
+		co.core.adoptCrossLoop()
+	}
+	if !co.suspend() || !co.wake {
+		co.waiting = nil
+		return zero, ErrCancelled
+	}
+	return h.Result()
+}

@@ -1,0 +1,145 @@
+package aio
+
+import (
+	"context"
+	"sync/atomic"
+	"testing"
+	"time"
+
+	"github.com/stretchr/testify/require"
+)
+
+func TestDoSequentialAwaits(t *testing.T) {
+	l := startLoop(t)
+	h := Do(l, func(co *Co) (int, error) {
+		require.True(t, l.OnLoop(), "a Do body runs as the loop")
+		a, err := Await(co, Delay(l, time.Millisecond, func() (int, error) { return 2, nil }))
+		if err != nil {
+			return 0, err
+		}
+		b, err := Await(co, Work(l, func(context.Context) (int, error) { return 3, nil }))
+		if err != nil {
+			return 0, err
+		}
+		c, err := Await(co, Pure(l, 4)) // already terminal: no suspension
+		return a * b * c, err
+	})
+	v, err := wait(t, h)
+	require.NoError(t, err)
+	require.Equal(t, 24, v)
+
+	_, err = wait(t, Do(l, func(co *Co) (int, error) {
+		_, err := Await(co, Fail[int](l, errBoom))
+		return 0, err
+	}))
+	require.ErrorIs(t, err, errBoom)
+
+	_, err = wait(t, Do(l, func(*Co) (int, error) { panic("body") }))
+	var pe *PanicError
+	require.ErrorAs(t, err, &pe)
+}
+
+// 10,000 sequential awaits, each suspending the body until a posted callback
+// resolves the promise it waits on.
+func TestDoTenThousandAwaits(t *testing.T) {
+	l := startLoop(t)
+	const n = 10_000
+	h := Do(l, func(co *Co) (int, error) {
+		sum := 0
+		for i := 0; i < n; i++ {
+			p := NewPromise[int](l)
+			if err := l.Post(func() { p.Resolve(i) }); err != nil {
+				return 0, err
+			}
+			v, err := Await(co, p.Handle())
+			if err != nil {
+				return 0, err
+			}
+			sum += v
+		}
+		return sum, nil
+	})
+	v, err := wait(t, h)
+	require.NoError(t, err)
+	require.Equal(t, n*(n-1)/2, v)
+}
+
+func TestDoCancelCancelsAwaitedHandle(t *testing.T) {
+	l := startLoop(t)
+	inner := NewPromise[int](l)
+	var awaitErr error
+	var afterErr error
+	var innerAfter *Handle[int]
+	suspended := make(chan struct{})
+	h := Do(l, func(co *Co) (int, error) {
+		close(suspended)
+		_, awaitErr = Await(co, inner.Handle())
+		innerAfter = NewPromise[int](l).Handle()
+		_, afterErr = Await(co, innerAfter)
+		return 1, nil
+	})
+	<-suspended
+	onLoop(t, l, func() {})
+	require.True(t, h.Cancel())
+	_, err := wait(t, h)
+	require.ErrorIs(t, err, ErrCancelled)
+	_, err = wait(t, inner.Handle())
+	require.ErrorIs(t, err, ErrCancelled, "the awaited handle is cancelled")
+	onLoop(t, l, func() {})
+	require.ErrorIs(t, awaitErr, ErrCancelled)
+	require.ErrorIs(t, afterErr, ErrCancelled, "every later Await returns ErrCancelled")
+	require.Equal(t, Cancelled, innerAfter.Status())
+}
+
+func TestDoAcrossLoopsAndOutsideBody(t *testing.T) {
+	a, b := startLoop(t), startLoop(t)
+	var captured *Co
+	h := Do(a, func(co *Co) (string, error) {
+		captured = co
+		return Await(co, Delay(b, time.Millisecond, func() (string, error) { return "from b", nil }))
+	})
+	v, err := wait(t, h)
+	require.NoError(t, err)
+	require.Equal(t, "from b", v)
+	_, err = Await(captured, Pure(a, 1))
+	require.ErrorIs(t, err, ErrNotInBody)
+	_, err = Await[int](nil, Pure(a, 1))
+	require.ErrorIs(t, err, ErrNotInBody)
+}
+
+// A Do body suspended when the loop stops is cancelled and runs to its end;
+// no goroutine is left behind (goleak in TestMain).
+func TestStopResumesSuspendedBodies(t *testing.T) {
+	rt := NewRuntime(RuntimeConfig{})
+	l, err := rt.Start(Config{})
+	require.NoError(t, err)
+	var returned atomic.Int32
+	var hs []*Handle[int]
+	for i := 0; i < 10; i++ {
+		hs = append(hs, Do(l, func(co *Co) (int, error) {
+			defer returned.Add(1)
+			return Await(co, NewPromise[int](l).Handle())
+		}))
+	}
+	onLoop(t, l, func() {})
+	_, err = l.Stop().Wait(testCtx(t))
+	require.NoError(t, err)
+	require.Equal(t, int32(10), returned.Load())
+	for _, h := range hs {
+		require.Equal(t, Cancelled, h.Status())
+	}
+}
+
+// Nested Do: a body starting another Do and awaiting it.
+func TestDoNested(t *testing.T) {
+	l := startLoop(t)
+	v, err := wait(t, Do(l, func(co *Co) (int, error) {
+		inner := Do(l, func(co2 *Co) (int, error) {
+			return Await(co2, Delay(l, time.Millisecond, func() (int, error) { return 5, nil }))
+		})
+		x, err := Await(co, inner)
+		return x + 1, err
+	}))
+	require.NoError(t, err)
+	require.Equal(t, 6, v)
+}

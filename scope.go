@@ -1,0 +1,172 @@
+package aio
+
+// Scope is a set of handles that must not outlive something: a WithScope
+// body, a connection, a request. Handles are put in it with Adopt; when the
+// scope closes, every adopted handle still running is cancelled. A handle
+// leaves the scope by itself when it finishes, so a long-lived scope (a
+// connection serving many requests) holds only what is still running.
+type Scope struct {
+	loop *Loop
+	// Owned by the loop.
+	children []*adoption // running adopted handles; each knows its index
+	closed   bool
+}
+
+// adoption is a scope's watch on one child: a non-interested dependent that
+// removes the child from the scope when it finishes.
+type adoption struct {
+	s     *Scope
+	child interface{ Cancel() bool }
+	c     *core
+	idx   int // position in s.children; -1 once removed. Scope's loop.
+}
+
+// newScope returns an open scope on l (nil l: the detached pseudo-loop).
+func newScope(l *Loop) *Scope { return &Scope{loop: loopOrDetached(l)} }
+
+// Loop returns the scope's loop.
+func (s *Scope) Loop() *Loop {
+	if s.loop == detached {
+		return nil
+	}
+	return s.loop
+}
+
+// Adopt makes h a child of s and returns h: when s closes, h is cancelled if
+// it is still running. Adopting into a closed scope cancels h at once. h may
+// live on any loop; a nil s or h is returned unchanged.
+func Adopt[T any](s *Scope, h *Handle[T]) *Handle[T] {
+	if s == nil || h == nil {
+		return h
+	}
+	a := &adoption{s: s, child: h, c: &h.core, idx: -1}
+	if s.loop.OnLoop() {
+		s.add(a)
+	} else {
+		s.loop.exec(func() { s.add(a) })
+	}
+	return h
+}
+
+// add enters a in the scope. On the scope's loop.
+func (s *Scope) add(a *adoption) {
+	if s.closed {
+		a.child.Cancel()
+		return
+	}
+	if statusOf(a.c.state.Load()).Terminal() {
+		return
+	}
+	a.idx = len(s.children)
+	s.children = append(s.children, a)
+	a.c.watch(a)
+}
+
+// inputDone runs on the child's loop when it finishes: leave the scope.
+func (a *adoption) inputDone() {
+	if a.s.loop == a.c.loop {
+		a.s.remove(a)
+		return
+	}
+	a.s.loop.exec(func() { a.s.remove(a) })
+}
+
+// remove takes a out of the children by swapping the last one into its place.
+// On the scope's loop.
+func (s *Scope) remove(a *adoption) {
+	i := a.idx
+	if i < 0 || i >= len(s.children) || s.children[i] != a {
+		return
+	}
+	last := len(s.children) - 1
+	s.children[i] = s.children[last]
+	s.children[i].idx = i
+	s.children[last] = nil
+	s.children = s.children[:last]
+	a.idx = -1
+}
+
+// close cancels every child still running and refuses new ones. On the
+// scope's loop; idempotent.
+func (s *Scope) close() {
+	if s.closed {
+		return
+	}
+	s.closed = true
+	children := s.children
+	s.children = nil
+	for _, a := range children {
+		a.idx = -1
+		a.child.Cancel()
+	}
+}
+
+// Len returns the number of adopted handles still running. On the scope's
+// loop (elsewhere it is a racy snapshot and must not be used).
+func (s *Scope) Len() int { return len(s.children) }
+
+// scopeNode is the handle of WithScope.
+type scopeNode[T any] struct {
+	Handle[T]
+	s     *Scope
+	inner link[T]
+	fn    func(*Scope) *Handle[T]
+}
+
+// WithScope runs fn on the loop with a new scope and returns a handle that
+// ends as fn's handle does. At its terminal transition (fn's handle finished,
+// or the returned handle was cancelled) every handle adopted into the scope and
+// still running is cancelled: nothing adopted outlives the scope. A deadline
+// is Within(WithScope(...), d): the timeout cancels the scope and with it
+// every child. fn returning nil fails the handle with ErrNilHandle; a panic in
+// fn fails it with a *PanicError (and closes the scope).
+func WithScope[T any](l *Loop, fn func(s *Scope) *Handle[T]) *Handle[T] {
+	if err := checkProducer(l, fn == nil); err != nil {
+		return Fail[T](l, err)
+	}
+	n := &scopeNode[T]{s: newScope(l), fn: fn}
+	n.init(l)
+	n.prod = n
+	if l.OnLoop() {
+		n.start()
+	} else {
+		l.exec(n.start)
+	}
+	return &n.Handle
+}
+
+func (n *scopeNode[T]) start() {
+	fn := n.fn
+	n.fn = nil
+	if n.ended() {
+		return
+	}
+	n.state.CompareAndSwap(uint32(Pending), uint32(Running))
+	h, err := callValue(func() (*Handle[T], error) { return fn(n.s), nil })
+	switch {
+	case err != nil:
+		n.s.close()
+		var zero T
+		n.settle(zero, err)
+	case h == nil:
+		n.s.close()
+		var zero T
+		n.settle(zero, ErrNilHandle)
+	default:
+		n.inner.attach(h, n, &n.core, 0)
+	}
+}
+
+func (n *scopeNode[T]) onInput(int) {
+	if n.ended() || n.inner.reported {
+		return
+	}
+	n.inner.reported = true
+	n.s.close()
+	forward(&n.Handle, n.inner.in)
+}
+
+func (n *scopeNode[T]) stop() {
+	n.inner.withdraw()
+	n.s.close()
+}
