@@ -6,6 +6,7 @@ import (
 	"testing"
 	"time"
 
+	"github.com/stretchr/testify/assert"
 	"github.com/stretchr/testify/require"
 )
 
@@ -14,7 +15,7 @@ var errBoom = errors.New("boom")
 func TestCatch(t *testing.T) {
 	l := startLoop(t)
 	v, err := wait(t, Catch(Fail[int](l, errBoom), func(err error) (int, error) {
-		require.ErrorIs(t, err, errBoom)
+		assert.ErrorIs(t, err, errBoom)
 		return 7, nil
 	}))
 	require.NoError(t, err)
@@ -41,7 +42,7 @@ func TestThenAsyncFlattensAcrossLoops(t *testing.T) {
 	a, b := startLoop(t), startLoop(t)
 	h := ThenAsync(Pure(a, 2), func(v int) *Handle[int] {
 		return Delay(b, time.Millisecond, func() (int, error) {
-			require.True(t, b.OnLoop(), "the inner producer runs on its own loop")
+			assert.True(t, b.OnLoop(), "the inner producer runs on its own loop")
 			return v * 10, nil
 		})
 	})
@@ -252,7 +253,7 @@ func TestRetryWithBackoff(t *testing.T) {
 func TestBracket(t *testing.T) {
 	l := startLoop(t)
 	var released atomic.Int32
-	release := func(r string) { require.Equal(t, "res", r); released.Add(1) }
+	release := func(r string) { assert.Equal(t, "res", r); released.Add(1) }
 
 	v, err := wait(t, Bracket(Pure(l, "res"), release, func(r string) *Handle[int] { return Pure(l, len(r)) }))
 	require.NoError(t, err)

@@ -6,13 +6,14 @@ import (
 	"testing"
 	"time"
 
+	"github.com/stretchr/testify/assert"
 	"github.com/stretchr/testify/require"
 )
 
 func TestDoSequentialAwaits(t *testing.T) {
 	l := startLoop(t)
 	h := Do(l, func(co *Co) (int, error) {
-		require.True(t, l.OnLoop(), "a Do body runs as the loop")
+		assert.True(t, l.OnLoop(), "a Do body runs as the loop")
 		a, err := Await(co, Delay(l, time.Millisecond, func() (int, error) { return 2, nil }))
 		if err != nil {
 			return 0, err

@@ -103,7 +103,7 @@ func TestCleanupsRunLIFOOnEveryOutcome(t *testing.T) {
 			p := NewPromise[int](l)
 			for i := 1; i <= 3; i++ {
 				p.Handle().OnCleanup(func() {
-					require.True(t, l.OnLoop())
+					assert.True(t, l.OnLoop())
 					mu.Lock()
 					order = append(order, i)
 					mu.Unlock()
@@ -111,9 +111,9 @@ func TestCleanupsRunLIFOOnEveryOutcome(t *testing.T) {
 			}
 			tc.settle(p)
 			_, _ = wait(t, p.Handle())
-			require.Equal(t, tc.status, p.Handle().Status())
+			assert.Equal(t, tc.status, p.Handle().Status())
 			mu.Lock()
-			require.Equal(t, []int{3, 2, 1}, order, "cleanups run LIFO, each once, before Done")
+			assert.Equal(t, []int{3, 2, 1}, order, "cleanups run LIFO, each once, before Done")
 			mu.Unlock()
 		})
 	}
@@ -213,7 +213,7 @@ func TestConcurrentCancelExactlyOneWins(t *testing.T) {
 				<-start
 				for j := 0; j < 100; j++ {
 					if h.Cancelled() {
-						require.Equal(t, Cancelled, h.Status())
+						assert.Equal(t, Cancelled, h.Status())
 						return
 					}
 				}
@@ -395,8 +395,8 @@ func TestThenSemantics(t *testing.T) {
 		inCall = false
 	})
 	onLoop(t, l, func() {
-		require.False(t, called)
-		require.False(t, ranInside, "a continuation never runs inside the call that registers it")
+		assert.False(t, called)
+		assert.False(t, ranInside, "a continuation never runs inside the call that registers it")
 	})
 }
 
@@ -491,7 +491,7 @@ func TestNilArguments(t *testing.T) {
 	l := startLoop(t)
 	check := func(err error, want error) {
 		t.Helper()
-		require.ErrorIs(t, err, want)
+		assert.ErrorIs(t, err, want)
 	}
 	_, err := wait(t, New[int](l, nil))
 	check(err, ErrNilFunc)

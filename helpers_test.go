@@ -10,7 +10,7 @@ import (
 
 // waitTimeout bounds every blocking wait in the tests: a hang fails the test
 // instead of the whole run.
-const waitTimeout = 20 * time.Second
+const waitTimeout = 60 * time.Second
 
 func testCtx(t testing.TB) context.Context {
 	ctx, cancel := context.WithTimeout(context.Background(), waitTimeout)

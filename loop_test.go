@@ -6,6 +6,7 @@ import (
 	"testing"
 	"time"
 
+	"github.com/stretchr/testify/assert"
 	"github.com/stretchr/testify/require"
 )
 
@@ -25,7 +26,7 @@ func TestPostFIFOPerProducerUnderFlood(t *testing.T) {
 		go func() {
 			defer wg.Done()
 			for i := 0; i < each; i++ {
-				require.NoError(t, l.Post(func() {
+				assert.NoError(t, l.Post(func() {
 					if last[p] != i-1 {
 						outOfOrder.Add(1)
 					}
@@ -50,7 +51,7 @@ func TestPostCausalOrderAcrossGoroutines(t *testing.T) {
 	done := make(chan struct{})
 	go func() {
 		for i := 0; i < 1000; i += 2 {
-			require.NoError(t, l.Post(func() { seq = append(seq, i) }))
+			assert.NoError(t, l.Post(func() { seq = append(seq, i) }))
 			handoff <- struct{}{}
 			<-handoff
 		}
@@ -59,7 +60,7 @@ func TestPostCausalOrderAcrossGoroutines(t *testing.T) {
 	go func() {
 		for i := 1; i < 1000; i += 2 {
 			<-handoff
-			require.NoError(t, l.Post(func() { seq = append(seq, i) }))
+			assert.NoError(t, l.Post(func() { seq = append(seq, i) }))
 			handoff <- struct{}{}
 		}
 	}()
@@ -77,7 +78,7 @@ func TestPostFromLoopRunsLater(t *testing.T) {
 	l := startLoop(t)
 	var order []string
 	onLoop(t, l, func() {
-		require.NoError(t, l.Post(func() { order = append(order, "posted") }))
+		assert.NoError(t, l.Post(func() { order = append(order, "posted") }))
 		order = append(order, "caller")
 	})
 	onLoop(t, l, func() {})

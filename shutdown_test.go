@@ -7,6 +7,7 @@ import (
 	"testing"
 	"time"
 
+	"github.com/stretchr/testify/assert"
 	"github.com/stretchr/testify/require"
 	"go.uber.org/goleak"
 )
@@ -153,7 +154,7 @@ func TestStopFromOwnLoop(t *testing.T) {
 		shutdownErr = rt.Shutdown(context.Background())
 		stop = l.Stop()
 		_, err := stop.Wait(context.Background())
-		require.ErrorIs(t, err, ErrAwaitOnLoop, "waiting for its own teardown would deadlock")
+		assert.ErrorIs(t, err, ErrAwaitOnLoop, "waiting for its own teardown would deadlock")
 	})
 	require.ErrorIs(t, shutdownErr, ErrAwaitOnLoop)
 	_, err = stop.Wait(testCtx(t))

@@ -1,0 +1,235 @@
+package aio
+
+import (
+	"sync"
+	"sync/atomic"
+	"testing"
+	"time"
+
+	"github.com/stretchr/testify/assert"
+	"github.com/stretchr/testify/require"
+)
+
+// A chain of 1,000,000 ThenAsync links completes and cancels without
+// recursion (UT-10, UT-12).
+func TestDeepThenAsyncChain(t *testing.T) {
+	if testing.Short() {
+		t.Skip("million-handle graph in -short mode")
+	}
+	const depth = 1_000_000
+	l := startLoop(t)
+	build := func() (*Promise[int], *Handle[int]) {
+		var p *Promise[int]
+		var last *Handle[int]
+		onLoop(t, l, func() {
+			p = NewPromise[int](l)
+			last = p.Handle()
+			step := func(v int) *Handle[int] { return Pure(l, v+1) }
+			for i := 0; i < depth; i++ {
+				last = ThenAsync(last, step)
+			}
+		})
+		return p, last
+	}
+	p, last := build()
+	p.Resolve(0)
+	v, err := wait(t, last)
+	require.NoError(t, err)
+	require.Equal(t, depth, v)
+
+	p, last = build()
+	require.True(t, last.Cancel())
+	_, err = wait(t, p.Handle())
+	require.ErrorIs(t, err, ErrCancelled, "cancellation withdrew interest down the whole chain")
+	onLoop(t, l, func() {})
+	require.Equal(t, 0, l.Stats().Handles)
+}
+
+// A fan-out tree of 1,000,000 leaves under All completes, and cancelling the
+// root cancels every leaf.
+func TestMillionLeafAll(t *testing.T) {
+	if testing.Short() {
+		t.Skip("million-handle graph in -short mode")
+	}
+	const leaves = 1_000_000
+	l := startLoop(t)
+	var ps []*Promise[int]
+	var all *Handle[[]int]
+	build := func() {
+		onLoop(t, l, func() {
+			ps = make([]*Promise[int], leaves)
+			hs := make([]*Handle[int], leaves)
+			for i := range ps {
+				ps[i] = NewPromise[int](l)
+				hs[i] = ps[i].Handle()
+			}
+			all = All(hs...)
+		})
+	}
+	build()
+	onLoop(t, l, func() {
+		for i, p := range ps {
+			p.Resolve(i)
+		}
+	})
+	v, err := wait(t, all)
+	require.NoError(t, err)
+	require.Len(t, v, leaves)
+	require.Equal(t, leaves-1, v[leaves-1])
+
+	build()
+	var cancelled atomic.Int64
+	onLoop(t, l, func() {
+		for _, p := range ps {
+			p.Handle().OnCancel(func() { cancelled.Add(1) })
+		}
+	})
+	require.True(t, all.Cancel())
+	_, err = wait(t, all)
+	require.ErrorIs(t, err, ErrCancelled)
+	_, err = wait(t, ps[leaves-1].Handle())
+	require.ErrorIs(t, err, ErrCancelled)
+	onLoop(t, l, func() {})
+	require.Equal(t, int64(leaves), cancelled.Load())
+	require.Equal(t, 0, l.Stats().Handles)
+}
+
+// Chains that hop among 4 loops complete with every callback on its own
+// handle's loop, and a cancellation from an outside goroutine reaches the
+// producer at the far end.
+func TestCrossLoopChains(t *testing.T) {
+	loops := []*Loop{startLoop(t), startLoop(t), startLoop(t), startLoop(t)}
+	const hops = 200
+	var wrongLoop atomic.Int32
+	build := func(root *Handle[int]) *Handle[int] {
+		h := root
+		for i := 0; i < hops; i++ {
+			next := loops[(i+1)%len(loops)]
+			h = ThenAsync(h, func(v int) *Handle[int] {
+				return Then(Pure(next, v), func(v int) (int, error) {
+					if !next.OnLoop() {
+						wrongLoop.Add(1)
+					}
+					return v + 1, nil
+				})
+			})
+		}
+		return h
+	}
+	v, err := wait(t, build(Pure(loops[0], 0)))
+	require.NoError(t, err)
+	require.Equal(t, hops, v)
+	require.Zero(t, wrongLoop.Load())
+
+	// Many concurrent chains, with cancellation from goroutines that own no loop.
+	var wg sync.WaitGroup
+	for c := 0; c < 20; c++ {
+		wg.Add(1)
+		go func() {
+			defer wg.Done()
+			root := NewPromise[int](loops[c%len(loops)])
+			var onCancel atomic.Bool
+			root.Handle().OnCancel(func() { onCancel.Store(true) })
+			tail := build(root.Handle())
+			if c%2 == 0 {
+				root.Resolve(0)
+				v, err := tail.Wait(testCtx(t))
+				assert.NoError(t, err)
+				assert.Equal(t, hops, v)
+				return
+			}
+			tail.Cancel()
+			_, err := tail.Wait(testCtx(t))
+			assert.ErrorIs(t, err, ErrCancelled)
+			_, err = root.Handle().Wait(testCtx(t))
+			assert.ErrorIs(t, err, ErrCancelled, "withdrawal crossed every loop back to the root")
+			assert.True(t, onCancel.Load())
+		}()
+	}
+	wg.Wait()
+	require.Zero(t, wrongLoop.Load())
+}
+
+// The seeds' patterns: timeout via race, retry with backoff, graceful
+// shutdown of a set of handles.
+func TestSeedPatterns(t *testing.T) {
+	l := startLoop(t)
+	withTimeout := func(d time.Duration, h *Handle[string]) *Handle[string] {
+		return Race(h, Delay(l, d, func() (string, error) { return "", ErrTimeout }))
+	}
+	_, err := wait(t, withTimeout(2*time.Millisecond, Delay(l, time.Hour, func() (string, error) { return "late", nil })))
+	require.ErrorIs(t, err, ErrTimeout)
+	v, err := wait(t, withTimeout(time.Hour, Delay(l, time.Millisecond, func() (string, error) { return "ok", nil })))
+	require.NoError(t, err)
+	require.Equal(t, "ok", v)
+	onLoop(t, l, func() {})
+	require.Equal(t, 0, l.Stats().Timers, "the timeout timer of a finished race is gone")
+
+	// Graceful shutdown: give a set of handles a deadline, then cancel the rest.
+	var hs []*Handle[int]
+	for i := 0; i < 10; i++ {
+		d := time.Millisecond
+		if i%2 == 1 {
+			d = time.Hour
+		}
+		hs = append(hs, Delay(l, d, func() (int, error) { return i, nil }))
+	}
+	shutdown := Race(
+		Then(All(hs...), func([]int) (string, error) { return "drained", nil }),
+		Then(Sleep(l, 20*time.Millisecond), func(struct{}) (string, error) {
+			for _, h := range hs {
+				h.Cancel()
+			}
+			return "forced", nil
+		}),
+	)
+	v, err = wait(t, shutdown)
+	require.NoError(t, err)
+	require.Equal(t, "forced", v)
+	for i, h := range hs {
+		if i%2 == 0 {
+			require.Equal(t, Completed, h.Status())
+		} else {
+			require.Equal(t, Cancelled, h.Status())
+		}
+	}
+}
+
+// Cancellation arriving from another goroutine while the loop runs the
+// combinators' callbacks: every handle ends exactly once, cleanups run once,
+// whatever the interleaving.
+func TestCancelWhileCallbacksRun(t *testing.T) {
+	l := startLoop(t)
+	for round := 0; round < 100; round++ {
+		var cleanups atomic.Int32
+		var results []*Handle[int]
+		var hs []*Handle[int]
+		onLoop(t, l, func() {
+			for i := 0; i < 8; i++ {
+				h := Delay(l, 0, func() (int, error) { return i, nil })
+				h.OnCleanup(func() { cleanups.Add(1) })
+				hs = append(hs, h)
+			}
+			results = append(results,
+				Then(All(hs[:4]...), func(v []int) (int, error) { return len(v), nil }),
+				Race(hs[4:]...),
+				Catch(Then(hs[0], func(v int) (int, error) { return v, errBoom }), func(error) (int, error) { return -1, nil }))
+		})
+		go func() {
+			for _, h := range results {
+				h.Cancel()
+			}
+		}()
+		for _, h := range results {
+			_, err := wait(t, h)
+			if err != nil {
+				require.ErrorIs(t, err, ErrCancelled)
+			}
+			require.True(t, h.Status().Terminal())
+		}
+		for _, h := range hs {
+			<-h.Done()
+		}
+		require.Equal(t, int32(8), cleanups.Load())
+	}
+}
