@@ -122,3 +122,22 @@ func BenchmarkOnLoop(b *testing.B) {
 		}
 	}
 }
+
+// BenchmarkDoAwait is one suspend/resume round trip of a Do body: await a
+// promise that a posted callback resolves.
+func BenchmarkDoAwait(b *testing.B) {
+	l := startLoop(b)
+	b.ReportAllocs()
+	b.ResetTimer()
+	h := Do(l, func(co *Co) (int, error) {
+		for i := 0; i < b.N; i++ {
+			p := NewPromise[int](l)
+			_ = l.Post(func() { p.Resolve(i) })
+			if _, err := Await(co, p.Handle()); err != nil {
+				return 0, err
+			}
+		}
+		return 0, nil
+	})
+	<-h.Done()
+}

@@ -470,7 +470,10 @@ func TestAbandonedHandleRunsCleanups(t *testing.T) {
 		p := NewPromise[int](l)
 		p.Handle().OnCleanup(func() { ran <- l.OnLoop() })
 	})
-	onLoop(t, l, func() {}) // let the loop track it weakly
+	// Two iteration boundaries later the loop tracks it weakly (track.go).
+	onLoop(t, l, func() {})
+	onLoop(t, l, func() {})
+	onLoop(t, l, func() {})
 	deadline := time.Now().Add(waitTimeout)
 	for {
 		runtime.GC()

@@ -84,6 +84,7 @@ type Loop struct {
 	timerSeq uint64
 	base     time.Time            // monotonic origin of Now
 	young    []*core              // producers created this iteration, tracked lazily
+	older    []*core              // producers created last iteration and still pending
 	records  map[*record]struct{} // handles tracked weakly for Stop and abandonment
 	fds      []ioHandler          // by fd number
 	closing  []func()             // run after I/O dispatch

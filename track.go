@@ -69,30 +69,43 @@ func (r *record) abandon() {
 	}
 }
 
-// trackYoung looks at the producers created since the last iteration: those
-// that finished meanwhile (most of them: a promise resolved in the same
-// callback, a Work result) are simply forgotten, the others are tracked weakly.
-// Tracking lazily keeps weak pointers and runtime cleanups off the fast path.
-// On the loop.
+// trackYoung ages the producers created recently. Most of them finish within
+// an iteration or two (a promise resolved in its own callback, a Do body's
+// await answered by the next posted callback, a Work result): those are
+// simply forgotten. The ones still pending after two iteration boundaries are
+// tracked weakly. Tracking lazily keeps weak pointers and runtime cleanups
+// off the fast path; holding the young ones strongly for two iterations only
+// delays the collection of an abandoned one by as much. On the loop.
 func (l *Loop) trackYoung() {
+	for i, c := range l.older {
+		l.older[i] = nil
+		if pendingProducer(c) {
+			c.track()
+		}
+	}
+	l.older = l.older[:0]
 	for i, c := range l.young {
 		l.young[i] = nil
-		// A terminal handle has its finish job queued already: nothing to
-		// track (the common case: a promise resolved in its own callback).
-		if !c.finished && c.state.Load() < uint32(Completed) {
-			c.track()
+		if pendingProducer(c) {
+			l.older = append(l.older, c)
 		}
 	}
 	l.young = l.young[:0]
 }
 
-// adopt queues a producer handle for lazy tracking. On the loop.
+// pendingProducer reports whether c may still need Stop to cancel it. A
+// terminal handle has its finish job queued already.
+func pendingProducer(c *core) bool {
+	return !c.finished && c.state.Load() < uint32(Completed)
+}
+
+// adoptProducer queues a producer handle for lazy tracking. On the loop.
 func (l *Loop) adoptProducer(c *core) {
 	l.checkOnLoop()
 	if len(l.young) >= youngSweep {
 		// One callback creating producers without end (a long chain of
 		// promises, each resolved by the last) must not grow this list
-		// without bound: sweep it now rather than at the iteration's end.
+		// without bound: age it now rather than at the iteration's end.
 		l.trackYoung()
 	}
 	l.young = append(l.young, c)
@@ -110,11 +123,13 @@ func (l *Loop) cancelPending() bool {
 		found = true
 		t.owner.base().cancel()
 	}
-	for _, c := range l.young {
-		found = true
-		c.cancel()
+	for _, gen := range [][]*core{l.young, l.older} {
+		for _, c := range gen {
+			found = true
+			c.cancel()
+		}
 	}
-	l.young = l.young[:0]
+	l.young, l.older = l.young[:0], l.older[:0]
 	for r := range l.records {
 		found = true
 		if c := r.weak.Value(); c != nil && !c.finished {

@@ -153,6 +153,8 @@ func parseFlags(args []string, stderr io.Writer) (options, []workload, bool, err
 	fs.IntVar(&o.Producers, "producers", o.Producers, "post: posting goroutines")
 	fs.IntVar(&o.Handles, "handles", o.Handles, "handles: cycles per row")
 	fs.IntVar(&o.Batch, "batch", o.Batch, "handles: cycles per posted callback")
+	fs.IntVar(&o.Chain, "chain", o.Chain, "chain: links; cancel-tree: handles in the large tree")
+	fs.IntVar(&o.Awaits, "awaits", o.Awaits, "do-await: round trips")
 	fs.DurationVar(&o.Spin, "spin", o.Spin, "pingpong-loops-spin: aio.Config.Spin of both loops")
 	fs.DurationVar(&o.Timeout, "timeout", o.Timeout, "how long a wait may last beyond its expected length before it counts as a hang")
 	if err := fs.Parse(args); err != nil {

@@ -26,6 +26,8 @@ func tiny() options {
 	o.Timers = 2000 // two 1 ms buckets: 1 ms and 2 ms
 	o.Handles = 1000
 	o.Batch = 100 // ten batches, so the batch-to-batch Post is exercised
+	o.Chain = 2500
+	o.Awaits = 500
 	o.Timeout = 20 * time.Second
 	return o
 }
@@ -37,6 +39,9 @@ var wantRows = []string{
 	"pingpong-loops/aio", "pingpong-loops-spin/aio", "pingpong-loops/gostd",
 	"handles/aio", "handles-new/aio", "handles/gostd",
 	"loop-iter/aio",
+	"chain/aio", "chain/gostd",
+	"cancel-tree-small/aio", "cancel-tree-small/gostd", "cancel-tree/aio", "cancel-tree/gostd",
+	"do-await/aio", "do-await/gostd",
 }
 
 func TestWorkloadsTiny(t *testing.T) {

@@ -19,6 +19,8 @@ type options struct {
 	Producers int           // post workload: posting goroutines
 	Handles   int           // handles workloads: create/complete/continue cycles
 	Batch     int           // handles workloads: cycles per posted callback
+	Chain     int           // chain: links; cancel-tree: handles in the large tree
+	Awaits    int           // do-await: suspend/resume round trips
 	Spin      time.Duration // pingpong-loops-spin: aio.Config.Spin on both loops
 	Timeout   time.Duration // longest any single wait may take before it counts as a hang
 }
@@ -30,6 +32,8 @@ func defaultOptions() options {
 		Producers: 8,
 		Handles:   1_000_000,
 		Batch:     1000,
+		Chain:     1_000_000,
+		Awaits:    200_000,
 		Spin:      50 * time.Microsecond,
 		Timeout:   60 * time.Second,
 	}
@@ -50,6 +54,9 @@ var workloads = []workload{
 	{name: "pingpong-loops", aliases: []string{"pingpong-loops-spin"}, run: runPingPong},
 	{name: "handles", aliases: []string{"handles-new"}, run: runHandles},
 	{name: "loop-iter", run: runLoopIter},
+	{name: "chain", run: runChain},
+	{name: "cancel-tree", aliases: []string{"cancel-tree-small"}, run: runCancelTree},
+	{name: "do-await", run: runDoAwait},
 }
 
 // selectWorkloads resolves a comma list of names ("" or "all" for every
