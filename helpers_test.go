@@ -2,8 +2,11 @@ package aio
 
 import (
 	"context"
+	"sync"
 	"testing"
 	"time"
+
+	"go.uber.org/goleak"
 
 	"github.com/stretchr/testify/require"
 )
@@ -18,9 +21,23 @@ func testCtx(t testing.TB) context.Context {
 	return ctx
 }
 
+// leakChecked records the tests that already check for leaked goroutines at
+// their end (see startLoop).
+var leakChecked sync.Map
+
 // startLoop starts a loop on its own runtime and stops it when the test ends.
+// The first loop of a test also registers a goroutine-leak check that runs
+// after every loop of the test has stopped (cleanups run last-in first-out).
 func startLoop(t testing.TB, cfg ...Config) *Loop {
 	t.Helper()
+	if _, seen := leakChecked.LoadOrStore(t, true); !seen {
+		t.Cleanup(func() {
+			leakChecked.Delete(t)
+			if !t.Failed() {
+				goleak.VerifyNone(t)
+			}
+		})
+	}
 	rt := NewRuntime(RuntimeConfig{})
 	var c Config
 	if len(cfg) > 0 {
