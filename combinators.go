@@ -316,13 +316,8 @@ func Within[T any](h *Handle[T], d time.Duration) *Handle[T] {
 	n := &withinNode[T]{d: d}
 	n.init(l)
 	n.prod = n
-	n.eagerStop = true
-	n.t.owner = n
-	n.t.index = -1
-	n.t.when = l.deadline(d)
-	n.state.Store(uint32(Running))
+	n.startTimer(&n.t, n, d)
 	n.in.attach(h, n, &n.core, 0)
-	l.armTimer(&n.core, &n.t)
 	return &n.Handle
 }
 

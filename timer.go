@@ -154,6 +154,16 @@ func (l *Loop) armTimer(c *core, t *timer) {
 	})
 }
 
+// startTimer makes c a running handle driven by its own timer t, due d from
+// now (see deadline) and armed from any goroutine; cancelling c disarms t at
+// once (eagerStop).
+func (c *core) startTimer(t *timer, owner timerOwner, d time.Duration) {
+	c.eagerStop = true
+	t.owner, t.index, t.when = owner, -1, c.loop.deadline(d)
+	c.state.CompareAndSwap(uint32(Pending), uint32(Running))
+	c.loop.armTimer(c, t)
+}
+
 // deadline turns a delay into a loop-relative deadline: from the cached time
 // on the loop (as libuv), from the clock elsewhere. Negative delays count as 0.
 func (l *Loop) deadline(d time.Duration) time.Duration {
@@ -188,12 +198,7 @@ func Delay[T any](l *Loop, d time.Duration, fn func() (T, error)) *Handle[T] {
 	n := &delayNode[T]{fn: fn}
 	n.init(l)
 	n.prod = n
-	n.eagerStop = true
-	n.t.owner = n
-	n.t.index = -1
-	n.t.when = l.deadline(d)
-	n.state.Store(uint32(Running))
-	l.armTimer(&n.core, &n.t)
+	n.startTimer(&n.t, n, d)
 	return &n.Handle
 }
 
@@ -240,12 +245,7 @@ func Every(l *Loop, d time.Duration, fn func()) *Handle[struct{}] {
 	n := &everyNode{fn: fn, period: d}
 	n.init(l)
 	n.prod = n
-	n.eagerStop = true
-	n.t.owner = n
-	n.t.index = -1
-	n.t.when = l.deadline(d)
-	n.state.Store(uint32(Running))
-	l.armTimer(&n.core, &n.t)
+	n.startTimer(&n.t, n, d)
 	return &n.Handle
 }
 
