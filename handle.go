@@ -217,7 +217,7 @@ func (c *core) finish() {
 	}
 	c.prod = nil
 	if x != nil && x.rec != nil {
-		x.rec.finish(c)
+		x.rec.finish()
 	}
 	l.handles.Add(-1)
 	if p := c.done.Swap(closedDone); p != nil && p != closedDone {
@@ -397,5 +397,6 @@ func (c *core) addCleanup(fn func()) {
 		return
 	}
 	r := c.track()
+	r.watchCollection(c)
 	r.cleanups = append(r.cleanups, fn)
 }

@@ -558,3 +558,26 @@ func TestWorkRunsOffLoopAndCancelsContext(t *testing.T) {
 		t.Fatal("Work's context was not cancelled")
 	}
 }
+
+// A pending promise with no cleanups that is dropped is collected too: it has
+// no runtime cleanup of its own, and Stop (or a sweep of the loop's records)
+// finds its weak pointer dead and counts it as abandoned.
+func TestAbandonedWithoutCleanupsCountedAtStop(t *testing.T) {
+	rt := NewRuntime(RuntimeConfig{})
+	l, err := rt.Start(Config{})
+	require.NoError(t, err)
+	onLoop(t, l, func() {
+		for i := 0; i < 10; i++ {
+			NewPromise[int](l)
+		}
+	})
+	for i := 0; i < 3; i++ { // two iteration boundaries: tracked weakly
+		onLoop(t, l, func() {})
+	}
+	runtime.GC()
+	runtime.GC()
+	_, err = l.Stop().Wait(testCtx(t))
+	require.NoError(t, err)
+	require.Equal(t, uint64(10), l.Stats().Abandoned)
+	require.Equal(t, 0, l.Stats().Handles)
+}

@@ -82,12 +82,13 @@ type Loop struct {
 	jobs     jobQueue
 	timers   timerHeap
 	timerSeq uint64
-	base     time.Time            // monotonic origin of Now
-	young    []*core              // producers created this iteration, tracked lazily
-	older    []*core              // producers created last iteration and still pending
-	records  map[*record]struct{} // handles tracked weakly for Stop and abandonment
-	fds      []ioHandler          // by fd number
-	closing  []func()             // run after I/O dispatch
+	base     time.Time   // monotonic origin of Now
+	young    []*core     // producers created this iteration, tracked lazily
+	older    []*core     // producers created last iteration and still pending
+	records  recordList  // handles tracked weakly for Stop and abandonment
+	youngCap int         // young's length that triggers a compaction
+	fds      []ioHandler // by fd number
+	closing  []func()    // run after I/O dispatch
 	evs      []poll.Event
 	pool     *workPool
 	busy     bool // this iteration ran a callback (decides whether to spin)
@@ -136,14 +137,13 @@ func newLoop(rt *Runtime, slot int, cfg Config) (*Loop, error) {
 		cfg.Spin = 0
 	}
 	l := &Loop{
-		name:    cfg.Name,
-		cfg:     cfg,
-		rt:      rt,
-		slot:    slot,
-		poller:  p,
-		base:    time.Now(),
-		records: make(map[*record]struct{}),
-		evs:     make([]poll.Event, 128),
+		name:   cfg.Name,
+		cfg:    cfg,
+		rt:     rt,
+		slot:   slot,
+		poller: p,
+		base:   time.Now(),
+		evs:    make([]poll.Event, 128),
 	}
 	l.awake.Store(true)
 	l.pool = newWorkPool(l, cfg.WorkPool)
@@ -156,7 +156,7 @@ func newLoop(rt *Runtime, slot int, cfg Config) (*Loop, error) {
 // nil): Stop's handle, All of no inputs, Pure(nil, …). It is dead from the
 // start, so their callbacks run inline, serialised by its deadMu.
 var detached = func() *Loop {
-	l := &Loop{name: "detached", records: make(map[*record]struct{})}
+	l := &Loop{name: "detached"}
 	l.state.Store(stateDead)
 	return l
 }()

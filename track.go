@@ -8,19 +8,34 @@ import (
 
 // record is the part of a tracked handle that must outlive it: its cleanups,
 // and the weak pointer through which Stop finds it. It never points back at
-// the handle strongly, so the loop's table of records keeps no handle alive;
-// a handle dropped by everyone (a promise nobody will resolve) is collected,
-// and runtime.AddCleanup then runs its record's cleanups on the loop.
+// the handle strongly, so the loop's list of records keeps no handle alive: a
+// handle dropped by everyone (a promise nobody will resolve) is collected.
+// If it had cleanups, runtime.AddCleanup then runs them on the loop at once;
+// if not, the next sweep of the list (or Stop) finds its weak pointer dead and
+// counts it as abandoned.
 type record struct {
 	loop     *Loop
 	cleanups []func()           // owned by the loop; run LIFO
 	weak     weak.Pointer[core] // the handle, while it lives
-	claimed  atomic.Bool        // the cleanups were taken: by finish, Stop or the collector
-	gc       runtime.Cleanup    // the collector's hook, stopped when finish runs
+	claimed  atomic.Bool        // the cleanups were taken: by finish, Stop, a sweep or the collector
+	gc       runtime.Cleanup    // the collector's hook, set with the first cleanup
+	hasGC    bool               // gc is set; owned by the loop
+
+	// The loop's list of records, intrusive so that tracking and untracking
+	// cost two pointer writes and no hashing. Owned by the loop.
+	prev, next *record
+	listed     bool
 }
 
-// track returns c's record, creating it and entering it in the loop's table on
-// first use. On the loop.
+// recordList is a loop's doubly linked list of records. Owned by the loop.
+type recordList struct {
+	head  *record
+	n     int // records listed
+	swept int // n after the last sweep: the next one comes when n doubles
+}
+
+// track returns c's record, creating it and listing it on first use. On the
+// loop.
 func (c *core) track() *record {
 	c.loop.checkOnLoop()
 	x := c.extra()
@@ -30,15 +45,72 @@ func (c *core) track() *record {
 	l := c.loop
 	r := &record{loop: l, weak: weak.Make(c)}
 	x.rec = r
-	l.records[r] = struct{}{}
-	r.gc = runtime.AddCleanup(c, (*record).collected, r)
+	l.listRecord(r)
 	return r
 }
 
+// watchCollection registers the collector's hook that runs the cleanups of a
+// handle collected without finishing. Only handles with cleanups need it: it
+// costs a runtime special per handle. On the loop.
+func (r *record) watchCollection(c *core) {
+	if !r.hasGC {
+		r.hasGC = true
+		r.gc = runtime.AddCleanup(c, (*record).collected, r)
+	}
+}
+
+// listRecord puts r at the head of the loop's list, sweeping the list for
+// collected handles whenever it has doubled since the last sweep (amortised
+// constant time per record). On the loop.
+func (l *Loop) listRecord(r *record) {
+	rl := &l.records
+	r.next = rl.head
+	if rl.head != nil {
+		rl.head.prev = r
+	}
+	rl.head, r.listed = r, true
+	rl.n++
+	if rl.n >= 2*rl.swept+1024 {
+		l.sweepRecords()
+	}
+}
+
+// unlistRecord takes r off the loop's list, if it is on it. On the loop.
+func (l *Loop) unlistRecord(r *record) {
+	if !r.listed {
+		return
+	}
+	rl := &l.records
+	if r.prev != nil {
+		r.prev.next = r.next
+	} else {
+		rl.head = r.next
+	}
+	if r.next != nil {
+		r.next.prev = r.prev
+	}
+	r.prev, r.next, r.listed = nil, nil, false
+	rl.n--
+}
+
+// sweepRecords abandons the records whose handle was collected. On the loop.
+func (l *Loop) sweepRecords() {
+	for r := l.records.head; r != nil; {
+		next := r.next
+		if r.weak.Value() == nil {
+			r.abandon()
+		}
+		r = next
+	}
+	l.records.swept = l.records.n
+}
+
 // finish runs the cleanups at the handle's terminal transition. On the loop.
-func (r *record) finish(c *core) {
-	r.gc.Stop()
-	delete(r.loop.records, r)
+func (r *record) finish() {
+	if r.hasGC {
+		r.gc.Stop()
+	}
+	r.loop.unlistRecord(r)
 	if r.claimed.CompareAndSwap(false, true) {
 		r.run()
 	}
@@ -59,9 +131,10 @@ func (r *record) collected() {
 	r.loop.exec(r.abandon)
 }
 
-// abandon runs an abandoned handle's cleanups. On the loop.
+// abandon ends the record of a handle collected without finishing: it counts
+// it and runs its cleanups. On the loop.
 func (r *record) abandon() {
-	delete(r.loop.records, r)
+	r.loop.unlistRecord(r)
 	if r.claimed.CompareAndSwap(false, true) {
 		r.loop.abandoned.Add(1)
 		r.loop.handles.Add(-1)
@@ -73,9 +146,9 @@ func (r *record) abandon() {
 // an iteration or two (a promise resolved in its own callback, a Do body's
 // await answered by the next posted callback, a Work result): those are
 // simply forgotten. The ones still pending after two iteration boundaries are
-// tracked weakly. Tracking lazily keeps weak pointers and runtime cleanups
-// off the fast path; holding the young ones strongly for two iterations only
-// delays the collection of an abandoned one by as much. On the loop.
+// tracked weakly. Tracking lazily keeps weak pointers off the fast path;
+// holding the young ones strongly for two iterations only delays the
+// collection of an abandoned one by as much. On the loop.
 func (l *Loop) trackYoung() {
 	for i, c := range l.older {
 		l.older[i] = nil
@@ -91,6 +164,7 @@ func (l *Loop) trackYoung() {
 		}
 	}
 	l.young = l.young[:0]
+	l.youngCap = youngCompact
 }
 
 // pendingProducer reports whether c may still need Stop to cancel it. A
@@ -102,21 +176,35 @@ func pendingProducer(c *core) bool {
 // adoptProducer queues a producer handle for lazy tracking. On the loop.
 func (l *Loop) adoptProducer(c *core) {
 	l.checkOnLoop()
-	if len(l.young) >= youngSweep {
+	if len(l.young) >= l.youngCap {
 		// One callback creating producers without end (a long chain of
-		// promises, each resolved by the last) must not grow this list
-		// without bound: age it now rather than at the iteration's end.
-		l.trackYoung()
+		// promises, each resolved by the last) must not keep every one of
+		// them alive until the iteration ends: drop the finished ones.
+		l.young = compactPending(l.young)
+		l.youngCap = max(youngCompact, 2*len(l.young))
 	}
 	l.young = append(l.young, c)
 }
 
-// youngSweep is the length at which the young list is swept early.
-const youngSweep = 256
+// youngCompact is the length at which the young list is first compacted
+// within an iteration.
+const youngCompact = 256
+
+// compactPending keeps the producers still pending, in place.
+func compactPending(cs []*core) []*core {
+	keep := cs[:0]
+	for _, c := range cs {
+		if pendingProducer(c) {
+			keep = append(keep, c)
+		}
+	}
+	clear(cs[len(keep):])
+	return keep
+}
 
 // cancelPending cancels every handle the loop knows to be pending: armed
-// timers, young and tracked producers. Records whose handle was collected run
-// their cleanups. It reports whether it found anything. On the loop, at Stop.
+// timers, young and tracked producers. Records whose handle was collected are
+// abandoned. It reports whether it found anything. On the loop, at Stop.
 func (l *Loop) cancelPending() bool {
 	found := false
 	for _, t := range l.timers.all() {
@@ -130,17 +218,17 @@ func (l *Loop) cancelPending() bool {
 		}
 	}
 	l.young, l.older = l.young[:0], l.older[:0]
-	for r := range l.records {
+	for r := l.records.head; r != nil; {
+		next := r.next
 		found = true
-		if c := r.weak.Value(); c != nil && !c.finished {
-			c.cancel()
-			// finish deletes the record; a handle terminal but not yet
-			// finished is in the job queue already.
-			continue
-		}
 		if c := r.weak.Value(); c == nil {
 			r.abandon()
+		} else if !c.finished {
+			// finish takes the record off the list; a handle terminal but
+			// not yet finished has its finish job queued already.
+			c.cancel()
 		}
+		r = next
 	}
 	return found
 }

@@ -90,7 +90,8 @@ func chainGo(o options) result {
 // runCancelTree: cancel the root of a two-level tree of handles (All of All
 // of promises) and time until every handle in it has gone through its
 // terminal transition. Reported per handle for a small tree (10,000) and a
-// large one (Chain, 1,000,000) to show the cost is linear. gostd: the same
+// large one (Chain, 1,000,000) to show the cost is linear, and for the large
+// one again after it aged into the loop's weak tracking. gostd: the same
 // tree of context.WithCancel contexts, cancelled at the root (context
 // cancellation is Go's structured cancellation).
 func runCancelTree(o options) ([]result, error) {
@@ -101,13 +102,19 @@ func runCancelTree(o options) ([]result, error) {
 	for _, size := range []struct {
 		name  string
 		total int
-	}{{"cancel-tree-small", min(10_000, o.Chain)}, {"cancel-tree", o.Chain}} {
+		aged  bool
+	}{{"cancel-tree-small", min(10_000, o.Chain), false}, {"cancel-tree", o.Chain, false}, {"cancel-tree-aged", o.Chain, true}} {
 		fan := int(math.Sqrt(float64(size.total)))
-		r, err := cancelTreeAIO(o, size.name, fan)
+		r, err := cancelTreeAIO(o, size.name, fan, size.aged)
 		if err != nil {
 			return rs, fmt.Errorf("%s/aio: %w", size.name, err)
 		}
 		r.Config = fmt.Sprintf("%d x %d leaves + %d All nodes", fan, fan, fan+1)
+		if size.aged {
+			r.Config += ", leaves tracked weakly (cancelled after aging)"
+			rs = append(rs, r)
+			continue
+		}
 		rs = append(rs, r)
 		r = cancelTreeGo(size.name, fan)
 		r.Config = fmt.Sprintf("%d x %d context.WithCancel", fan, fan)
@@ -116,7 +123,11 @@ func runCancelTree(o options) ([]result, error) {
 	return rs, nil
 }
 
-func cancelTreeAIO(o options, name string, fan int) (result, error) {
+// cancelTreeAIO builds the tree in one callback and cancels it. aged lets two
+// iteration boundaries pass first, so that the leaves (pending promises) are
+// tracked weakly, as long-lived producers are: the cancellation then also
+// untracks them.
+func cancelTreeAIO(o options, name string, fan int, aged bool) (result, error) {
 	rt, ls, err := startLoops(aio.Config{Name: name})
 	if err != nil {
 		return result{}, err
@@ -140,6 +151,12 @@ func cancelTreeAIO(o options, name string, fan int) (result, error) {
 	})
 	if err == nil {
 		err = await(built, o.sectionLimit(10*time.Second), name+": building", l)
+	}
+	for i := 0; aged && err == nil && i < 3; i++ {
+		turned := make(chan struct{})
+		if err = l.Post(func() { close(turned) }); err == nil {
+			err = await(turned, o.Timeout, name+": aging", l)
+		}
 	}
 	if err != nil {
 		_ = stopLoops(rt, l)

@@ -40,7 +40,7 @@ var wantRows = []string{
 	"handles/aio", "handles-new/aio", "handles/gostd",
 	"loop-iter/aio",
 	"chain/aio", "chain/gostd",
-	"cancel-tree-small/aio", "cancel-tree-small/gostd", "cancel-tree/aio", "cancel-tree/gostd",
+	"cancel-tree-small/aio", "cancel-tree-small/gostd", "cancel-tree/aio", "cancel-tree/gostd", "cancel-tree-aged/aio",
 	"do-await/aio", "do-await/gostd",
 }
 

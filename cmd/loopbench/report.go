@@ -100,8 +100,8 @@ func baselineOf(workload string) string {
 		return "pingpong-loops"
 	case "handles-new":
 		return "handles"
-	case "cancel-tree-small":
-		return "cancel-tree-small"
+	case "cancel-tree-aged":
+		return "cancel-tree"
 	}
 	return workload
 }

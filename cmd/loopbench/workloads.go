@@ -55,7 +55,7 @@ var workloads = []workload{
 	{name: "handles", aliases: []string{"handles-new"}, run: runHandles},
 	{name: "loop-iter", run: runLoopIter},
 	{name: "chain", run: runChain},
-	{name: "cancel-tree", aliases: []string{"cancel-tree-small"}, run: runCancelTree},
+	{name: "cancel-tree", aliases: []string{"cancel-tree-small", "cancel-tree-aged"}, run: runCancelTree},
 	{name: "do-await", run: runDoAwait},
 }
 
