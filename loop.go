@@ -118,6 +118,17 @@ type Stats struct {
 	Handles    int    // handles pinned to this loop from creation until their cleanups have run
 	Abandoned  uint64 // handles collected without reaching a terminal state (their cleanups still ran)
 	Panics     uint64 // panics recovered from user callbacks (their handles failed with a *PanicError)
+
+	// TCP (tcp*.go): the loop's listeners and connections.
+	TCPListeners   int    // listeners open
+	TCPOpen        int    // connections open (accepted or dialed, established, not yet closed)
+	TCPAccepted    uint64 // connections accepted so far
+	TCPDialed      uint64 // connections established by Dial so far
+	TCPClosed      uint64 // established connections closed so far
+	TCPDropped     uint64 // connections accepted and closed at once (out of fds, or unusable)
+	TCPBytesIn     uint64 // bytes read from connections
+	TCPBytesOut    uint64 // bytes written to the kernel by connections
+	TCPWriteQueued int    // bytes written by the program and not yet taken by the kernel, over all connections
 }
 
 const defaultPostBatch = 1024
@@ -247,7 +258,7 @@ func (l *Loop) Name() string { return l.name }
 
 // Stats returns a snapshot of the loop's counters. Any goroutine.
 func (l *Loop) Stats() Stats {
-	return Stats{
+	s := Stats{
 		Name:       l.name,
 		Iterations: l.iterations.Load(),
 		Posted:     l.posted.Load(),
@@ -256,6 +267,8 @@ func (l *Loop) Stats() Stats {
 		Abandoned:  l.abandoned.Load(),
 		Panics:     l.panics.Load(),
 	}
+	tcpStats(l, &s)
+	return s
 }
 
 // Stop asks the loop to stop and returns a handle that completes after

@@ -1,0 +1,265 @@
+package aio
+
+import (
+	"errors"
+	"fmt"
+	"net"
+	"runtime"
+	"sync"
+	"sync/atomic"
+	"time"
+	"weak"
+
+	"golang.org/x/sys/unix"
+)
+
+// TCP on the loop, in the style of libuv's streams: a Listener accepts in
+// batches and hands each new connection to a callback on the loop; a Conn
+// reads into the loop's one shared read buffer and calls back with the bytes,
+// queues writes that did not fit in the kernel and flushes them with writev,
+// and pauses reading when its write queue passes a high-water mark. Nothing
+// here starts a goroutine: every callback runs on the loop that owns the
+// socket, and whatever completes later (a Dial, a write reaching the kernel,
+// a half-close, the end of a connection) is a handle.
+//
+// Every fd has one owner, the Listener or Conn that opened or accepted it, and
+// one release path, that object's close on the loop. Stop reaches them through
+// their Closed handles, which are tracked producers of the loop: cancelling
+// one closes the socket.
+
+var (
+	// ErrConnClosed is the error of an operation on a Conn that is closed, and
+	// of the writes still queued when Close ran. errors.Is(err, net.ErrClosed)
+	// holds for it too.
+	ErrConnClosed = fmt.Errorf("aio: tcp connection closed: %w", net.ErrClosed)
+	// ErrWriteClosed is returned by Write and Send after CloseWrite.
+	ErrWriteClosed = errors.New("aio: tcp write after CloseWrite")
+	// ErrListenerClosed is the error of an operation on a closed Listener.
+	ErrListenerClosed = fmt.Errorf("aio: tcp listener closed: %w", net.ErrClosed)
+	// ErrReadTimeout is the error a Conn closes with when reading is on and no
+	// byte arrived for ConnConfig.ReadTimeout. errors.Is(err, ErrTimeout) holds.
+	ErrReadTimeout = fmt.Errorf("aio: tcp read timeout: %w", ErrTimeout)
+	// ErrIdleTimeout is the error a Conn closes with when nothing was read or
+	// written for ConnConfig.IdleTimeout. errors.Is(err, ErrTimeout) holds.
+	ErrIdleTimeout = fmt.Errorf("aio: tcp idle timeout: %w", ErrTimeout)
+)
+
+// Defaults of ListenConfig and ConnConfig.
+const (
+	DefaultBacklog     = 4096      // the kernel caps it (net.core.somaxconn)
+	DefaultAcceptBatch = 128       // accepts per readiness event before the loop moves on
+	DefaultHighWater   = 256 << 10 // write-queue bytes above which reading pauses
+	ReadBufferSize     = 64 << 10  // the loop's shared read buffer
+)
+
+// ConnConfig holds the options of a connection, accepted or dialed. The zero
+// value is ready to use.
+type ConnConfig struct {
+	// Nagle leaves Nagle's algorithm on. By default TCP_NODELAY is set, as Go's
+	// net package does: small writes go out at once.
+	Nagle bool
+	// KeepAlive > 0 turns TCP keep-alive on with this idle time before the
+	// first probe and between probes (where the platform lets it be set;
+	// openbsd keeps its system-wide timers). 0 leaves it off; negative is an
+	// error.
+	KeepAlive time.Duration
+	// HighWater is the write-queue size in bytes above which the connection
+	// stops reading (so a peer that sends without reading cannot make the
+	// queue grow without bound). 0 means DefaultHighWater.
+	HighWater int
+	// LowWater is the write-queue size at or below which reading resumes and
+	// OnDrain runs, after the queue went above HighWater. 0 means HighWater/4.
+	LowWater int
+	// ReadTimeout closes the connection with ErrReadTimeout when it is reading
+	// (OnRead set, not paused) and no byte arrived for this long. 0: none.
+	ReadTimeout time.Duration
+	// IdleTimeout closes the connection with ErrIdleTimeout when no byte was
+	// read and none reached the kernel for this long. 0: none.
+	IdleTimeout time.Duration
+}
+
+// withDefaults validates c and fills in its defaults.
+func (c ConnConfig) withDefaults() (ConnConfig, error) {
+	switch {
+	case c.KeepAlive < 0:
+		return c, fmt.Errorf("aio: tcp: negative KeepAlive %v", c.KeepAlive)
+	case c.HighWater < 0 || c.LowWater < 0:
+		return c, fmt.Errorf("aio: tcp: negative water mark (high %d, low %d)", c.HighWater, c.LowWater)
+	case c.ReadTimeout < 0 || c.IdleTimeout < 0:
+		return c, fmt.Errorf("aio: tcp: negative timeout (read %v, idle %v)", c.ReadTimeout, c.IdleTimeout)
+	}
+	if c.HighWater == 0 {
+		c.HighWater = DefaultHighWater
+	}
+	if c.LowWater == 0 {
+		c.LowWater = c.HighWater / 4
+	}
+	if c.LowWater > c.HighWater {
+		return c, fmt.Errorf("aio: tcp: LowWater %d above HighWater %d", c.LowWater, c.HighWater)
+	}
+	return c, nil
+}
+
+// ListenConfig holds the options of Listen. The zero value is ready to use.
+type ListenConfig struct {
+	// Backlog is listen(2)'s backlog. 0 means DefaultBacklog; the kernel caps
+	// it at net.core.somaxconn. Negative is an error.
+	Backlog int
+	// ReusePort sets SO_REUSEPORT, so that several listeners (one per loop)
+	// can bind the same address and the kernel spreads connections over them
+	// (Linux balances by hash; on the BSDs and macOS the option only permits
+	// the sharing). SO_REUSEADDR is always set.
+	ReusePort bool
+	// AcceptBatch bounds the connections accepted per readiness event, so a
+	// flood of connections cannot starve the loop's other work. 0 means
+	// DefaultAcceptBatch; negative is an error.
+	AcceptBatch int
+	// Conn is applied to every accepted connection.
+	Conn ConnConfig
+}
+
+func (c ListenConfig) withDefaults() (ListenConfig, error) {
+	if c.Backlog < 0 || c.AcceptBatch < 0 {
+		return c, fmt.Errorf("aio: tcp listen: negative Backlog %d or AcceptBatch %d", c.Backlog, c.AcceptBatch)
+	}
+	if c.Backlog == 0 {
+		c.Backlog = DefaultBacklog
+	}
+	if c.AcceptBatch == 0 {
+		c.AcceptBatch = DefaultAcceptBatch
+	}
+	var err error
+	c.Conn, err = c.Conn.withDefaults()
+	return c, err
+}
+
+// tcpLoop is the TCP state a loop shares among its sockets: the counters that
+// Stats reports and the one read buffer. It never points at the Loop, so the
+// registry below does not keep loops alive.
+type tcpLoop struct {
+	// Counters: written on the loop, read by Stats from any goroutine.
+	listeners atomic.Int64
+	open      atomic.Int64
+	accepted  atomic.Uint64
+	dialed    atomic.Uint64
+	closed    atomic.Uint64
+	dropped   atomic.Uint64
+	bytesIn   atomic.Uint64
+	bytesOut  atomic.Uint64
+	queued    atomic.Int64
+
+	// Owned by the loop.
+	refs   int      // listeners and connections alive: the buffer is held while > 0
+	buf    *[]byte  // the shared read buffer, from readBufs while refs > 0
+	chunks [][]byte // free write-queue chunks (chunkSize), at most maxFreeChunks
+	iov    iovecs   // writev scratch (platforms that make the system call directly)
+}
+
+// readBufs recycles read buffers between loops, and for a loop whose last
+// socket closed and whose next one opens soon after.
+var readBufs = sync.Pool{New: func() any { b := make([]byte, ReadBufferSize); return &b }}
+
+// acquire notes one more socket on the loop. On the loop.
+func (t *tcpLoop) acquire() {
+	if t.refs == 0 {
+		t.buf = readBufs.Get().(*[]byte)
+	}
+	t.refs++
+}
+
+// release notes a socket gone; the last one gives the buffers back. On the loop.
+func (t *tcpLoop) release() {
+	t.refs--
+	if t.refs == 0 {
+		readBufs.Put(t.buf)
+		t.buf = nil
+		t.chunks = nil
+	}
+}
+
+// tcpLoops maps each loop that ever had a socket to its tcpLoop. The key is
+// weak, and a cleanup on the Loop deletes the entry once the Loop is
+// collected, so Stats keeps reporting TCP counters after Stop for as long as
+// anyone holds the *Loop.
+var tcpLoops sync.Map // weak.Pointer[Loop] -> *tcpLoop
+
+// tcpOf returns l's tcpLoop, creating it on first use. Any goroutine.
+func tcpOf(l *Loop) *tcpLoop {
+	k := weak.Make(l)
+	if v, ok := tcpLoops.Load(k); ok {
+		return v.(*tcpLoop)
+	}
+	t := &tcpLoop{}
+	if v, loaded := tcpLoops.LoadOrStore(k, t); loaded {
+		return v.(*tcpLoop)
+	}
+	runtime.AddCleanup(l, func(k weak.Pointer[Loop]) { tcpLoops.Delete(k) }, k)
+	return t
+}
+
+// tcpStats adds l's TCP counters to s. Any goroutine.
+func tcpStats(l *Loop, s *Stats) {
+	v, ok := tcpLoops.Load(weak.Make(l))
+	if !ok {
+		return
+	}
+	t := v.(*tcpLoop)
+	s.TCPListeners = int(t.listeners.Load())
+	s.TCPOpen = int(t.open.Load())
+	s.TCPAccepted = t.accepted.Load()
+	s.TCPDialed = t.dialed.Load()
+	s.TCPClosed = t.closed.Load()
+	s.TCPDropped = t.dropped.Load()
+	s.TCPBytesIn = t.bytesIn.Load()
+	s.TCPBytesOut = t.bytesOut.Load()
+	s.TCPWriteQueued = int(t.queued.Load())
+}
+
+// chunkSize is the capacity of the chunks small writes are copied into, so
+// that many small writes queue as few writev segments.
+const (
+	chunkSize     = 16 << 10
+	maxFreeChunks = 64
+)
+
+// chunk returns an empty write-queue chunk. On the loop.
+func (t *tcpLoop) chunk() []byte {
+	if n := len(t.chunks); n > 0 {
+		c := t.chunks[n-1]
+		t.chunks[n-1] = nil
+		t.chunks = t.chunks[:n-1]
+		return c
+	}
+	return make([]byte, 0, chunkSize)
+}
+
+// recycle keeps a written chunk for reuse. On the loop.
+func (t *tcpLoop) recycle(b []byte) {
+	if cap(b) == chunkSize && len(t.chunks) < maxFreeChunks && t.refs > 0 {
+		t.chunks = append(t.chunks, b[:0])
+	}
+}
+
+// runOnLoop runs fn as loop-owned code and returns a handle with its outcome:
+// at once on the loop (the handle is born terminal), else posted (the handle
+// completes when fn has run). Used by the operations that return a handle only
+// because they may be called from another goroutine.
+func runOnLoop(l *Loop, fn func() error) *Handle[struct{}] {
+	if l.OnLoop() {
+		if err := fn(); err != nil {
+			return Fail[struct{}](l, err)
+		}
+		return Pure(l, struct{}{})
+	}
+	h := &Handle[struct{}]{}
+	h.init(l)
+	h.state.Store(uint32(Running))
+	l.exec(func() { h.settle(struct{}{}, fn()) })
+	return h
+}
+
+// errnoIs reports whether err is the errno e.
+func errnoIs(err error, e unix.Errno) bool {
+	en, ok := err.(unix.Errno)
+	return ok && en == e
+}

@@ -1,0 +1,189 @@
+package aio
+
+import (
+	"context"
+	"fmt"
+	"net"
+	"net/netip"
+
+	"github.com/valkyria/aio/internal/poll"
+	"golang.org/x/sys/unix"
+)
+
+// dialNode is the handle of Dial.
+type dialNode struct {
+	Handle[*Conn]
+	cfg  ConnConfig              // immutable
+	addr string                  // as given, for errors; immutable
+	res  *Handle[netip.AddrPort] // name resolution while it runs; owned by the loop
+	c    *Conn                   // the connection while it connects; owned by the loop
+}
+
+// Dial connects to addr ("host:port") from loop l and returns a handle that
+// completes with the connection once it is established. The connect is
+// non-blocking: the socket waits in the poller for writability and SO_ERROR
+// decides. A host that is not an IP literal or "localhost" is resolved first,
+// off the loop, on the loop's Work pool (DNS may block). The handle fails with
+// the wrapped errno (errors.Is(err, unix.ECONNREFUSED) for a port nobody
+// listens on), with a resolution error, or for a bad address or config;
+// cancelling it (or Loop.Stop) aborts the connect and closes the socket. A
+// deadline is Within(Dial(...), d). Any goroutine.
+//
+// The connection reads nothing until OnRead is set: set the callbacks in a
+// continuation of the handle (Then on the same loop runs before the loop
+// polls again).
+func Dial(l *Loop, addr string, cfg ConnConfig) *Handle[*Conn] {
+	if err := checkProducer(l, false); err != nil {
+		return Fail[*Conn](l, err)
+	}
+	cfg, err := cfg.withDefaults()
+	if err != nil {
+		return Fail[*Conn](l, err)
+	}
+	ap, name, err := splitAddr(addr, false)
+	if err != nil {
+		return Fail[*Conn](l, fmt.Errorf("aio: dial tcp %q: %w", addr, err))
+	}
+	n := &dialNode{cfg: cfg, addr: addr}
+	n.init(l)
+	n.prod = n
+	n.state.Store(uint32(Running))
+	switch {
+	case name != "":
+		port := ap.Port()
+		n.res = Work(l, func(ctx context.Context) (netip.AddrPort, error) { return resolve(ctx, name, port) })
+		n.res.register(n)
+	case l.OnLoop():
+		n.connect(ap)
+	default:
+		l.exec(func() { n.connect(ap) })
+	}
+	return &n.Handle
+}
+
+// resolve looks name up, preferring an IPv4 address. Off the loop.
+func resolve(ctx context.Context, name string, port uint16) (netip.AddrPort, error) {
+	ips, err := net.DefaultResolver.LookupNetIP(ctx, "ip", name)
+	if err != nil {
+		return netip.AddrPort{}, err
+	}
+	if len(ips) == 0 {
+		return netip.AddrPort{}, fmt.Errorf("no address for %q", name)
+	}
+	best := ips[0]
+	for _, ip := range ips {
+		if ip.Unmap().Is4() {
+			best = ip
+			break
+		}
+	}
+	return netip.AddrPortFrom(best.Unmap(), port), nil
+}
+
+// inputDone runs on the loop when the name resolution finished.
+func (n *dialNode) inputDone() {
+	res := n.res
+	n.res = nil
+	if res == nil || n.ended() {
+		return
+	}
+	switch res.state.Load() {
+	case uint32(Completed):
+		n.connect(res.val)
+	case uint32(Failed):
+		n.settle(nil, fmt.Errorf("aio: dial tcp %q: %w", n.addr, res.err))
+	default:
+		n.cancel()
+	}
+}
+
+// connect opens the socket and starts connecting. On the loop.
+func (n *dialNode) connect(ap netip.AddrPort) {
+	if n.ended() {
+		return
+	}
+	l := n.loop
+	if l.state.Load() != stateRunning {
+		n.cancel()
+		return
+	}
+	fail := func(what string, err error) {
+		n.settle(nil, fmt.Errorf("aio: dial tcp %s: %s: %w", ap, what, err))
+	}
+	sa, family := sockaddrOf(ap)
+	fd, err := sysSocket(family)
+	if err != nil {
+		fail("socket", err)
+		return
+	}
+	if err := setConnOptions(fd, n.cfg); err != nil {
+		unix.Close(fd)
+		fail("options", err)
+		return
+	}
+	c := newConn(l, tcpOf(l), fd, n.cfg, connConnecting)
+	c.raddr = ap
+	c.dial = n
+	n.c = c
+	switch err := unix.Connect(fd, sa); {
+	case err == nil:
+		c.connected()
+	case errnoIs(err, unix.EINPROGRESS), errnoIs(err, unix.EINTR):
+		if err := l.poller.Add(fd, poll.Writable); err != nil {
+			c.closeWith(fmt.Errorf("aio: dial tcp %s: poll: %w", ap, err))
+			return
+		}
+		c.inPoll, c.ev = true, poll.Writable
+	default:
+		c.closeWith(fmt.Errorf("aio: dial tcp %s: connect: %w", ap, err))
+	}
+}
+
+// stop aborts the dial: the resolution is withdrawn, the socket closed.
+func (n *dialNode) stop() {
+	if r := n.res; r != nil {
+		n.res = nil
+		r.withdraw()
+	}
+	if c := n.c; c != nil {
+		n.c = nil
+		c.closeWith(ErrCancelled)
+	}
+}
+
+// finishConnect runs when a connecting socket becomes writable (or reports
+// an error): SO_ERROR says how the connect ended. On the loop.
+func (c *Conn) finishConnect() {
+	e, err := unix.GetsockoptInt(c.fd, unix.SOL_SOCKET, unix.SO_ERROR)
+	if err == nil && e != 0 {
+		err = unix.Errno(e)
+	}
+	switch {
+	case err == nil:
+		c.connected()
+	case errnoIs(err, unix.EINPROGRESS), errnoIs(err, unix.EALREADY), errnoIs(err, unix.EINTR):
+		// not done yet
+	default:
+		c.closeWith(fmt.Errorf("aio: dial tcp %s: connect: %w", c.raddr, err))
+	}
+}
+
+// connected turns a connecting socket into an open connection and completes
+// the Dial handle. On the loop.
+func (c *Conn) connected() {
+	c.state = connOpen
+	c.laddr, _ = localAddr(c.fd)
+	c.tl.dialed.Add(1)
+	c.tl.open.Add(1)
+	c.startTimeouts()
+	n := c.dial
+	c.dial = nil
+	n.c = nil
+	if !n.settle(c, nil) { // cancelled meanwhile: nobody will get the connection
+		c.closeWith(ErrCancelled)
+		return
+	}
+	// After settle: the continuations run first (they may set OnRead), then
+	// one interest update replaces the connect's Writable.
+	c.update()
+}

@@ -1,0 +1,19 @@
+//go:build !openbsd
+
+package aio
+
+import (
+	"time"
+
+	"golang.org/x/sys/unix"
+)
+
+// setKeepAliveTimes sets the idle time before the first keep-alive probe and
+// the interval between probes, in whole seconds (at least 1).
+func setKeepAliveTimes(fd int, d time.Duration) error {
+	secs := max(int((d+time.Second-1)/time.Second), 1)
+	if err := unix.SetsockoptInt(fd, unix.IPPROTO_TCP, keepIdleOpt, secs); err != nil {
+		return err
+	}
+	return unix.SetsockoptInt(fd, unix.IPPROTO_TCP, unix.TCP_KEEPINTVL, secs)
+}

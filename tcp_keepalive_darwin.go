@@ -1,0 +1,9 @@
+//go:build darwin
+
+package aio
+
+import "golang.org/x/sys/unix"
+
+// keepIdleOpt is the TCP option for the idle time before keep-alive probes
+// (TCP_KEEPALIVE on macOS).
+const keepIdleOpt = unix.TCP_KEEPALIVE

@@ -1,0 +1,8 @@
+//go:build linux || freebsd || netbsd
+
+package aio
+
+import "golang.org/x/sys/unix"
+
+// keepIdleOpt is the TCP option for the idle time before keep-alive probes.
+const keepIdleOpt = unix.TCP_KEEPIDLE

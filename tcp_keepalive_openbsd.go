@@ -1,0 +1,9 @@
+//go:build openbsd
+
+package aio
+
+import "time"
+
+// setKeepAliveTimes does nothing: openbsd has no per-socket keep-alive
+// timers (only the net.inet.tcp.keepidle sysctl).
+func setKeepAliveTimes(int, time.Duration) error { return nil }

@@ -1,0 +1,336 @@
+package aio
+
+import (
+	"errors"
+	"fmt"
+	"net/netip"
+	"sync/atomic"
+	"time"
+
+	"github.com/valkyria/aio/internal/poll"
+	"golang.org/x/sys/unix"
+)
+
+// acceptPause is how long a listener stops accepting when the process is out
+// of fds and it has no spare fd to shed the pending connection with.
+const acceptPause = 100 * time.Millisecond
+
+// A Listener accepts TCP connections on a loop and hands each one, on the
+// loop, to the callback given to Listen. It is the owner of its socket and of
+// a spare fd (libuv's reserve-fd trick): when accept fails because the process
+// is out of fds, the listener closes the spare, accepts the pending
+// connection and closes it at once (Stats.TCPDropped counts it), then reopens
+// the spare, so that a full fd table never makes the loop spin on a
+// level-triggered listening socket. Without a spare it stops accepting for
+// 100 ms instead.
+//
+// Every method may be called from any goroutine.
+type Listener struct {
+	// closed is Closed(): a producer of the loop, tracked so that Stop
+	// cancels it, and cancelling it closes the listener. First field: the
+	// handle's core starts the allocation.
+	closed Handle[struct{}]
+
+	l      *Loop          // immutable
+	tl     *tcpLoop       // immutable
+	addr   netip.AddrPort // immutable: the bound address, with the port the kernel chose for 0
+	cfg    ListenConfig   // immutable, defaults filled in
+	onConn func(*Conn)    // immutable
+
+	gone atomic.Bool // closed (or closing); any goroutine reads it
+
+	// Owned by the loop.
+	fd      int // -1 once closed
+	spare   int // the reserve fd, -1 if none
+	started bool
+	inPoll  bool // fd is registered with the poller
+	t       timer
+}
+
+// Listen binds addr ("host:port"; host an IP literal, "localhost" or empty for
+// every IPv4 interface; port 0 picks a free one, see Addr) and returns a
+// listener on l that calls onConn on the loop with each accepted connection.
+// Any goroutine. The socket is bound and listening when Listen returns, so a
+// bad address or a port in use is its error (wrapped, errors.Is finds the
+// errno, e.g. unix.EADDRINUSE); accepting starts on the loop right after. nil
+// l or onConn, a stopping loop and bad ListenConfig values are errors too.
+//
+// onConn runs on the loop and usually sets the connection's callbacks
+// (OnRead, ...); a connection on which it sets none is open but not read. A
+// panic in onConn is reported like a panic in a posted callback and closes
+// that connection.
+func Listen(l *Loop, addr string, cfg ListenConfig, onConn func(c *Conn)) (*Listener, error) {
+	if err := checkProducer(l, onConn == nil); err != nil {
+		return nil, err
+	}
+	cfg, err := cfg.withDefaults()
+	if err != nil {
+		return nil, err
+	}
+	ap, _, err := splitAddr(addr, true)
+	if err != nil {
+		return nil, fmt.Errorf("aio: listen tcp %q: %w", addr, err)
+	}
+	fd, bound, err := listenSocket(ap, cfg)
+	if err != nil {
+		return nil, fmt.Errorf("aio: listen tcp %s: %w", ap, err)
+	}
+	ln := &Listener{l: l, tl: tcpOf(l), addr: bound, cfg: cfg, onConn: onConn, fd: fd, spare: openSpare()}
+	ln.closed.init(l)
+	ln.closed.state.Store(uint32(Running))
+	ln.closed.prod = ln
+	ln.t.owner = ln
+	ln.t.index = -1
+	if l.OnLoop() {
+		ln.start()
+	} else {
+		l.exec(ln.start)
+	}
+	return ln, nil
+}
+
+// listenSocket opens, binds and listens; it returns the fd and the bound
+// address.
+func listenSocket(ap netip.AddrPort, cfg ListenConfig) (int, netip.AddrPort, error) {
+	sa, family := sockaddrOf(ap)
+	fd, err := sysSocket(family)
+	if err != nil {
+		return -1, ap, fmt.Errorf("socket: %w", err)
+	}
+	fail := func(what string, err error) (int, netip.AddrPort, error) {
+		unix.Close(fd)
+		return -1, ap, fmt.Errorf("%s: %w", what, err)
+	}
+	if err := unix.SetsockoptInt(fd, unix.SOL_SOCKET, unix.SO_REUSEADDR, 1); err != nil {
+		return fail("setsockopt SO_REUSEADDR", err)
+	}
+	if cfg.ReusePort {
+		if err := unix.SetsockoptInt(fd, unix.SOL_SOCKET, unix.SO_REUSEPORT, 1); err != nil {
+			return fail("setsockopt SO_REUSEPORT", err)
+		}
+	}
+	if err := unix.Bind(fd, sa); err != nil {
+		return fail("bind", err)
+	}
+	if err := unix.Listen(fd, cfg.Backlog); err != nil {
+		return fail("listen", err)
+	}
+	bound, err := localAddr(fd)
+	if err != nil {
+		return fail("getsockname", err)
+	}
+	return fd, bound, nil
+}
+
+// openSpare opens the reserve fd, or returns -1.
+func openSpare() int {
+	fd, err := unix.Open("/dev/null", unix.O_RDONLY|unix.O_CLOEXEC, 0)
+	if err != nil {
+		return -1
+	}
+	return fd
+}
+
+// start registers the listener with the loop. On the loop.
+func (ln *Listener) start() {
+	if ln.gone.Load() {
+		return // closed before it started
+	}
+	l := ln.l
+	if l.state.Load() != stateRunning {
+		ln.closeWith(ErrCancelled)
+		return
+	}
+	ln.started = true
+	ln.tl.acquire()
+	ln.tl.listeners.Add(1)
+	setFD(l, ln.fd, ln)
+	l.adoptProducer(&ln.closed.core)
+	if err := l.poller.Add(ln.fd, poll.Readable); err != nil {
+		ln.closeWith(fmt.Errorf("aio: listen tcp %s: %w", ln.addr, err))
+		return
+	}
+	ln.inPoll = true
+}
+
+// setFD routes fd's readiness to h. On the loop.
+func setFD(l *Loop, fd int, h ioHandler) {
+	for fd >= len(l.fds) {
+		l.fds = append(l.fds, make([]ioHandler, len(l.fds)+64)...)
+	}
+	l.fds[fd] = h
+}
+
+// clearFD forgets fd's handler if it is h, and unregisters fd from the poller
+// if inPoll. On the loop, before closing fd.
+func clearFD(l *Loop, fd int, h ioHandler, inPoll bool) {
+	if inPoll {
+		_ = l.poller.Delete(fd)
+	}
+	if fd < len(l.fds) && l.fds[fd] == h {
+		l.fds[fd] = nil
+	}
+}
+
+// Addr returns the address the listener is bound to, with the port the
+// kernel chose if Listen asked for port 0. Any goroutine.
+func (ln *Listener) Addr() netip.AddrPort { return ln.addr }
+
+// Loop returns the listener's loop.
+func (ln *Listener) Loop() *Loop { return ln.l }
+
+// Close stops accepting and closes the socket; connections already accepted
+// stay open. It returns a handle that completes once the socket is closed: at
+// once on the loop, after a posted job elsewhere. Idempotent; any goroutine.
+func (ln *Listener) Close() *Handle[struct{}] {
+	return runOnLoop(ln.l, func() error { ln.closeWith(nil); return nil })
+}
+
+// Closed returns a handle that ends when the listener is closed: completed
+// after Close, failed with the error if accepting failed for good, cancelled
+// by Loop.Stop. Cancelling it closes the listener. Any goroutine.
+func (ln *Listener) Closed() *Handle[struct{}] { return &ln.closed }
+
+// onIO accepts up to AcceptBatch connections. On the loop.
+func (ln *Listener) onIO(poll.Events) {
+	for i := 0; i < ln.cfg.AcceptBatch && ln.fd >= 0; i++ {
+		fd, sa, err := sysAccept(ln.fd)
+		if err == nil {
+			ln.serve(fd, sa)
+			continue
+		}
+		switch {
+		case errnoIs(err, unix.EAGAIN):
+			return
+		case errnoIs(err, unix.EINTR), errnoIs(err, unix.ECONNABORTED):
+			continue
+		case errnoIs(err, unix.EMFILE), errnoIs(err, unix.ENFILE),
+			errnoIs(err, unix.ENOBUFS), errnoIs(err, unix.ENOMEM):
+			ln.shed()
+			return
+		default:
+			ln.closeWith(fmt.Errorf("aio: tcp accept on %s: %w", ln.addr, err))
+			return
+		}
+	}
+}
+
+// serve turns an accepted fd into a Conn and hands it to the callback.
+func (ln *Listener) serve(fd int, sa unix.Sockaddr) {
+	if err := setConnOptions(fd, ln.cfg.Conn); err != nil {
+		// The peer is most likely gone already (some systems refuse options
+		// on a reset socket): nothing to hand over.
+		unix.Close(fd)
+		ln.tl.dropped.Add(1)
+		return
+	}
+	c := newConn(ln.l, ln.tl, fd, ln.cfg.Conn, connOpen)
+	c.raddr = addrPortOf(sa)
+	c.laddr = ln.addr
+	if ln.addr.Addr().IsUnspecified() {
+		c.laddr, _ = localAddr(fd)
+	}
+	ln.tl.accepted.Add(1)
+	ln.tl.open.Add(1)
+	c.startTimeouts()
+	ln.deliver(c)
+}
+
+// deliver runs the accept callback; a panic there closes the connection.
+func (ln *Listener) deliver(c *Conn) {
+	defer c.guard()
+	ln.onConn(c)
+}
+
+// shed handles accept failing for want of fds: the spare fd is given up to
+// accept and close what is pending, then taken back. Without a spare (or if
+// it cannot be reopened) accepting pauses for acceptPause.
+func (ln *Listener) shed() {
+	if ln.spare >= 0 {
+		unix.Close(ln.spare)
+		ln.spare = -1
+		for i := 0; i < ln.cfg.AcceptBatch; i++ {
+			fd, _, err := sysAccept(ln.fd)
+			if err != nil {
+				break
+			}
+			unix.Close(fd)
+			ln.tl.dropped.Add(1)
+		}
+		if ln.spare = openSpare(); ln.spare >= 0 {
+			return
+		}
+	}
+	if ln.inPoll {
+		_ = ln.l.poller.Delete(ln.fd)
+		ln.inPoll = false
+	}
+	if ln.t.index < 0 {
+		ln.t.when = ln.l.clock() + acceptPause
+		ln.l.addTimer(&ln.t)
+	}
+}
+
+// fire ends a pause in accepting. On the loop.
+func (ln *Listener) fire() {
+	if ln.fd < 0 {
+		return
+	}
+	if ln.spare < 0 {
+		ln.spare = openSpare()
+	}
+	if err := ln.l.poller.Add(ln.fd, poll.Readable); err != nil {
+		ln.closeWith(fmt.Errorf("aio: listen tcp %s: %w", ln.addr, err))
+		return
+	}
+	ln.inPoll = true
+}
+
+func (ln *Listener) base() *core { return &ln.closed.core }
+
+// stop is the producer side of Closed: cancelling it (Loop.Stop does)
+// closes the listener.
+func (ln *Listener) stop() { ln.closeWith(ErrCancelled) }
+
+// closeFD is Stop's last resort for an fd still registered at teardown.
+func (ln *Listener) closeFD() {
+	ln.closeWith(ErrCancelled)
+	ln.l.drain()
+}
+
+// closeWith closes the listener once: err nil completes Closed, ErrCancelled
+// cancels it, anything else fails it. On the loop.
+func (ln *Listener) closeWith(err error) {
+	if ln.fd < 0 {
+		return
+	}
+	ln.gone.Store(true)
+	l := ln.l
+	l.removeTimer(&ln.t)
+	clearFD(l, ln.fd, ln, ln.inPoll)
+	ln.inPoll = false
+	unix.Close(ln.fd)
+	ln.fd = -1
+	if ln.spare >= 0 {
+		unix.Close(ln.spare)
+		ln.spare = -1
+	}
+	if ln.started {
+		ln.tl.listeners.Add(-1)
+		ln.tl.release()
+	}
+	settleClosed(&ln.closed, err)
+}
+
+// settleClosed ends a Closed handle: completed for nil, cancelled for
+// ErrCancelled, failed otherwise.
+func settleClosed(h *Handle[struct{}], err error) {
+	switch {
+	case err == nil:
+		h.settle(struct{}{}, nil)
+	case errors.Is(err, ErrCancelled):
+		h.cancel()
+	default:
+		h.settle(struct{}{}, err)
+	}
+}

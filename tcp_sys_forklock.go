@@ -1,0 +1,50 @@
+//go:build darwin || netbsd || openbsd
+
+package aio
+
+import (
+	"syscall"
+
+	"golang.org/x/sys/unix"
+)
+
+// Where accept4 (or socket's type flags) are not available, the fd is made
+// close-on-exec under syscall.ForkLock, as Go's net package does, so that a
+// concurrent fork+exec cannot inherit it, and non-blocking afterwards.
+
+// sysSocket opens a non-blocking, close-on-exec stream socket.
+func sysSocket(family int) (int, error) {
+	syscall.ForkLock.RLock()
+	fd, err := unix.Socket(family, unix.SOCK_STREAM, 0)
+	if err == nil {
+		unix.CloseOnExec(fd)
+	}
+	syscall.ForkLock.RUnlock()
+	if err != nil {
+		return -1, err
+	}
+	return fd, nonblock(fd)
+}
+
+// sysAccept accepts a connection as a non-blocking, close-on-exec fd.
+func sysAccept(fd int) (int, unix.Sockaddr, error) {
+	syscall.ForkLock.RLock()
+	nfd, sa, err := unix.Accept(fd)
+	if err == nil {
+		unix.CloseOnExec(nfd)
+	}
+	syscall.ForkLock.RUnlock()
+	if err != nil {
+		return -1, nil, err
+	}
+	return nfd, sa, nonblock(nfd)
+}
+
+// nonblock sets O_NONBLOCK on fd, closing it if that fails.
+func nonblock(fd int) error {
+	if err := unix.SetNonblock(fd, true); err != nil {
+		unix.Close(fd)
+		return err
+	}
+	return nil
+}
