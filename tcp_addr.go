@@ -71,17 +71,22 @@ func addrPortOf(sa unix.Sockaddr) netip.AddrPort {
 	case *unix.SockaddrInet4:
 		return netip.AddrPortFrom(netip.AddrFrom4(sa.Addr), uint16(sa.Port))
 	case *unix.SockaddrInet6:
-		ip := netip.AddrFrom16(sa.Addr)
-		if sa.ZoneId != 0 {
-			ip = ip.WithZone(strconv.FormatUint(uint64(sa.ZoneId), 10))
-		}
-		return netip.AddrPortFrom(ip.Unmap(), uint16(sa.Port))
+		return netip.AddrPortFrom(withZone(netip.AddrFrom16(sa.Addr), sa.ZoneId).Unmap(), uint16(sa.Port))
 	}
 	return netip.AddrPort{}
 }
 
-// localAddr returns the address fd is bound to.
-func localAddr(fd int) (netip.AddrPort, error) {
+// withZone gives ip the numeric zone id, if not 0.
+func withZone(ip netip.Addr, id uint32) netip.Addr {
+	if id == 0 {
+		return ip
+	}
+	return ip.WithZone(strconv.FormatUint(uint64(id), 10))
+}
+
+// sockLocalAddr returns the address fd is bound to, through
+// golang.org/x/sys (see localAddr).
+func sockLocalAddr(fd int) (netip.AddrPort, error) {
 	sa, err := unix.Getsockname(fd)
 	if err != nil {
 		return netip.AddrPort{}, err

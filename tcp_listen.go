@@ -194,9 +194,9 @@ func (ln *Listener) Closed() *Handle[struct{}] { return &ln.closed }
 // onIO accepts up to AcceptBatch connections. On the loop.
 func (ln *Listener) onIO(poll.Events) {
 	for i := 0; i < ln.cfg.AcceptBatch && ln.fd >= 0; i++ {
-		fd, sa, err := sysAccept(ln.fd)
+		fd, peer, err := sysAccept(ln.fd)
 		if err == nil {
-			ln.serve(fd, sa)
+			ln.serve(fd, peer)
 			continue
 		}
 		switch {
@@ -216,7 +216,7 @@ func (ln *Listener) onIO(poll.Events) {
 }
 
 // serve turns an accepted fd into a Conn and hands it to the callback.
-func (ln *Listener) serve(fd int, sa unix.Sockaddr) {
+func (ln *Listener) serve(fd int, peer netip.AddrPort) {
 	if err := setConnOptions(fd, ln.cfg.Conn); err != nil {
 		// The peer is most likely gone already (some systems refuse options
 		// on a reset socket): nothing to hand over.
@@ -225,7 +225,7 @@ func (ln *Listener) serve(fd int, sa unix.Sockaddr) {
 		return
 	}
 	c := newConn(ln.l, ln.tl, fd, ln.cfg.Conn, connOpen)
-	c.raddr = addrPortOf(sa)
+	c.raddr = peer
 	c.laddr = ln.addr
 	if ln.addr.Addr().IsUnspecified() {
 		c.laddr, _ = localAddr(fd)

@@ -8,8 +8,3 @@ import "golang.org/x/sys/unix"
 func sysSocket(family int) (int, error) {
 	return unix.Socket(family, unix.SOCK_STREAM|unix.SOCK_NONBLOCK|unix.SOCK_CLOEXEC, 0)
 }
-
-// sysAccept accepts a connection as a non-blocking, close-on-exec fd.
-func sysAccept(fd int) (int, unix.Sockaddr, error) {
-	return unix.Accept4(fd, unix.SOCK_NONBLOCK|unix.SOCK_CLOEXEC)
-}

@@ -3,6 +3,7 @@
 package aio
 
 import (
+	"net/netip"
 	"syscall"
 
 	"golang.org/x/sys/unix"
@@ -26,8 +27,9 @@ func sysSocket(family int) (int, error) {
 	return fd, nonblock(fd)
 }
 
-// sysAccept accepts a connection as a non-blocking, close-on-exec fd.
-func sysAccept(fd int) (int, unix.Sockaddr, error) {
+// sysAccept accepts a connection as a non-blocking, close-on-exec fd and
+// returns the peer's address.
+func sysAccept(fd int) (int, netip.AddrPort, error) {
 	syscall.ForkLock.RLock()
 	nfd, sa, err := unix.Accept(fd)
 	if err == nil {
@@ -35,10 +37,13 @@ func sysAccept(fd int) (int, unix.Sockaddr, error) {
 	}
 	syscall.ForkLock.RUnlock()
 	if err != nil {
-		return -1, nil, err
+		return -1, netip.AddrPort{}, err
 	}
-	return nfd, sa, nonblock(nfd)
+	return nfd, addrPortOf(sa), nonblock(nfd)
 }
+
+// localAddr returns the address fd is bound to.
+func localAddr(fd int) (netip.AddrPort, error) { return sockLocalAddr(fd) }
 
 // nonblock sets O_NONBLOCK on fd, closing it if that fails.
 func nonblock(fd int) error {

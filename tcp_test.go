@@ -394,6 +394,31 @@ func TestTCPDialRefused(t *testing.T) {
 	require.Zero(t, s.TCPOpen)
 }
 
+// Without the loopback shortcut a dial waits for writability and reads
+// SO_ERROR, as it does towards any other host.
+func TestTCPDialWaitsForWritable(t *testing.T) {
+	loopbackRetry = false
+	t.Cleanup(func() { loopbackRetry = true })
+	l := startLoop(t)
+	ln := echoListen(t, l, ListenConfig{})
+	c, err := wait(t, Dial(l, ln.Addr().String(), ConnConfig{}))
+	require.NoError(t, err)
+	got := make(chan string, 1)
+	require.NoError(t, c.OnRead(func(c *Conn, b []byte) { got <- string(b) }))
+	require.NoError(t, c.Send([]byte("slow path")))
+	require.Equal(t, "slow path", <-got)
+	_, err = wait(t, c.Close())
+	require.NoError(t, err)
+
+	probe, err := net.Listen("tcp", "127.0.0.1:0")
+	require.NoError(t, err)
+	addr := probe.Addr().String()
+	require.NoError(t, probe.Close())
+	_, err = wait(t, Dial(l, addr, ConnConfig{}))
+	require.ErrorIs(t, err, unix.ECONNREFUSED)
+	require.EqualValues(t, 1, l.Stats().TCPDialed)
+}
+
 // stuckAddr returns an address where a connect stays in progress: a
 // listener with a backlog of 0 whose accept queue is full, so the kernel
 // drops further SYNs.

@@ -29,6 +29,8 @@ func tiny() options {
 	o.Chain = 2500
 	o.Awaits = 500
 	o.Timeout = 20 * time.Second
+	o.TCPConns = 500
+	o.TCPIdle = 100
 	return o
 }
 
@@ -42,6 +44,10 @@ var wantRows = []string{
 	"chain/aio", "chain/gostd",
 	"cancel-tree-small/aio", "cancel-tree-small/gostd", "cancel-tree/aio", "cancel-tree/gostd", "cancel-tree-aged/aio",
 	"do-await/aio", "do-await/gostd",
+	"tcp-pingpong/aio", "tcp-pingpong/gostd",
+	"tcp-pound/aio", "tcp-pound/gostd",
+	"tcp-echo/aio", "tcp-echo-2loops/aio", "tcp-echo/gostd",
+	"tcp-idle/aio", "tcp-idle/gostd",
 }
 
 func TestWorkloadsTiny(t *testing.T) {
@@ -78,6 +84,13 @@ func TestWorkloadsTiny(t *testing.T) {
 	require.EqualValues(t, o.Timers, byRow["timers/gostd"].Ops)
 	for _, k := range []string{"handles/aio", "handles-new/aio", "handles/gostd"} {
 		require.EqualValues(t, o.Handles, byRow[k].Ops, k)
+	}
+	for _, k := range []string{"tcp-pound/aio", "tcp-pound/gostd"} {
+		require.EqualValues(t, o.TCPConns, byRow[k].Ops, k)
+	}
+	for _, k := range []string{"tcp-idle/aio", "tcp-idle/gostd"} {
+		require.EqualValues(t, o.TCPIdle, byRow[k].Ops, k)
+		require.Contains(t, byRow[k].Config, "B/conn in use", k)
 	}
 	// Every timer is due at least 1 ms after creation started.
 	require.GreaterOrEqual(t, byRow["timers/aio"].Seconds, 0.001)

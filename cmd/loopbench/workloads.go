@@ -23,6 +23,8 @@ type options struct {
 	Awaits    int           // do-await: suspend/resume round trips
 	Spin      time.Duration // pingpong-loops-spin: aio.Config.Spin on both loops
 	Timeout   time.Duration // longest any single wait may take before it counts as a hang
+	TCPConns  int           // tcp-pound: connections (no flag: tcp.go)
+	TCPIdle   int           // tcp-idle: idle connections held (no flag: tcp.go)
 }
 
 func defaultOptions() options {
@@ -36,6 +38,8 @@ func defaultOptions() options {
 		Awaits:    200_000,
 		Spin:      50 * time.Microsecond,
 		Timeout:   60 * time.Second,
+		TCPConns:  20_000,
+		TCPIdle:   10_000,
 	}
 }
 
@@ -57,6 +61,10 @@ var workloads = []workload{
 	{name: "chain", run: runChain},
 	{name: "cancel-tree", aliases: []string{"cancel-tree-small", "cancel-tree-aged"}, run: runCancelTree},
 	{name: "do-await", run: runDoAwait},
+	{name: "tcp-pingpong", run: runTCPPingPong},
+	{name: "tcp-pound", run: runTCPPound},
+	{name: "tcp-echo", aliases: []string{"tcp-echo-2loops"}, run: runTCPEcho},
+	{name: "tcp-idle", run: runTCPIdle},
 }
 
 // selectWorkloads resolves a comma list of names ("" or "all" for every

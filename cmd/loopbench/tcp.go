@@ -1,0 +1,653 @@
+package main
+
+// The TCP workloads, each beside its Go-standard-library equivalent:
+//
+//	tcp-pingpong  one connection on 127.0.0.1, a 5-byte message echoed back
+//	              and forth for -duration; ops = round trips. aio: server and
+//	              client on one loop (libuv's tcp_pingpong); gostd: net with a
+//	              goroutine per side. TCP_NODELAY on both (the default of both).
+//	tcp-pound     TCPConns connections (default 20,000) through 100 client
+//	              slots, each connecting, writing 2 bytes, reading the echo and
+//	              closing; ops = completed connections, cpu_s the process CPU.
+//	              aio: server and clients on one loop (libuv's tcp_pound);
+//	              gostd: a net listener goroutine, a goroutine per accepted
+//	              connection and 100 client goroutines.
+//	tcp-echo      64 connections, each sending a 4 KiB message and waiting for
+//	              its echo, for -duration; ops = messages echoed, MB/s in the
+//	              config column. aio: server and clients on one loop; gostd:
+//	              goroutines for both.
+//	tcp-echo-2loops
+//	              the same with the server on one loop and the clients on
+//	              another (a row of tcp-echo, same gostd baseline): every
+//	              message wakes the other loop's thread.
+//	tcp-idle      TCPIdle connections (default 10,000) held open and idle by a
+//	              child process; the row's config reports the server's memory
+//	              per connection (HeapInuse+StackInuse growth after GC). aio: one
+//	              loop, every connection reading; gostd: a goroutine per
+//	              connection blocked in Read with a 4 KiB buffer.
+
+import (
+	"bufio"
+	"context"
+	"errors"
+	"fmt"
+	"io"
+	"net"
+	"os"
+	"os/exec"
+	"runtime"
+	"strconv"
+	"strings"
+	"sync"
+	"sync/atomic"
+	"time"
+
+	"github.com/valkyria/aio"
+	"golang.org/x/sys/unix"
+)
+
+const (
+	poundSlots = 100     // tcp-pound: concurrent client slots
+	echoConns  = 64      // tcp-echo: connections
+	echoMsg    = 4 << 10 // tcp-echo: message size
+)
+
+var pingMsg = []byte("PING\n")
+
+// echoBack is the aio echo server's read callback.
+func echoBack(c *aio.Conn, b []byte) { _ = c.Send(b) }
+
+// listenEcho starts an aio echo server on 127.0.0.1.
+func listenEcho(l *aio.Loop, cfg aio.ListenConfig) (*aio.Listener, error) {
+	return aio.Listen(l, "127.0.0.1:0", cfg, func(c *aio.Conn) { _ = c.OnRead(echoBack) })
+}
+
+// netServer is the gostd server: a goroutine accepting on 127.0.0.1 and one
+// per connection running serve, then closing the connection. open reports
+// the connections being served; stop closes the listener and every
+// connection and waits for every goroutine.
+func netServer(serve func(c net.Conn)) (addr string, open func() int, stop func(), err error) {
+	ln, err := net.Listen("tcp", "127.0.0.1:0")
+	if err != nil {
+		return "", nil, nil, err
+	}
+	var wg sync.WaitGroup
+	var mu sync.Mutex
+	conns := map[net.Conn]struct{}{}
+	wg.Add(1)
+	go func() {
+		defer wg.Done()
+		for {
+			c, err := ln.Accept()
+			if err != nil {
+				return
+			}
+			mu.Lock()
+			conns[c] = struct{}{}
+			mu.Unlock()
+			wg.Add(1)
+			go func() {
+				defer wg.Done()
+				serve(c)
+				c.Close()
+				mu.Lock()
+				delete(conns, c)
+				mu.Unlock()
+			}()
+		}
+	}()
+	open = func() int {
+		mu.Lock()
+		defer mu.Unlock()
+		return len(conns)
+	}
+	stop = func() {
+		ln.Close()
+		mu.Lock()
+		for c := range conns {
+			c.Close()
+		}
+		mu.Unlock()
+		wg.Wait()
+	}
+	return ln.Addr().String(), open, stop, nil
+}
+
+// netEcho returns a gostd connection handler that echoes with a buffer of
+// bufSize bytes until EOF.
+func netEcho(bufSize int) func(net.Conn) {
+	return func(c net.Conn) {
+		buf := make([]byte, bufSize)
+		for {
+			n, err := c.Read(buf)
+			if err != nil {
+				return
+			}
+			if _, err := c.Write(buf[:n]); err != nil {
+				return
+			}
+		}
+	}
+}
+
+// netDiscard reads with a 4 KiB buffer until EOF: an idle connection that
+// would serve requests if any came.
+func netDiscard(c net.Conn) {
+	buf := make([]byte, 4096)
+	for {
+		if _, err := c.Read(buf); err != nil {
+			return
+		}
+	}
+}
+
+// ---- tcp-pingpong ----
+
+func runTCPPingPong(o options) ([]result, error) {
+	var rs []result
+	r, err := rallyAIO(o, "tcp-pingpong", 1, pingMsg, 1)
+	if err != nil {
+		return rs, fmt.Errorf("tcp-pingpong/aio: %w", err)
+	}
+	r.Config = "one loop: server + client, 5 B, TCP_NODELAY"
+	r.Reference = "libuv tcp_pingpong 54642 rt/s; Go net 47718 rt/s"
+	rs = append(rs, r)
+	r, err = rallyGo(o, "tcp-pingpong", 1, pingMsg)
+	if err != nil {
+		return rs, fmt.Errorf("tcp-pingpong/gostd: %w", err)
+	}
+	r.Config = "net, goroutine per side, 5 B"
+	return append(rs, r), nil
+}
+
+// ---- tcp-pound ----
+
+func runTCPPound(o options) ([]result, error) {
+	if o.TCPConns <= 0 {
+		return nil, errors.New("tcp-pound: need TCPConns > 0")
+	}
+	var rs []result
+	r, err := tcpPoundAIO(o)
+	if err != nil {
+		return rs, fmt.Errorf("tcp-pound/aio: %w", err)
+	}
+	r.Config = fmt.Sprintf("one loop: server + %d client slots, %d conns", poundSlots, o.TCPConns)
+	r.Reference = "libuv tcp_pound 12746 conns/s, 1.5 cpu_s; Go net 12191 conns/s, 3.1 cpu_s (20000 conns)"
+	rs = append(rs, r)
+	r, err = tcpPoundGo(o)
+	if err != nil {
+		return rs, fmt.Errorf("tcp-pound/gostd: %w", err)
+	}
+	r.Config = fmt.Sprintf("net: goroutine per conn + %d client goroutines, %d conns", poundSlots, o.TCPConns)
+	return append(rs, r), nil
+}
+
+func tcpPoundAIO(o options) (result, error) {
+	rt, ls, err := startLoops(aio.Config{Name: "tcp-pound"})
+	if err != nil {
+		return result{}, err
+	}
+	l := ls[0]
+	n := o.TCPConns
+	r, err := func() (result, error) {
+		ln, err := listenEcho(l, aio.ListenConfig{Backlog: 1024})
+		if err != nil {
+			return result{}, err
+		}
+		addr := ln.Addr().String()
+		f := newFinisher()
+		msg := []byte("QS")
+		var (
+			started, completed, failed int // on the loop
+			slot                       func()
+		)
+		slot = func() {
+			if started == n {
+				if completed+failed == n {
+					f.finish(nil)
+				}
+				return
+			}
+			started++
+			h := aio.Dial(l, addr, aio.ConnConfig{})
+			aio.Finally(h, func() {
+				c, err := h.Result()
+				if err != nil {
+					failed++
+					slot()
+					return
+				}
+				ok := false
+				_ = c.OnRead(func(c *aio.Conn, b []byte) { ok = true; c.Close() })
+				_ = c.Send(msg)
+				aio.Finally(c.Closed(), func() {
+					if ok {
+						completed++
+					} else {
+						failed++
+					}
+					slot()
+				})
+			})
+		}
+		m := startMeter()
+		if err := l.Post(func() {
+			for i := 0; i < poundSlots; i++ {
+				slot()
+			}
+		}); err != nil {
+			f.finish(err)
+		}
+		err = await(f.done, o.sectionLimit(10*time.Second), "tcp-pound: waiting for the connections", l)
+		if err == nil {
+			err = f.err
+		}
+		if err != nil {
+			return result{}, err
+		}
+		r := m.finish("tcp-pound", "aio", int64(completed), m.start, f.end)
+		if failed > 0 {
+			return r, fmt.Errorf("%d of %d connections failed", failed, n)
+		}
+		return r, nil
+	}()
+	if serr := stopLoops(rt, l); err == nil {
+		err = serr
+	}
+	return r, err
+}
+
+func tcpPoundGo(o options) (result, error) {
+	addr, _, stop, err := netServer(netEcho(64))
+	if err != nil {
+		return result{}, err
+	}
+	defer stop()
+	n := int64(o.TCPConns)
+	var started, completed, failed atomic.Int64
+	var wg sync.WaitGroup
+	m := startMeter()
+	for w := 0; w < poundSlots; w++ {
+		wg.Add(1)
+		go func() {
+			defer wg.Done()
+			var buf [64]byte
+			for started.Add(1) <= n {
+				c, err := net.Dial("tcp", addr)
+				if err != nil {
+					failed.Add(1)
+					continue
+				}
+				_ = c.SetDeadline(time.Now().Add(o.Timeout))
+				_, werr := c.Write([]byte("QS"))
+				k, rerr := c.Read(buf[:])
+				c.Close()
+				if werr == nil && rerr == nil && k > 0 {
+					completed.Add(1)
+				} else {
+					failed.Add(1)
+				}
+			}
+		}()
+	}
+	wg.Wait()
+	r := m.finish("tcp-pound", "gostd", completed.Load(), m.start, time.Now())
+	if failed.Load() > 0 {
+		return r, fmt.Errorf("%d of %d connections failed", failed.Load(), n)
+	}
+	return r, nil
+}
+
+// ---- tcp-echo ----
+
+func runTCPEcho(o options) ([]result, error) {
+	var rs []result
+	r, err := rallyAIO(o, "tcp-echo", echoConns, make([]byte, echoMsg), 1)
+	if err != nil {
+		return rs, fmt.Errorf("tcp-echo/aio: %w", err)
+	}
+	r.Config = fmt.Sprintf("one loop: server + clients, %d conns, %d B msgs, %.0f MB/s", echoConns, echoMsg, mbps(r))
+	rs = append(rs, r)
+	r2, err := rallyAIO(o, "tcp-echo-2loops", echoConns, make([]byte, echoMsg), 2)
+	if err != nil {
+		return rs, fmt.Errorf("tcp-echo-2loops/aio: %w", err)
+	}
+	r2.Config = fmt.Sprintf("server loop + client loop, %d conns, %d B msgs, %.0f MB/s", echoConns, echoMsg, mbps(r2))
+	g, err := rallyGo(o, "tcp-echo", echoConns, make([]byte, echoMsg))
+	if err != nil {
+		return append(rs, r2), fmt.Errorf("tcp-echo/gostd: %w", err)
+	}
+	g.Config = fmt.Sprintf("net: goroutine per conn + per client, %d conns, %d B msgs, %.0f MB/s", echoConns, echoMsg, mbps(g))
+	if g.OpsPerSec > 0 { // annotate compares only rows named like the baseline
+		ratio := r2.OpsPerSec / g.OpsPerSec
+		r2.Ratio = &ratio
+	}
+	return append(rs, r2, g), nil
+}
+
+// mbps is the echo throughput: message bytes that came back per second.
+func mbps(r result) float64 { return r.OpsPerSec * echoMsg / 1e6 }
+
+// rallyAIO bounces msg off an aio echo server on conns connections at once,
+// each sending it again as soon as its echo is complete, for o.Duration; ops
+// are echoes. With loops 1 the server and the clients share one loop, with 2
+// the clients have their own.
+func rallyAIO(o options, workload string, conns int, msg []byte, loops int) (result, error) {
+	cfgs := []aio.Config{{Name: workload + "-server"}, {Name: workload + "-clients"}}
+	rt, ls, err := startLoops(cfgs[:loops]...)
+	if err != nil {
+		return result{}, err
+	}
+	srv, cli := ls[0], ls[len(ls)-1]
+	r, err := func() (result, error) {
+		ln, err := listenEcho(srv, aio.ListenConfig{})
+		if err != nil {
+			return result{}, err
+		}
+		ctx, cancel := context.WithTimeout(context.Background(), o.Timeout)
+		defer cancel()
+		cs := make([]*aio.Conn, conns)
+		for i := range cs {
+			if cs[i], err = aio.Dial(cli, ln.Addr().String(), aio.ConnConfig{}).Wait(ctx); err != nil {
+				return result{}, err
+			}
+		}
+		f := newFinisher()
+		var (
+			echoes int64     // on the client loop
+			start  time.Time // written before the first Post
+			done   bool      // on the client loop
+		)
+		for _, c := range cs {
+			got := 0 // this connection's bytes of the current echo, on the client loop
+			err := c.OnRead(func(c *aio.Conn, b []byte) {
+				if got += len(b); got < len(msg) || done {
+					return
+				}
+				got -= len(msg)
+				echoes++
+				if echoes&15 == 0 && time.Since(start) >= o.Duration {
+					done = true
+					f.finish(nil)
+					return
+				}
+				if err := c.Send(msg); err != nil {
+					f.finish(err)
+				}
+			})
+			if err != nil {
+				return result{}, err
+			}
+		}
+		m := startMeter()
+		start = m.start
+		if err := cli.Post(func() {
+			for _, c := range cs {
+				if err := c.Send(msg); err != nil {
+					f.finish(err)
+				}
+			}
+		}); err != nil {
+			f.finish(err)
+		}
+		err = await(f.done, o.sectionLimit(o.Duration), workload+": waiting for the clients", ls...)
+		if err == nil {
+			err = f.err
+		}
+		if err != nil {
+			return result{}, err
+		}
+		return m.finish(workload, "aio", echoes, m.start, f.end), nil
+	}()
+	if serr := stopLoops(rt, ls...); err == nil {
+		err = serr
+	}
+	return r, err
+}
+
+// rallyGo is rallyAIO with Go's net package: an echo server goroutine per
+// connection and a client goroutine per connection.
+func rallyGo(o options, workload string, conns int, msg []byte) (result, error) {
+	addr, _, stop, err := netServer(netEcho(64 << 10))
+	if err != nil {
+		return result{}, err
+	}
+	defer stop()
+	cs := make([]net.Conn, conns)
+	for i := range cs {
+		if cs[i], err = net.Dial("tcp", addr); err != nil {
+			return result{}, err
+		}
+		defer cs[i].Close()
+		_ = cs[i].SetDeadline(time.Now().Add(o.sectionLimit(o.Duration)))
+	}
+	var echoes atomic.Int64
+	var stopFlag atomic.Bool
+	errs := make(chan error, conns)
+	m := startMeter()
+	for _, c := range cs {
+		go func() {
+			buf := make([]byte, len(msg))
+			for !stopFlag.Load() {
+				if _, err := c.Write(msg); err != nil {
+					errs <- err
+					return
+				}
+				if _, err := io.ReadFull(c, buf); err != nil {
+					errs <- err
+					return
+				}
+				if echoes.Add(1)&15 == 0 && time.Since(m.start) >= o.Duration {
+					stopFlag.Store(true)
+				}
+			}
+			errs <- nil
+		}()
+	}
+	var firstErr error
+	for range cs {
+		if err := <-errs; err != nil && firstErr == nil {
+			firstErr = err
+		}
+	}
+	return m.finish(workload, "gostd", echoes.Load(), m.start, time.Now()), firstErr
+}
+
+// ---- tcp-idle ----
+
+// idleClientEnv makes the loopbench binary an idle-connection client: it
+// connects "addr n" times, prints "ready", and waits for its stdin to close.
+// The clients live in another process because one process cannot hold both
+// ends of 10,000 connections under a 20,000-fd limit, and so that their
+// memory is not counted.
+const idleClientEnv = "LOOPBENCH_TCP_IDLE_CLIENT"
+
+func init() {
+	if v := os.Getenv(idleClientEnv); v != "" {
+		os.Exit(idleClient(v))
+	}
+}
+
+// idleClient is the child's main.
+func idleClient(spec string) int {
+	addr, count, _ := strings.Cut(spec, " ")
+	n, err := strconv.Atoi(count)
+	if err != nil {
+		fmt.Fprintln(os.Stderr, "idle client:", err)
+		return 2
+	}
+	ap, err := net.ResolveTCPAddr("tcp", addr)
+	if err != nil {
+		fmt.Fprintln(os.Stderr, "idle client:", err)
+		return 2
+	}
+	sa := &unix.SockaddrInet4{Port: ap.Port}
+	copy(sa.Addr[:], ap.IP.To4())
+	fds := make([]int, 0, n)
+	defer func() {
+		for _, fd := range fds {
+			unix.Close(fd)
+		}
+	}()
+	for i := 0; i < n; i++ {
+		fd, err := unix.Socket(unix.AF_INET, unix.SOCK_STREAM, 0)
+		if err == nil {
+			err = unix.Connect(fd, sa)
+			fds = append(fds, fd)
+		}
+		if err != nil {
+			fmt.Fprintf(os.Stderr, "idle client: connection %d: %v\n", i, err)
+			return 1
+		}
+	}
+	fmt.Println("ready")
+	_, _ = io.Copy(io.Discard, os.Stdin)
+	return 0
+}
+
+// idleClients starts the child with n connections to addr and waits until it
+// made them all. Closing the returned writer makes it close them and exit;
+// wait then reaps it.
+func idleClients(addr string, n int, limit time.Duration) (io.WriteCloser, func() error, error) {
+	exe, err := os.Executable()
+	if err != nil {
+		return nil, nil, err
+	}
+	cmd := exec.Command(exe)
+	cmd.Env = append(os.Environ(), fmt.Sprintf("%s=%s %d", idleClientEnv, addr, n))
+	cmd.Stderr = os.Stderr
+	stdin, err := cmd.StdinPipe()
+	if err != nil {
+		return nil, nil, err
+	}
+	stdout, err := cmd.StdoutPipe()
+	if err != nil {
+		return nil, nil, err
+	}
+	if err := cmd.Start(); err != nil {
+		return nil, nil, err
+	}
+	ready := make(chan error, 1)
+	go func() {
+		line, err := bufio.NewReader(stdout).ReadString('\n')
+		if err == nil && line != "ready\n" {
+			err = fmt.Errorf("idle client said %q", line)
+		}
+		ready <- err
+		_, _ = io.Copy(io.Discard, stdout)
+	}()
+	select {
+	case err = <-ready:
+	case <-time.After(limit):
+		err = errors.New("idle client: not ready in time")
+	}
+	if err != nil {
+		stdin.Close()
+		_ = cmd.Process.Kill()
+		_ = cmd.Wait()
+		return nil, nil, err
+	}
+	return stdin, cmd.Wait, nil
+}
+
+func runTCPIdle(o options) ([]result, error) {
+	if o.TCPIdle <= 0 {
+		return nil, errors.New("tcp-idle: need TCPIdle > 0")
+	}
+	var rs []result
+	r, per, err := tcpIdleAIO(o)
+	if err != nil {
+		return rs, fmt.Errorf("tcp-idle/aio: %w", err)
+	}
+	r.Config = fmt.Sprintf("%d idle conns reading on one loop: %.0f B/conn in use (heap+stack)", o.TCPIdle, per)
+	r.Reference = fmt.Sprintf("aio %.0f B/conn in use (target < 4096)", per)
+	rs = append(rs, r)
+	r, per, err = tcpIdleGo(o)
+	if err != nil {
+		return rs, fmt.Errorf("tcp-idle/gostd: %w", err)
+	}
+	r.Config = fmt.Sprintf("%d idle conns, goroutine each in Read(4 KiB): %.0f B/conn in use (heap+stack)", o.TCPIdle, per)
+	r.Reference = fmt.Sprintf("gostd %.0f B/conn in use", per)
+	return append(rs, r), nil
+}
+
+// inUse returns the heap and stack bytes in use after a collection.
+func inUse() int64 {
+	runtime.GC()
+	var ms runtime.MemStats
+	runtime.ReadMemStats(&ms)
+	return int64(ms.HeapInuse + ms.StackInuse)
+}
+
+// idleSection connects one warm-up client (so that one-time costs, such as
+// a loop's read buffer, are not counted), then n idle clients from a child
+// process, waits until the server holds them all (open reports how many it
+// holds), and measures the memory they cost the server.
+func idleSection(o options, impl, addr string, open func() int) (result, float64, error) {
+	n := o.TCPIdle
+	waitOpen := func(k int) error {
+		deadline := time.Now().Add(o.Timeout)
+		for open() != k {
+			if time.Now().After(deadline) {
+				return fmt.Errorf("the server holds %d connections, not %d", open(), k)
+			}
+			time.Sleep(time.Millisecond) // the server's counters have no event to wait on
+		}
+		return nil
+	}
+	warm, err := net.Dial("tcp", addr)
+	if err != nil {
+		return result{}, 0, err
+	}
+	defer warm.Close()
+	if err := waitOpen(1); err != nil {
+		return result{}, 0, err
+	}
+	before := inUse()
+	m := startMeter()
+	stdin, wait, err := idleClients(addr, n, o.sectionLimit(10*time.Second))
+	if err != nil {
+		return result{}, 0, err
+	}
+	err = waitOpen(n + 1)
+	r := m.finish("tcp-idle", impl, int64(n), m.start, time.Now())
+	per := float64(inUse()-before) / float64(n)
+	stdin.Close()
+	if werr := wait(); err == nil {
+		err = werr
+	}
+	return r, per, err
+}
+
+func tcpIdleAIO(o options) (result, float64, error) {
+	rt, ls, err := startLoops(aio.Config{Name: "tcp-idle"})
+	if err != nil {
+		return result{}, 0, err
+	}
+	l := ls[0]
+	var r result
+	var per float64
+	err = func() error {
+		ln, err := aio.Listen(l, "127.0.0.1:0", aio.ListenConfig{}, func(c *aio.Conn) {
+			_ = c.OnRead(func(*aio.Conn, []byte) {})
+		})
+		if err != nil {
+			return err
+		}
+		r, per, err = idleSection(o, "aio", ln.Addr().String(), func() int { return l.Stats().TCPOpen })
+		return err
+	}()
+	if serr := stopLoops(rt, l); err == nil {
+		err = serr
+	}
+	return r, per, err
+}
+
+func tcpIdleGo(o options) (result, float64, error) {
+	addr, open, stop, err := netServer(netDiscard)
+	if err != nil {
+		return result{}, 0, err
+	}
+	defer stop()
+	return idleSection(o, "gostd", addr, open)
+}
