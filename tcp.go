@@ -161,16 +161,26 @@ var readBufs = sync.Pool{New: func() any { b := make([]byte, ReadBufferSize); re
 
 // acquire notes one more socket on the loop. On the loop.
 func (t *tcpLoop) acquire() {
-	if t.refs == 0 {
+	if t.buf == nil {
 		t.buf = readBufs.Get().(*[]byte)
 	}
 	t.refs++
 }
 
-// release notes a socket gone; the last one gives the buffers back. On the loop.
-func (t *tcpLoop) release() {
+// release notes a socket gone. When it was the last one, the buffers go back
+// after the current callback (a read callback that closed the last
+// connection still holds the read buffer until it returns), unless a new
+// socket took them meanwhile. On the loop.
+func (t *tcpLoop) release(l *Loop) {
 	t.refs--
 	if t.refs == 0 {
+		l.jobs.push(job{f: t.free})
+	}
+}
+
+// free gives the buffers back if no socket uses them. A job on the loop.
+func (t *tcpLoop) free() {
+	if t.refs == 0 && t.buf != nil {
 		readBufs.Put(t.buf)
 		t.buf = nil
 		t.chunks = nil

@@ -804,7 +804,7 @@ func (c *Conn) closeWith(err error) {
 	for _, s := range c.wq[c.wh:] {
 		c.tl.recycle(s)
 	}
-	c.tl.release()
+	c.tl.release(l)
 	c.wq, c.wh, c.woff = nil, 0, 0
 	c.onRead, c.onEOF, c.onDrain = nil, nil, nil
 

@@ -317,7 +317,7 @@ func (ln *Listener) closeWith(err error) {
 	}
 	if ln.started {
 		ln.tl.listeners.Add(-1)
-		ln.tl.release()
+		ln.tl.release(l)
 	}
 	settleClosed(&ln.closed, err)
 }
