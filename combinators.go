@@ -162,8 +162,9 @@ func All[T any](hs ...*Handle[T]) *Handle[[]T] {
 	n.init(hs[0].loop)
 	n.prod = n
 	for i, h := range hs {
-		n.links[i].attach(h, n, &n.core, i)
+		n.links[i].init(h, n, &n.core, i)
 	}
+	n.onOwnLoop(func() { registerAll(&n.core, n.links) })
 	return &n.Handle
 }
 
@@ -201,6 +202,14 @@ func (n *allNode[T]) onInput(i int) {
 }
 
 func (n *allNode[T]) stop() { withdrawAll(n.links) }
+
+// registerAll registers every link of a sink, unless it already ended (then
+// it wants none of its inputs). On the sink's loop.
+func registerAll[T any](self *core, links []link[T]) {
+	for i := range links {
+		links[i].registerLive(self)
+	}
+}
 
 // withdrawAll withdraws from every input not consumed yet.
 func withdrawAll[T any](links []link[T]) {
@@ -249,8 +258,9 @@ func race[T any](hs []*Handle[T], anyMode bool) *Handle[T] {
 	n.init(hs[0].loop)
 	n.prod = n
 	for i, h := range hs {
-		n.links[i].attach(h, n, &n.core, i)
+		n.links[i].init(h, n, &n.core, i)
 	}
+	n.onOwnLoop(func() { registerAll(&n.core, n.links) })
 	return &n.Handle
 }
 
@@ -316,8 +326,9 @@ func Within[T any](h *Handle[T], d time.Duration) *Handle[T] {
 	n := &withinNode[T]{d: d}
 	n.init(l)
 	n.prod = n
+	n.in.init(h, n, &n.core, 0)
 	n.startTimer(&n.t, n, d)
-	n.in.attach(h, n, &n.core, 0)
+	n.onOwnLoop(func() { n.in.registerLive(&n.core) })
 	return &n.Handle
 }
 
@@ -340,6 +351,8 @@ func (n *withinNode[T]) fire() {
 	var zero T
 	n.settle(zero, fmt.Errorf("%w after %v", ErrTimeout, n.d))
 }
+
+func (n *withinNode[T]) disarm() { n.loop.removeTimer(&n.t) }
 
 func (n *withinNode[T]) stop() {
 	n.loop.removeTimer(&n.t)
@@ -449,19 +462,24 @@ type bracketNode[R, T any] struct {
 	useFn    func(R) *Handle[T]
 	res      R
 	acquired bool // acquire completed: release is owed
+	holdAcq  bool // cancelled while acquiring: Done waits for acquire to end
+	holdUse  bool // cancelled while using: Done waits for use to end
 }
 
 // Bracket acquires a resource, uses it, and always releases it: once acquire
 // completes with r, use(r) runs on the loop, and when the handle it returns
 // ends in any way (completes, fails or is cancelled), release(r) runs, then
-// the result ends as use's handle did. If the result is cancelled while use
-// runs, use's handle is withdrawn from (so cancelled) and release runs at
-// once; if it is cancelled while acquiring and acquire completes anyway, the
-// resource is released as soon as it arrives. release runs exactly once iff
-// acquire completed, always on the loop, always before the result's Done
-// closes. If acquire fails or is cancelled, use and release never run. A panic
-// in use or release fails the result with a *PanicError (release still runs
-// after a panic in use).
+// the result ends as use's handle did.
+//
+// Cancelling the result withdraws from acquire or use, whichever runs (so it
+// is cancelled unless another dependent wants it), and release runs once that
+// handle has ended, even if it lives on another loop or is a Work job: never
+// while use may still be using the resource. If acquire completes anyway, the
+// resource is released as soon as it arrives. The result's Done closes only
+// after that: release runs exactly once iff acquire completed, always on the
+// loop, always before the result's Done closes. If acquire fails or is
+// cancelled, use and release never run. A panic in use or release fails the
+// result with a *PanicError (release still runs after a panic in use).
 func Bracket[R, T any](acquire *Handle[R], release func(R), use func(R) *Handle[T]) *Handle[T] {
 	if acquire == nil {
 		return Fail[T](nil, ErrNilHandle)
@@ -472,7 +490,18 @@ func Bracket[R, T any](acquire *Handle[R], release func(R), use func(R) *Handle[
 	n := &bracketNode[R, T]{release: release, useFn: use}
 	n.init(acquire.loop)
 	n.prod = n
-	n.acq.attach(acquire, n, &n.core, 0)
+	n.acq.init(acquire, n, &n.core, 0)
+	// Registered even if the bracket already ended: a resource that arrives
+	// after a cancellation must still be released (acquireDone).
+	n.onOwnLoop(func() {
+		k := &n.acq
+		gaveUp := k.reported || n.ended()
+		k.register(&n.core)
+		if gaveUp {
+			k.reported = true
+			k.in.withdrawFrom()
+		}
+	})
 	return &n.Handle
 }
 
@@ -481,12 +510,18 @@ func (n *bracketNode[R, T]) onInput(idx int) {
 		n.acquireDone()
 		return
 	}
+	if n.holdUse {
+		// Cancelled while using, and use has now ended: release, then let
+		// the cancellation finish.
+		_ = n.doRelease()
+		n.unhold(&n.holdUse)
+		return
+	}
 	if n.ended() || n.use.reported {
 		return
 	}
 	n.use.reported = true
-	err := n.doRelease()
-	if err != nil {
+	if err := n.doRelease(); err != nil {
 		var zero T
 		n.settle(zero, err)
 		return
@@ -496,20 +531,21 @@ func (n *bracketNode[R, T]) onInput(idx int) {
 
 func (n *bracketNode[R, T]) acquireDone() {
 	in := n.acq.in
-	if in.state.Load() != uint32(Completed) {
-		if !n.ended() && !n.acq.reported {
-			n.acq.reported = true
-			forwardFailure(&n.Handle, in)
-		}
-		return
+	completed := in.state.Load() == uint32(Completed)
+	if completed {
+		n.res, n.acquired = in.val, true
 	}
-	n.res, n.acquired = in.val, true
 	if n.ended() || n.acq.reported {
-		// Cancelled while acquiring, but the resource arrived: give it back.
+		// Cancelled while acquiring: give back a resource that arrived anyway.
 		_ = n.doRelease()
+		n.unhold(&n.holdAcq)
 		return
 	}
 	n.acq.reported = true
+	if !completed {
+		forwardFailure(&n.Handle, in)
+		return
+	}
 	n.state.CompareAndSwap(uint32(Pending), uint32(Running))
 	useFn := n.useFn
 	n.useFn = nil
@@ -539,9 +575,19 @@ func (n *bracketNode[R, T]) doRelease() error {
 	return callErr(func() { release(r) })
 }
 
+// stop runs when the result is cancelled: withdraw from what runs and hold
+// the terminal transition until it has ended (see onInput).
 func (n *bracketNode[R, T]) stop() {
-	n.acq.withdraw()
-	n.use.withdraw()
+	if !n.acq.reported {
+		n.hold(&n.holdAcq)
+		n.acq.withdraw()
+		return
+	}
+	if n.use.registered && !n.use.reported {
+		n.hold(&n.holdUse)
+		n.use.withdraw()
+		return
+	}
 	_ = n.doRelease()
 }
 

@@ -302,6 +302,7 @@ func TestScope(t *testing.T) {
 	v, err := wait(t, h)
 	require.NoError(t, err)
 	require.Equal(t, "done", v)
+	require.True(t, cleaned.Load(), "the scope's Done waits for its children's cleanups")
 	_, err = wait(t, child)
 	require.ErrorIs(t, err, ErrCancelled, "nothing adopted outlives its scope")
 	require.True(t, cleaned.Load())

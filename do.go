@@ -3,6 +3,7 @@ package aio
 import (
 	"errors"
 	"iter"
+	"sync/atomic"
 )
 
 // ErrNotInBody is returned by Await called anywhere but in the body of the Do
@@ -14,7 +15,7 @@ var ErrNotInBody = errors.New("aio: Await outside its Do body")
 type Co struct {
 	l     *Loop
 	yield func(struct{}) bool // the coroutine's yield; body goroutine only
-	g     uintptr             // the body's goroutine while it runs; 0 while suspended
+	g     atomic.Uintptr      // the body's goroutine while it runs, 0 while suspended; read anywhere
 	prev  uintptr             // the loop's owner before the body was resumed
 
 	// Owned by the loop (the body runs as the loop while resumed).
@@ -75,6 +76,12 @@ func (n *doNode[T]) start() {
 		return
 	}
 	if !n.loop.onLoopThread() {
+		if n.loop.state.Load() == stateDead || !n.loop.OnLoop() {
+			// The loop goroutine is gone (Do raced with Stop): no thread
+			// can host the coroutine.
+			n.cancel()
+			return
+		}
 		// Called from another Do body: start from the loop goroutine, as a
 		// job after the current callback.
 		n.loop.jobs.push(job{f: n.start})
@@ -82,6 +89,9 @@ func (n *doNode[T]) start() {
 	}
 	n.state.CompareAndSwap(uint32(Pending), uint32(Running))
 	n.loop.adoptProducer(&n.core)
+	if n.Handle.ended() {
+		return // adopted by a dying loop, and so cancelled
+	}
 	co := &n.co
 	body := n.body
 	n.body = nil
@@ -125,14 +135,15 @@ func (n *doNode[T]) stop() {
 
 // enter makes the body's goroutine the loop's owner while it runs.
 func (co *Co) enter() {
-	co.g = getg()
-	co.prev = co.l.g.Swap(co.g)
+	g := getg()
+	co.g.Store(g)
+	co.prev = co.l.g.Swap(g)
 }
 
 // leave hands the loop back to the goroutine that resumed the body.
 func (co *Co) leave() {
 	co.l.g.Store(co.prev)
-	co.g = 0
+	co.g.Store(0)
 }
 
 // suspend parks the body until resume. It reports false if the coroutine is
@@ -190,14 +201,16 @@ func (a *awaitLink[T]) withdraw() {
 // on any loop. Called anywhere but in co's body, it returns ErrNotInBody.
 func Await[T any](co *Co, h *Handle[T]) (T, error) {
 	var zero T
-	if co == nil || co.g == 0 || co.g != getg() {
+	if co == nil || co.g.Load() != getg() {
 		return zero, ErrNotInBody
 	}
 	if h == nil {
 		return zero, ErrNilHandle
 	}
 	if co.cancelled {
-		h.Cancel()
+		// As if the body had awaited and withdrawn at once: h is cancelled
+		// unless another dependent wants it.
+		h.dropIfUnwanted()
 		return zero, ErrCancelled
 	}
 	if statusOf(h.state.Load()).Terminal() {

@@ -39,6 +39,8 @@ type coreExtra struct {
 	deps     []dependent // dependents after the first
 	onCancel []func()
 	rec      *record // cleanups and weak tracking
+	holds    int     // producers delaying the terminal transition (see hold)
+	deferred bool    // finish stopped at the producer, waiting for holds
 }
 
 // extra returns c's coreExtra, allocating it on first use. On the loop (or
@@ -54,6 +56,10 @@ func (c *core) extra() *coreExtra {
 // loop, once, after the input reached a terminal state (Then runs its function
 // there and settles itself).
 type dependent interface{ inputDone() }
+
+// disarmer is a producer driven by a timer of its own, which an on-loop Cancel
+// disarms at once.
+type disarmer interface{ disarm() }
 
 // producer is whatever makes a handle finish: a timer, a Work job, the inputs
 // of a combinator. stop withdraws it when the handle is cancelled. On the loop.
@@ -172,7 +178,13 @@ func (c *core) schedFinish(cancelled bool) {
 	l := c.loop
 	if l.OnLoop() {
 		if cancelled && c.eagerStop {
-			c.stopProducer()
+			// Only the timer, at once (Stats.Timers drops in the same
+			// callback). The rest of stopping, withdrawing from inputs
+			// included, waits for finish: doing it here would recurse
+			// along a chain of timed handles.
+			if d, ok := c.prod.(disarmer); ok {
+				d.disarm()
+			}
 		}
 		l.jobs.push(job{c: c})
 		return
@@ -194,14 +206,27 @@ func (c *core) finish() {
 		return
 	}
 	c.finished = true
-	l := c.loop
-	x := c.x
 	if c.state.Load() == uint32(Cancelled) {
 		c.stopProducer()
-		if x != nil {
-			for _, fn := range x.onCancel {
-				l.call(fn)
-			}
+	}
+	if x := c.x; x != nil && x.holds > 0 {
+		// The producer must see something end before the rest (a Bracket
+		// waits for its use to end to release, a scope for its children to
+		// finish): resumed by unhold.
+		x.deferred = true
+		return
+	}
+	c.finishRest()
+}
+
+// finishRest is the part of the terminal transition after the producer has
+// stopped: OnCancel callbacks, dependents, cleanups, Done. On the loop.
+func (c *core) finishRest() {
+	l := c.loop
+	x := c.x
+	if x != nil && c.state.Load() == uint32(Cancelled) {
+		for _, fn := range x.onCancel {
+			l.call(fn)
 		}
 	}
 	if d := c.dep0; d != nil {
@@ -222,6 +247,29 @@ func (c *core) finish() {
 	l.handles.Add(-1)
 	if p := c.done.Swap(closedDone); p != nil && p != closedDone {
 		close(*p)
+	}
+}
+
+// hold delays the rest of c's terminal transition, if it is cancelled, until
+// unhold: the flag records that this holder holds. On the loop.
+func (c *core) hold(flag *bool) {
+	if !*flag {
+		*flag = true
+		c.extra().holds++
+	}
+}
+
+// unhold releases a hold and, with none left, completes a deferred terminal
+// transition. On the loop.
+func (c *core) unhold(flag *bool) {
+	if !*flag {
+		return
+	}
+	*flag = false
+	x := c.x
+	if x.holds--; x.holds == 0 && x.deferred {
+		x.deferred = false
+		c.finishRest()
 	}
 }
 
@@ -275,6 +323,21 @@ func (c *core) withdraw() {
 	}
 }
 
+// dropIfUnwanted cancels c unless a dependent has registered interest in it:
+// a withdrawal by someone who never registered. Any goroutine.
+func (c *core) dropIfUnwanted() {
+	drop := func() {
+		if c.interest <= 0 {
+			c.cancel()
+		}
+	}
+	if c.loop.OnLoop() {
+		drop()
+		return
+	}
+	c.loop.exec(drop)
+}
+
 // withdrawFrom withdraws interest in c from any goroutine.
 func (c *core) withdrawFrom() {
 	if c.loop.OnLoop() {
@@ -291,11 +354,27 @@ func (h *Handle[T]) Done() <-chan struct{} {
 	if p == nil {
 		ch := make(chan struct{})
 		if h.done.CompareAndSwap(nil, &ch) {
+			h.keepDone(&ch)
 			return ch
 		}
 		p = h.done.Load()
 	}
 	return *p
+}
+
+// keepDone gives the record of a pending handle its Done channel: a goroutine
+// blocked on Done does not keep the handle alive, and if the handle is
+// collected without finishing, abandoning its record closes the channel
+// (after the cleanups), so the waiter is not stuck forever.
+func (c *core) keepDone(ch *chan struct{}) {
+	c.onOwnLoop(func() {
+		if c.finished {
+			return
+		}
+		r := c.track()
+		r.done = ch
+		r.watchCollection(c)
+	})
 }
 
 // Result returns the value and error of a terminal handle: (v, nil) when

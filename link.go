@@ -12,11 +12,12 @@ type sink interface {
 // to the sink's loop (and reading the input's outcome there is safe, since a
 // terminal handle's value is published before its status).
 type link[T any] struct {
-	in       *Handle[T] // immutable once set
-	node     sink       // immutable
-	dst      *Loop      // the sink's loop; immutable
-	idx      int        // immutable
-	reported bool       // the sink has consumed or withdrawn from this input; sink's loop
+	in         *Handle[T] // immutable once set
+	node       sink       // immutable
+	dst        *Loop      // the sink's loop; immutable
+	idx        int        // immutable
+	reported   bool       // the sink has consumed or withdrawn from this input; sink's loop
+	registered bool       // register ran; sink's loop
 }
 
 func (k *link[T]) inputDone() {
@@ -27,15 +28,38 @@ func (k *link[T]) inputDone() {
 	k.dst.exec(func() { k.node.onInput(k.idx) })
 }
 
-// attach points k at in and registers it. A sink whose input lives on another
-// loop is a producer as far as its own loop is concerned (nothing on its loop
-// will finish it), so it is tracked for Stop.
-func (k *link[T]) attach(in *Handle[T], node sink, self *core, idx int) {
+// init points k at in. It may run on any goroutine, before the sink is
+// shared; register then runs on the sink's loop.
+func (k *link[T]) init(in *Handle[T], node sink, self *core, idx int) {
 	k.in, k.node, k.dst, k.idx = in, node, self.loop, idx
-	in.register(k)
-	if in.loop != self.loop {
+}
+
+// register enters k as an interested dependent of its input. It runs on the
+// sink's loop, as does every withdraw, so the input sees a sink's register
+// before its withdraw even across loops (posts from one goroutine keep their
+// order). A sink whose input lives on another loop is a producer as far as
+// its own loop is concerned (nothing on its loop will finish it), so it is
+// tracked for Stop.
+func (k *link[T]) register(self *core) {
+	k.registered = true
+	k.in.register(k)
+	if k.in.loop != self.loop {
 		self.adoptCrossLoop()
 	}
+}
+
+// registerLive registers k unless the sink already ended or gave k up. On the
+// sink's loop.
+func (k *link[T]) registerLive(self *core) {
+	if !self.ended() && !k.reported {
+		k.register(self)
+	}
+}
+
+// attach is init then register, for a sink already on its loop.
+func (k *link[T]) attach(in *Handle[T], node sink, self *core, idx int) {
+	k.init(in, node, self, idx)
+	k.register(self)
 }
 
 // withdraw takes back the sink's interest in its input if it has not
@@ -45,7 +69,23 @@ func (k *link[T]) withdraw() {
 		return
 	}
 	k.reported = true
-	k.in.withdrawFrom()
+	if k.registered {
+		k.in.withdrawFrom()
+		return
+	}
+	// Given up before its registration ran (the sink was cancelled right
+	// after it was built off its loop): as a register then a withdraw would.
+	k.in.dropIfUnwanted()
+}
+
+// onOwnLoop runs fn on c's loop: at once when called there, else posted.
+// Sinks built by user code on any goroutine register their links through it.
+func (c *core) onOwnLoop(fn func()) {
+	if c.loop.OnLoop() {
+		fn()
+		return
+	}
+	c.loop.exec(fn)
 }
 
 // adoptCrossLoop tracks c as a producer of its loop, once.

@@ -213,8 +213,11 @@ func (l *Loop) enqueue(fn func(), max int32) error {
 }
 
 // exec runs fn as loop-owned code: as a job after the current callback when
-// called on the loop, posted when called elsewhere, inline (serialised with any
-// other inline work) once the loop is dead.
+// called on the loop, posted when called elsewhere. Once the loop is dead (and
+// for handles with no loop), fn runs on a goroutine of its own, serialised
+// with any other such work by deadMu: never inside the caller's call, so a
+// continuation registered on a finished loop-less handle still runs after the
+// call that registers it, as everywhere else.
 func (l *Loop) exec(fn func()) {
 	if l.OnLoop() {
 		l.jobs.push(job{f: fn})
@@ -223,7 +226,7 @@ func (l *Loop) exec(fn func()) {
 	if l.enqueue(fn, stateStopping) == nil {
 		return
 	}
-	l.runDead(fn)
+	go l.runDead(fn)
 }
 
 // runDead runs fn and the jobs it queues on the calling goroutine, which
@@ -326,8 +329,6 @@ func (l *Loop) run() {
 		l.iterate()
 	}
 	l.teardown()
-	l.threadG.Store(0)
-	l.g.Store(0)
 	unlockThread()
 	l.finishStop()
 }

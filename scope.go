@@ -6,10 +6,12 @@ package aio
 // leaves the scope by itself when it finishes, so a long-lived scope (a
 // connection serving many requests) holds only what is still running.
 type Scope struct {
-	loop *Loop
+	loop  *Loop
+	owner *core // WithScope's handle, whose terminal transition waits for the children; nil for other scopes
 	// Owned by the loop.
 	children []*adoption // running adopted handles; each knows its index
 	closed   bool
+	holding  bool // owner's terminal transition waits for the cancelled children to finish
 }
 
 // adoption is a scope's watch on one child: a non-interested dependent that
@@ -84,19 +86,26 @@ func (s *Scope) remove(a *adoption) {
 	s.children[last] = nil
 	s.children = s.children[:last]
 	a.idx = -1
+	if s.closed && len(s.children) == 0 && s.owner != nil {
+		s.owner.unhold(&s.holding)
+	}
 }
 
-// close cancels every child still running and refuses new ones. On the
-// scope's loop; idempotent.
+// close cancels every child still running and refuses new ones. The children
+// leave the scope as they finish; WithScope's handle finishes only after the
+// last of them (its cleanups included). On the scope's loop; idempotent.
 func (s *Scope) close() {
 	if s.closed {
 		return
 	}
 	s.closed = true
-	children := s.children
-	s.children = nil
-	for _, a := range children {
-		a.idx = -1
+	if len(s.children) == 0 {
+		return
+	}
+	if s.owner != nil {
+		s.owner.hold(&s.holding)
+	}
+	for _, a := range append([]*adoption(nil), s.children...) {
 		a.child.Cancel()
 	}
 }
@@ -116,7 +125,9 @@ type scopeNode[T any] struct {
 // WithScope runs fn on the loop with a new scope and returns a handle that
 // ends as fn's handle does. At its terminal transition (fn's handle finished,
 // or the returned handle was cancelled) every handle adopted into the scope and
-// still running is cancelled: nothing adopted outlives the scope. A deadline
+// still running is cancelled, and the returned handle's continuations,
+// cleanups and Done wait until each of them has finished, cleanups included:
+// nothing adopted outlives the scope. A deadline
 // is Within(WithScope(...), d): the timeout cancels the scope and with it
 // every child. fn returning nil fails the handle with ErrNilHandle; a panic in
 // fn fails it with a *PanicError (and closes the scope).
@@ -125,6 +136,7 @@ func WithScope[T any](l *Loop, fn func(s *Scope) *Handle[T]) *Handle[T] {
 		return Fail[T](l, err)
 	}
 	n := &scopeNode[T]{s: newScope(l), fn: fn}
+	n.s.owner = &n.core
 	n.init(l)
 	n.prod = n
 	if l.OnLoop() {

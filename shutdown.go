@@ -103,10 +103,13 @@ func (l *Loop) teardown() {
 			break
 		}
 	}
-	l.pool.close()
 	l.closeFDs()
 	_ = l.poller.Close()
 
+	// Dead from here on: whatever still arrives (a producer created just
+	// before Stop and adopted just after the last pass, a Work result) runs
+	// on a goroutine of its own under deadMu, and a producer adopted now is
+	// cancelled on the spot (adoptProducer).
 	l.deadMu.Lock()
 	l.postMu.Lock()
 	l.state.Store(stateDead)
@@ -118,7 +121,15 @@ func (l *Loop) teardown() {
 		l.call(fn)
 		l.drain()
 	}
+	// The loop goroutine gives up ownership while it still holds deadMu, so
+	// a dead-loop runner can never save and restore its identity.
+	l.threadG.Store(0)
+	l.g.Store(0)
 	l.deadMu.Unlock()
+
+	// Last, the work pool: every Work job is cancelled by now (a late one by
+	// the pass above), so its function sees its context done and returns.
+	l.pool.close()
 }
 
 // closeFDs closes every fd still registered with the loop.

@@ -148,7 +148,11 @@ func (l *Loop) armTimer(c *core, t *timer) {
 		return
 	}
 	l.exec(func() {
-		if !c.finished && !statusOf(c.state.Load()).Terminal() {
+		switch {
+		case c.finished || statusOf(c.state.Load()).Terminal():
+		case l.state.Load() == stateDead:
+			c.cancel() // raced with Stop: nobody would ever fire it
+		default:
 			l.addTimer(t)
 		}
 	})
@@ -213,7 +217,8 @@ func (n *delayNode[T]) fire() {
 	n.settle(v, err)
 }
 
-func (n *delayNode[T]) stop() { n.loop.removeTimer(&n.t) }
+func (n *delayNode[T]) stop()   { n.loop.removeTimer(&n.t) }
+func (n *delayNode[T]) disarm() { n.loop.removeTimer(&n.t) }
 
 // Sleep returns a handle that completes after d. It is Delay with nothing to
 // run.
@@ -270,4 +275,5 @@ func (n *everyNode) fire() {
 	n.loop.addTimer(&n.t)
 }
 
-func (n *everyNode) stop() { n.loop.removeTimer(&n.t) }
+func (n *everyNode) stop()   { n.loop.removeTimer(&n.t) }
+func (n *everyNode) disarm() { n.loop.removeTimer(&n.t) }

@@ -20,6 +20,7 @@ type record struct {
 	claimed  atomic.Bool        // the cleanups were taken: by finish, Stop, a sweep or the collector
 	gc       runtime.Cleanup    // the collector's hook, set with the first cleanup
 	hasGC    bool               // gc is set; owned by the loop
+	done     *chan struct{}     // the handle's Done channel, if one was made; closed on abandonment
 
 	// The loop's list of records, intrusive so that tracking and untracking
 	// cost two pointer writes and no hashing. Owned by the loop.
@@ -139,6 +140,10 @@ func (r *record) abandon() {
 		r.loop.abandoned.Add(1)
 		r.loop.handles.Add(-1)
 		r.run()
+		if r.done != nil {
+			close(*r.done)
+			r.done = nil
+		}
 	}
 }
 
@@ -176,6 +181,12 @@ func pendingProducer(c *core) bool {
 // adoptProducer queues a producer handle for lazy tracking. On the loop.
 func (l *Loop) adoptProducer(c *core) {
 	l.checkOnLoop()
+	if l.state.Load() == stateDead {
+		// Raced with Stop (created before it, started after its last
+		// cancelling pass): nothing would ever cancel it.
+		c.cancel()
+		return
+	}
 	if len(l.young) >= l.youngCap {
 		// One callback creating producers without end (a long chain of
 		// promises, each resolved by the last) must not keep every one of
