@@ -34,8 +34,6 @@ var (
 	ErrConnClosed = fmt.Errorf("aio: tcp connection closed: %w", net.ErrClosed)
 	// ErrWriteClosed is returned by Write and Send after CloseWrite.
 	ErrWriteClosed = errors.New("aio: tcp write after CloseWrite")
-	// ErrListenerClosed is the error of an operation on a closed Listener.
-	ErrListenerClosed = fmt.Errorf("aio: tcp listener closed: %w", net.ErrClosed)
 	// ErrReadTimeout is the error a Conn closes with when reading is on and no
 	// byte arrived for ConnConfig.ReadTimeout. errors.Is(err, ErrTimeout) holds.
 	ErrReadTimeout = fmt.Errorf("aio: tcp read timeout: %w", ErrTimeout)
