@@ -91,7 +91,8 @@ type Loop struct {
 	closing  []func()    // run after I/O dispatch
 	evs      []poll.Event
 	pool     *workPool
-	busy     bool // this iteration ran a callback (decides whether to spin)
+	tcp      tcpLoop // shared read buffer, write chunks and TCP counters
+	busy     bool    // this iteration ran a callback (decides whether to spin)
 
 	now        atomic.Int64 // cached monotonic time in ns since base; written by the loop
 	iterations atomic.Uint64

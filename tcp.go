@@ -4,11 +4,9 @@ import (
 	"errors"
 	"fmt"
 	"net"
-	"runtime"
 	"sync"
 	"sync/atomic"
 	"time"
-	"weak"
 
 	"golang.org/x/sys/unix"
 )
@@ -185,33 +183,13 @@ func (t *tcpLoop) free() {
 	}
 }
 
-// tcpLoops maps each loop that ever had a socket to its tcpLoop. The key is
-// weak, and a cleanup on the Loop deletes the entry once the Loop is
-// collected, so Stats keeps reporting TCP counters after Stop for as long as
-// anyone holds the *Loop.
-var tcpLoops sync.Map // weak.Pointer[Loop] -> *tcpLoop
-
-// tcpOf returns l's tcpLoop, creating it on first use. Any goroutine.
-func tcpOf(l *Loop) *tcpLoop {
-	k := weak.Make(l)
-	if v, ok := tcpLoops.Load(k); ok {
-		return v.(*tcpLoop)
-	}
-	t := &tcpLoop{}
-	if v, loaded := tcpLoops.LoadOrStore(k, t); loaded {
-		return v.(*tcpLoop)
-	}
-	runtime.AddCleanup(l, func(k weak.Pointer[Loop]) { tcpLoops.Delete(k) }, k)
-	return t
-}
+// tcpOf returns l's tcpLoop. Any goroutine (the pointer never changes; the
+// fields say who owns them).
+func tcpOf(l *Loop) *tcpLoop { return &l.tcp }
 
 // tcpStats adds l's TCP counters to s. Any goroutine.
 func tcpStats(l *Loop, s *Stats) {
-	v, ok := tcpLoops.Load(weak.Make(l))
-	if !ok {
-		return
-	}
-	t := v.(*tcpLoop)
+	t := &l.tcp
 	s.TCPListeners = int(t.listeners.Load())
 	s.TCPOpen = int(t.open.Load())
 	s.TCPAccepted = t.accepted.Load()
