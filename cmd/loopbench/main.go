@@ -35,6 +35,28 @@
 //	loop-iter       empty loop iterations per second: one callback re-posts
 //	                itself for -duration; ops = the loop's Stats().Iterations.
 //	                No Go baseline; libuv's loop_count makes 3.4M/s here.
+//	chain           a Then chain of -chain links (default 1,000,000), built and
+//	                completed in one callback; ops = links. gostd: a pipeline
+//	                of one goroutine per stage over unbuffered channels.
+//	cancel-tree     cancel the root of a two-level tree (All of All of
+//	                promises) and time until every handle ended; rows for
+//	                10,000 (cancel-tree-small) and -chain handles, and
+//	                cancel-tree-aged for the large tree after its leaves were
+//	                tracked weakly. gostd: the same tree of context.WithCancel.
+//	do-await        a Do body awaits promises resolved by callbacks it posts;
+//	                ops = suspend/resume round trips (-awaits). gostd: a
+//	                request/reply over unbuffered channels.
+//	tcp-pingpong    one TCP connection over loopback, 5-byte round trips for
+//	                -duration, server and client on one loop (TCP_NODELAY).
+//	                gostd: net with a goroutine per side.
+//	tcp-pound       100 client slots connect, write 2 bytes, read the echo and
+//	                close, 20,000 connections; reports conns/s and CPU seconds.
+//	tcp-echo        64 connections echoing 4 KiB messages for -duration
+//	                (throughput in MB/s = ops/s × 4 KiB); tcp-echo-2loops puts
+//	                the clients on a second loop.
+//	tcp-idle        memory per idle connection: 10,000 connections held open
+//	                from a child process; HeapInuse+StackInuse delta / 10,000.
+//	                (The TCP workloads are described in more detail in tcp.go.)
 //
 // Each row reports ops, seconds, ops/s, ns/op, allocs/op and bytes/op (from
 // runtime.ReadMemStats around the section, so they include whatever every
@@ -56,6 +78,8 @@
 //	-timers N       timers to create (default 1000000)
 //	-posts N        post: total callbacks instead of running for -duration
 //	-producers N    post: posting goroutines (default 8)
+//	-chain N        chain: links; cancel-tree: handles in the large tree
+//	-awaits N       do-await: round trips (default 200000)
 //	-handles N      handles: cycles per row (default 1000000; a row stops
 //	                early, at a batch boundary, after 5×-duration)
 //	-batch N        handles: cycles per posted callback (default 1000)
