@@ -45,7 +45,7 @@ var wantRows = []string{
 	"cancel-tree-small/aio", "cancel-tree-small/gostd", "cancel-tree/aio", "cancel-tree/gostd", "cancel-tree-aged/aio",
 	"do-await/aio", "do-await/gostd",
 	"tcp-pingpong/aio", "tcp-pingpong/gostd",
-	"tcp-pound/aio", "tcp-pound/gostd",
+	"tcp-pound/aio", "tcp-pound/gostd", "tcp-pound-2loops/aio",
 	"tcp-echo/aio", "tcp-echo-2loops/aio", "tcp-echo/gostd",
 	"tcp-idle/aio", "tcp-idle/gostd",
 }
@@ -85,7 +85,7 @@ func TestWorkloadsTiny(t *testing.T) {
 	for _, k := range []string{"handles/aio", "handles-new/aio", "handles/gostd"} {
 		require.EqualValues(t, o.Handles, byRow[k].Ops, k)
 	}
-	for _, k := range []string{"tcp-pound/aio", "tcp-pound/gostd"} {
+	for _, k := range []string{"tcp-pound/aio", "tcp-pound/gostd", "tcp-pound-2loops/aio"} {
 		require.EqualValues(t, o.TCPConns, byRow[k].Ops, k)
 	}
 	for _, k := range []string{"tcp-idle/aio", "tcp-idle/gostd"} {

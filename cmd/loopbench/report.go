@@ -100,6 +100,8 @@ func baselineOf(workload string) string {
 		return "pingpong-loops"
 	case "handles-new":
 		return "handles"
+	case "tcp-pound-2loops":
+		return "tcp-pound"
 	case "cancel-tree-aged":
 		return "cancel-tree"
 	}

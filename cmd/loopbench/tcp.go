@@ -178,7 +178,7 @@ func runTCPPound(o options) ([]result, error) {
 		return nil, fmt.Errorf("tcp-pound warm-up: %w", err)
 	}
 	var rs []result
-	r, err := tcpPoundAIO(o)
+	r, err := tcpPoundAIO(o, "tcp-pound", 1)
 	if err != nil {
 		return rs, fmt.Errorf("tcp-pound/aio: %w", err)
 	}
@@ -190,18 +190,31 @@ func runTCPPound(o options) ([]result, error) {
 		return rs, fmt.Errorf("tcp-pound/gostd: %w", err)
 	}
 	r.Config = fmt.Sprintf("net: goroutine per conn + %d client goroutines, %d conns", poundSlots, o.TCPConns)
+	rs = append(rs, r)
+	// Last, so that it meets at least the TIME_WAIT population the others
+	// met (more, if anything): the server on one loop, the clients on a
+	// second, both cores busy as Go's are.
+	r, err = tcpPoundAIO(o, "tcp-pound-2loops", 2)
+	if err != nil {
+		return rs, fmt.Errorf("tcp-pound-2loops/aio: %w", err)
+	}
+	r.Config = fmt.Sprintf("server loop + client loop (%d slots), %d conns", poundSlots, o.TCPConns)
 	return append(rs, r), nil
 }
 
-func tcpPoundAIO(o options) (result, error) {
-	rt, ls, err := startLoops(aio.Config{Name: "tcp-pound"})
+// tcpPoundAIO runs the pound with the server and the clients on one loop
+// (loops 1, as libuv's anchor does), or the server on one loop and the
+// clients on another (loops 2, both cores, as Go's net uses them).
+func tcpPoundAIO(o options, workload string, loops int) (result, error) {
+	cfgs := []aio.Config{{Name: workload + "-server"}, {Name: workload + "-clients"}}
+	rt, ls, err := startLoops(cfgs[:loops]...)
 	if err != nil {
 		return result{}, err
 	}
-	l := ls[0]
+	l, srv := ls[len(ls)-1], ls[0] // clients run on l
 	n := o.TCPConns
 	r, err := func() (result, error) {
-		ln, err := listenEcho(l, aio.ListenConfig{Backlog: 1024})
+		ln, err := listenEcho(srv, aio.ListenConfig{Backlog: 1024})
 		if err != nil {
 			return result{}, err
 		}
@@ -256,13 +269,13 @@ func tcpPoundAIO(o options) (result, error) {
 		if err != nil {
 			return result{}, err
 		}
-		r := m.finish("tcp-pound", "aio", int64(completed), m.start, f.end)
+		r := m.finish(workload, "aio", int64(completed), m.start, f.end)
 		if failed > 0 {
 			return r, fmt.Errorf("%d of %d connections failed", failed, n)
 		}
 		return r, nil
 	}()
-	if serr := stopLoops(rt, l); err == nil {
+	if serr := stopLoops(rt, ls...); err == nil {
 		err = serr
 	}
 	return r, err
