@@ -175,12 +175,14 @@ func TestBracketReleasesAfterUseEnded(t *testing.T) {
 	require.True(t, (<-useStatus).Terminal(), "release ran while use was still running")
 }
 
-// R7: Do racing Stop. Do checks the loop state, then exec(n.start). When the
-// loop dies in between, exec runs start inline (runDead) on the caller, where
-// onLoopThread is false, so start pushes itself as a job, which drain pops
-// and runs, which pushes itself again...: the caller spins forever holding the
-// dead loop's deadMu, and every later exec on that loop blocks behind it.
-func TestDoRacingStopNeverHangs(t *testing.T) {
+// raceStop starts a loop, lets `producers` goroutines create handles with mk
+// in a loop until the loop refuses them, stops the loop 200 µs in (a window
+// for the race, not synchronisation), and checks that Stop completes, that
+// every producer call returns, and that every handle created ends: nothing is
+// left pending after Stop, whatever the interleaving. It repeats for
+// stopRaceRounds rounds.
+func raceStop(t *testing.T, producers int, mk func(l *Loop) *Handle[int]) {
+	t.Helper()
 	for iter := 0; iter < stopRaceRounds(); iter++ {
 		rt := NewRuntime(RuntimeConfig{})
 		l, err := rt.Start(Config{})
@@ -188,116 +190,12 @@ func TestDoRacingStopNeverHangs(t *testing.T) {
 		var mu sync.Mutex
 		var hs []*Handle[int]
 		var wg sync.WaitGroup
-		for g := 0; g < 4; g++ {
+		for g := 0; g < producers; g++ {
 			wg.Add(1)
 			go func() {
 				defer wg.Done()
 				for {
-					h := Do(l, func(co *Co) (int, error) {
-						return Await(co, NewPromise[int](co.Loop()).Handle())
-					})
-					mu.Lock()
-					hs = append(hs, h)
-					mu.Unlock()
-					if _, err := h.Result(); err == ErrStopped {
-						return
-					}
-				}
-			}()
-		}
-		time.Sleep(200 * time.Microsecond)
-		ctx, cancel := context.WithTimeout(context.Background(), 5*time.Second)
-		_, err = l.Stop().Wait(ctx)
-		require.NoError(t, err)
-		producers := make(chan struct{})
-		go func() { wg.Wait(); close(producers) }()
-		select {
-		case <-producers:
-		case <-ctx.Done():
-			t.Fatalf("iteration %d: a Do call racing Stop never returned", iter)
-		}
-		for i, h := range hs {
-			select {
-			case <-h.Done():
-			case <-ctx.Done():
-				t.Fatalf("iteration %d: Do handle %d (%v) never finished after Stop", iter, i, h.Status())
-			}
-		}
-		cancel()
-	}
-}
-
-// R8: New/NewPromise/Delay racing Stop: the producer passes checkProducer,
-// the loop tears down, then the producer's exec lands in teardown's final
-// inline pass or runs inline on the dead loop: start adopts the handle into
-// l.young (or the timer is armed in the dead heap), nobody will ever cancel
-// it, and the handle stays pending forever after Stop completed.
-func TestProducersRacingStopAllEnd(t *testing.T) {
-	makers := map[string]func(l *Loop) *Handle[int]{
-		"New":        func(l *Loop) *Handle[int] { return New(l, func(func(int), func(error)) {}) },
-		"NewPromise": func(l *Loop) *Handle[int] { return NewPromise[int](l).Handle() },
-		"Delay":      func(l *Loop) *Handle[int] { return Delay(l, time.Hour, func() (int, error) { return 0, nil }) },
-	}
-	for name, mk := range makers {
-		t.Run(name, func(t *testing.T) {
-			for iter := 0; iter < stopRaceRounds(); iter++ {
-				rt := NewRuntime(RuntimeConfig{})
-				l, err := rt.Start(Config{})
-				require.NoError(t, err)
-				var mu sync.Mutex
-				var hs []*Handle[int]
-				var wg sync.WaitGroup
-				for g := 0; g < 4; g++ {
-					wg.Add(1)
-					go func() {
-						defer wg.Done()
-						for {
-							h := mk(l)
-							mu.Lock()
-							hs = append(hs, h)
-							mu.Unlock()
-							if _, err := h.Result(); err == ErrStopped {
-								return
-							}
-						}
-					}()
-				}
-				time.Sleep(200 * time.Microsecond)
-				ctx, cancel := context.WithTimeout(context.Background(), 5*time.Second)
-				_, err = l.Stop().Wait(ctx)
-				require.NoError(t, err)
-				wg.Wait()
-				for i, h := range hs {
-					select {
-					case <-h.Done():
-					case <-time.After(time.Second):
-						t.Fatalf("iteration %d: handle %d is %v forever after Stop (Stats %+v)", iter, i, h.Status(), l.Stats())
-					}
-				}
-				cancel()
-			}
-		})
-	}
-}
-
-// R8b: the same race with Work hangs Stop itself: the Work's adopt job lands
-// after teardown's last cancel pass but submit() beats pool.close(), so the
-// worker waits on a ctx that is never cancelled and pool.close waits forever
-// (about 1 run in 1,600 before the fix: raise AIO_STOP_RACE_ROUNDS to soak it).
-func TestWorkRacingStop(t *testing.T) {
-	for iter := 0; iter < stopRaceRounds(); iter++ {
-		rt := NewRuntime(RuntimeConfig{})
-		l, err := rt.Start(Config{})
-		require.NoError(t, err)
-		var mu sync.Mutex
-		var hs []*Handle[int]
-		var wg sync.WaitGroup
-		for g := 0; g < 8; g++ {
-			wg.Add(1)
-			go func() {
-				defer wg.Done()
-				for {
-					h := Work(l, func(ctx context.Context) (int, error) { <-ctx.Done(); return 0, ctx.Err() })
+					h := mk(l)
 					mu.Lock()
 					hs = append(hs, h)
 					mu.Unlock()
@@ -314,17 +212,58 @@ func TestWorkRacingStop(t *testing.T) {
 			buf := make([]byte, 1<<20)
 			t.Logf("%s", buf[:runtime.Stack(buf, true)])
 		}
-		require.NoError(t, err, "iteration %d: Stop hung", iter)
-		wg.Wait()
+		require.NoError(t, err, "round %d: Stop hung", iter)
+		returned := make(chan struct{})
+		go func() { wg.Wait(); close(returned) }()
+		select {
+		case <-returned:
+		case <-ctx.Done():
+			t.Fatalf("round %d: a producer call racing Stop never returned", iter)
+		}
 		for i, h := range hs {
 			select {
 			case <-h.Done():
-			case <-time.After(time.Second):
-				t.Fatalf("iteration %d: handle %d is %v forever after Stop", iter, i, h.Status())
+			case <-ctx.Done():
+				t.Fatalf("round %d: handle %d is %v forever after Stop (Stats %+v)", iter, i, h.Status(), l.Stats())
 			}
 		}
 		cancel()
 	}
+}
+
+// R7: Do racing Stop. Do checks the loop state, then exec(n.start). When the
+// loop died in between, start ran inline on the caller, where onLoopThread is
+// false, so it pushed itself as a job, which drain popped and ran, which
+// pushed itself again: the caller spun forever holding the dead loop's deadMu.
+func TestDoRacingStopNeverHangs(t *testing.T) {
+	raceStop(t, 4, func(l *Loop) *Handle[int] {
+		return Do(l, func(co *Co) (int, error) { return Await(co, NewPromise[int](co.Loop()).Handle()) })
+	})
+}
+
+// R8: New/NewPromise/Delay racing Stop: the producer passed checkProducer,
+// the loop tore down, then the producer's start landed in teardown's final
+// pass or on the dead loop, was adopted (or its timer armed in the dead heap),
+// and nothing ever cancelled it.
+func TestProducersRacingStopAllEnd(t *testing.T) {
+	makers := map[string]func(l *Loop) *Handle[int]{
+		"New":        func(l *Loop) *Handle[int] { return New(l, func(func(int), func(error)) {}) },
+		"NewPromise": func(l *Loop) *Handle[int] { return NewPromise[int](l).Handle() },
+		"Delay":      func(l *Loop) *Handle[int] { return Delay(l, time.Hour, func() (int, error) { return 0, nil }) },
+	}
+	for name, mk := range makers {
+		t.Run(name, func(t *testing.T) { raceStop(t, 4, mk) })
+	}
+}
+
+// R8b: the same race with Work hung Stop itself: the Work's adopt job landed
+// after teardown's last cancel pass but submit() beat pool.close(), so the
+// worker waited on a ctx never cancelled and pool.close waited forever
+// (about 1 run in 1,600 before the fix: raise AIO_STOP_RACE_ROUNDS to soak it).
+func TestWorkRacingStop(t *testing.T) {
+	raceStop(t, 8, func(l *Loop) *Handle[int] {
+		return Work(l, func(ctx context.Context) (int, error) { <-ctx.Done(); return 0, ctx.Err() })
+	})
 }
 
 // stopRaceRounds is how many start/race/stop rounds the Stop race tests run:
