@@ -161,10 +161,7 @@ func All[T any](hs ...*Handle[T]) *Handle[[]T] {
 	n := &allNode[T]{links: make([]link[T], len(hs)), vals: make([]T, len(hs)), left: len(hs)}
 	n.init(hs[0].loop)
 	n.prod = n
-	for i, h := range hs {
-		n.links[i].init(h, n, &n.core, i)
-	}
-	n.onOwnLoop(func() { registerAll(&n.core, n.links) })
+	attachInputs(&n.core, n, n.links, hs)
 	return &n.Handle
 }
 
@@ -202,6 +199,14 @@ func (n *allNode[T]) onInput(i int) {
 }
 
 func (n *allNode[T]) stop() { withdrawAll(n.links) }
+
+// attachInputs points links at hs and registers them on the sink's loop.
+func attachInputs[T any](self *core, node sink, links []link[T], hs []*Handle[T]) {
+	for i, h := range hs {
+		links[i].init(h, node, self, i)
+	}
+	self.onOwnLoop(func() { registerAll(self, links) })
+}
 
 // registerAll registers every link of a sink, unless it already ended (then
 // it wants none of its inputs). On the sink's loop.
@@ -257,10 +262,7 @@ func race[T any](hs []*Handle[T], anyMode bool) *Handle[T] {
 	}
 	n.init(hs[0].loop)
 	n.prod = n
-	for i, h := range hs {
-		n.links[i].init(h, n, &n.core, i)
-	}
-	n.onOwnLoop(func() { registerAll(&n.core, n.links) })
+	attachInputs(&n.core, n, n.links, hs)
 	return &n.Handle
 }
 
