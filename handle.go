@@ -404,9 +404,10 @@ func (h *Handle[T]) Result() (T, error) {
 }
 
 // Wait blocks until the handle is done and returns Result, or returns ctx's
-// error if ctx ends first. On the handle's own loop it cannot block (the loop
-// would wait for itself): there it returns the outcome if the handle is
-// already terminal, else ErrAwaitOnLoop at once.
+// error if ctx ends first. On the handle's own loop (and, for the handle of
+// Loop.Stop, on the loop being stopped) it cannot block (the loop would wait
+// for itself): there it returns the outcome if the handle is already
+// terminal, else ErrAwaitOnLoop at once.
 func (h *Handle[T]) Wait(ctx context.Context) (T, error) {
 	if h.loop.OnLoop() || h.waitLoop.OnLoop() {
 		if statusOf(h.state.Load()).Terminal() {

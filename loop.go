@@ -77,22 +77,23 @@ type Loop struct {
 	threadG atomic.Uintptr
 
 	// Owned by the loop goroutine.
-	ready    []func() // batch taken from postQ
-	readyPos int
-	jobs     jobQueue
-	timers   timerHeap
-	timerSeq uint64
-	base     time.Time   // monotonic origin of Now
-	young    []*core     // producers created this iteration, tracked lazily
-	older    []*core     // producers created last iteration and still pending
-	records  recordList  // handles tracked weakly for Stop and abandonment
-	youngCap int         // young's length that triggers a compaction
-	fds      []ioHandler // by fd number
-	closing  []func()    // run after I/O dispatch
-	evs      []poll.Event
-	pool     *workPool
-	tcp      tcpLoop // shared read buffer, write chunks and TCP counters
-	busy     bool    // this iteration ran a callback (decides whether to spin)
+	ready      []func() // batch taken from postQ
+	readyPos   int
+	jobs       jobQueue
+	timers     timerHeap
+	timerSeq   uint64
+	base       time.Time   // monotonic origin of Now
+	young      []*core     // producers created this iteration, tracked lazily
+	older      []*core     // producers created last iteration and still pending
+	records    recordList  // handles tracked weakly for Stop and abandonment
+	youngCap   int         // young's length that triggers a compaction
+	fds        []ioHandler // by fd number
+	closing    []func()    // run after I/O dispatch
+	evs        []poll.Event
+	pool       *workPool
+	tcp        tcpLoop // shared read buffer, write chunks and TCP counters
+	busy       bool    // this iteration ran a callback (decides whether to spin)
+	pollFailed bool    // the poller returned an error once (reported once)
 
 	now        atomic.Int64 // cached monotonic time in ns since base; written by the loop
 	iterations atomic.Uint64
@@ -408,7 +409,12 @@ func (l *Loop) pollIO(timeout time.Duration) {
 	n, _, err := l.poller.Wait(timeout, l.evs)
 	l.awake.Store(true)
 	if err != nil {
-		l.reportPanic(fmt.Errorf("poll: %w", err)) // not a panic, but the same channel: tell someone
+		// The poller failing is a bug (a closed epoll fd) or resource
+		// exhaustion; say so once rather than once per iteration.
+		if !l.pollFailed {
+			l.pollFailed = true
+			fmt.Fprintf(os.Stderr, "aio: loop %q: poll: %v\n", l.name, err)
+		}
 		return
 	}
 	for i := 0; i < n; i++ {
