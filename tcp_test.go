@@ -492,6 +492,9 @@ func TestTCPDialCancel(t *testing.T) {
 	_, err = wait(t, Within(Dial(l, addr, ConnConfig{}), 50*time.Millisecond))
 	require.ErrorIs(t, err, ErrTimeout)
 	eventually(t, func() bool { return fdCount(t) == fds }, "the timed-out dial's socket stayed open")
+	// The socket closes while the dial's terminal transition runs; a posted
+	// callback runs after that transition has finished.
+	onLoop(t, l, func() {})
 	s := l.Stats()
 	require.Zero(t, s.TCPDialed)
 	require.Zero(t, s.TCPOpen)
@@ -676,6 +679,7 @@ func TestTCPConnectCloseNoFDLeak(t *testing.T) {
 	_, err := wait(t, ln.Close())
 	require.NoError(t, err)
 	require.Equal(t, fds, fdCount(t))
+	onLoop(t, l, func() {}) // after the last terminal transitions ran
 	s := l.Stats()
 	require.EqualValues(t, cycles, s.TCPDialed)
 	require.EqualValues(t, cycles, s.TCPAccepted)
