@@ -94,6 +94,7 @@ type Loop struct {
 	tcp        tcpLoop // shared read buffer, write chunks and TCP counters
 	busy       bool    // this iteration ran a callback (decides whether to spin)
 	pollFailed bool    // the poller returned an error once (reported once)
+	evPos, evN int     // the event being dispatched and the batch's length (0 outside dispatch)
 
 	now        atomic.Int64 // cached monotonic time in ns since base; written by the loop
 	iterations atomic.Uint64
@@ -417,9 +418,10 @@ func (l *Loop) pollIO(timeout time.Duration) {
 		}
 		return
 	}
-	for i := 0; i < n; i++ {
-		ev := l.evs[i]
-		if int(ev.FD) < len(l.fds) {
+	l.evN = n
+	for l.evPos = 0; l.evPos < l.evN; l.evPos++ {
+		ev := l.evs[l.evPos]
+		if ev.FD >= 0 && int(ev.FD) < len(l.fds) {
 			if h := l.fds[ev.FD]; h != nil {
 				l.busy = true
 				h.onIO(ev.Events)
@@ -427,6 +429,7 @@ func (l *Loop) pollIO(timeout time.Duration) {
 			}
 		}
 	}
+	l.evN = 0
 	if n == len(l.evs) && n < 4096 {
 		l.evs = make([]poll.Event, 2*n) // a full batch: take more next time
 	}

@@ -447,7 +447,7 @@ func (c *Conn) Write(b []byte) *Handle[struct{}] {
 			return Pure(l, struct{}{})
 		}
 		h := c.newWriteHandle()
-		c.waiters = append(c.waiters, writeWaiter{end: c.total, h: h})
+		c.addWaiter(h)
 		return h
 	}
 	if err := c.writeCheck(); err != nil {
@@ -463,7 +463,7 @@ func (c *Conn) Write(b []byte) *Handle[struct{}] {
 		case !queued:
 			h.settle(struct{}{}, nil)
 		default:
-			c.waiters = append(c.waiters, writeWaiter{end: c.total, h: h})
+			c.addWaiter(h)
 		}
 	})
 	return h
@@ -549,9 +549,30 @@ func (c *Conn) wrote(n int) {
 	}
 }
 
+// addWaiter queues h to complete when the bytes written so far have reached
+// the kernel. On the loop.
+func (c *Conn) addWaiter(h *Handle[struct{}]) {
+	c.waiters, c.ww = compactFront(c.waiters, c.ww)
+	c.waiters = append(c.waiters, writeWaiter{end: c.total, h: h})
+}
+
+// compactFront drops a queue's consumed prefix s[:head] once it is at least
+// half of s, so that a queue that never quite empties (a stream to a reader a
+// little slower than the writer) does not grow with everything that ever
+// passed through it.
+func compactFront[E any](s []E, head int) ([]E, int) {
+	if head == 0 || head < len(s)/2 {
+		return s, head
+	}
+	n := copy(s, s[head:])
+	clear(s[n:])
+	return s[:n], 0
+}
+
 // enqueue appends b to the write queue, copying it unless owned.
 func (c *Conn) enqueue(b []byte, owned bool) {
 	n := len(b)
+	c.wq, c.wh = compactFront(c.wq, c.wh)
 	if k := len(c.wq); k > c.wh && !owned {
 		last := c.wq[k-1]
 		if cap(last) == chunkSize && len(last) < chunkSize {

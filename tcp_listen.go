@@ -164,6 +164,7 @@ func setFD(l *Loop, fd int, h ioHandler) {
 // clearFD forgets fd's handler if it is h, and unregisters fd from the poller
 // if inPoll. On the loop, before closing fd.
 func clearFD(l *Loop, fd int, h ioHandler, inPoll bool) {
+	l.forgetEvents(fd)
 	if inPoll {
 		_ = l.poller.Delete(fd)
 	}
