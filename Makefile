@@ -14,7 +14,7 @@ build:
 # test: formatting, vet, then every test under the race detector.
 test: lint
 	$(GO) test -race -count=1 -timeout 20m $(PKGS)
-	$(GO) test -tags aiodebug -short -count=1 $(PKGS)
+	$(GO) test -tags aiodebug -short -count=1 -timeout 5m $(PKGS)
 
 race: test
 
@@ -24,7 +24,7 @@ short:
 
 # debug: the loop-affinity assertions of the aiodebug build tag.
 debug:
-	$(GO) test -tags aiodebug -short -count=1 $(PKGS)
+	$(GO) test -tags aiodebug -short -count=1 -timeout 5m $(PKGS)
 
 vet:
 	$(GO) vet $(PKGS)

@@ -590,7 +590,7 @@ func TestTCPReadTimeout(t *testing.T) {
 func TestTCPConnScopeCancelsWork(t *testing.T) {
 	l := startLoop(t, Config{WorkPool: 1})
 	var cleanups atomic.Int64
-	workCtxDone := make(chan struct{})
+	workStarted, workCtxDone := make(chan struct{}), make(chan struct{})
 	adopted := make(chan []*Handle[struct{}], 1)
 	ln, err := Listen(l, "127.0.0.1:0", ListenConfig{}, func(c *Conn) {
 		_ = c.OnRead(tcpEcho) // a connection notices its peer leave by reading
@@ -598,6 +598,7 @@ func TestTCPConnScopeCancelsWork(t *testing.T) {
 		sleep := Adopt(s, Sleep(l, time.Hour))
 		sleep.OnCleanup(func() { cleanups.Add(1) })
 		work := Adopt(s, Work(l, func(ctx context.Context) (struct{}, error) {
+			close(workStarted)
 			<-ctx.Done()
 			close(workCtxDone)
 			return struct{}{}, ctx.Err()
@@ -614,12 +615,23 @@ func TestTCPConnScopeCancelsWork(t *testing.T) {
 	for _, h := range hs {
 		require.Equal(t, Running, h.Status())
 	}
+	// The Work function must be running, or its cancellation just drops the
+	// queued job (which never runs) and there is no context to see cancelled.
+	select {
+	case <-workStarted:
+	case <-time.After(waitTimeout):
+		t.Fatal("the Work job never started")
+	}
 	require.NoError(t, nc.Close()) // the client goes away
 	for _, h := range hs {
 		_, err := wait(t, h)
 		require.ErrorIs(t, err, ErrCancelled)
 	}
-	<-workCtxDone
+	select {
+	case <-workCtxDone:
+	case <-time.After(waitTimeout):
+		t.Fatal("the Work function's context was never cancelled")
+	}
 	require.EqualValues(t, 3, cleanups.Load())
 	closedLoopTCP(t, l.closeListener(t, ln))
 }
