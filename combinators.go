@@ -397,11 +397,7 @@ func Retry[T any](l *Loop, attempts int, base time.Duration, fn func() *Handle[T
 	n.prod = n
 	n.t.owner = n
 	n.t.index = -1
-	if l.OnLoop() {
-		n.fire()
-	} else {
-		l.exec(n.fire)
-	}
+	n.onOwnLoop(n.fire)
 	return &n.Handle
 }
 

@@ -60,11 +60,7 @@ func Do[T any](l *Loop, body func(co *Co) (T, error)) *Handle[T] {
 	n.co.l, n.co.node, n.co.core = l, n, &n.core
 	n.init(l)
 	n.prod = n
-	if l.OnLoop() {
-		n.start()
-	} else {
-		l.exec(n.start)
-	}
+	n.onOwnLoop(n.start)
 	return &n.Handle
 }
 

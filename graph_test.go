@@ -18,18 +18,9 @@ func TestDeepThenAsyncChain(t *testing.T) {
 	}
 	const depth = 1_000_000
 	l := startLoop(t)
+	step := func(v int) *Handle[int] { return Pure(l, v+1) }
 	build := func() (*Promise[int], *Handle[int]) {
-		var p *Promise[int]
-		var last *Handle[int]
-		onLoop(t, l, func() {
-			p = NewPromise[int](l)
-			last = p.Handle()
-			step := func(v int) *Handle[int] { return Pure(l, v+1) }
-			for i := 0; i < depth; i++ {
-				last = ThenAsync(last, step)
-			}
-		})
-		return p, last
+		return buildChain(t, l, depth, func(h *Handle[int]) *Handle[int] { return ThenAsync(h, step) })
 	}
 	p, last := build()
 	p.Resolve(0)

@@ -331,11 +331,7 @@ func (c *core) dropIfUnwanted() {
 			c.cancel()
 		}
 	}
-	if c.loop.OnLoop() {
-		drop()
-		return
-	}
-	c.loop.exec(drop)
+	c.onOwnLoop(drop)
 }
 
 // withdrawFrom withdraws interest in c from any goroutine.

@@ -423,17 +423,9 @@ func TestDeepChainCompletesAndCancels(t *testing.T) {
 	}
 	const depth = 1_000_000
 	l := startLoop(t)
+	inc := func(v int) (int, error) { return v + 1, nil }
 	build := func() (*Promise[int], *Handle[int]) {
-		var p *Promise[int]
-		var last *Handle[int]
-		onLoop(t, l, func() {
-			p = NewPromise[int](l)
-			last = p.Handle()
-			for i := 0; i < depth; i++ {
-				last = Then(last, func(v int) (int, error) { return v + 1, nil })
-			}
-		})
-		return p, last
+		return buildChain(t, l, depth, func(h *Handle[int]) *Handle[int] { return Then(h, inc) })
 	}
 
 	p, last := build()

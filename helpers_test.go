@@ -75,3 +75,19 @@ func wait[T any](t testing.TB, h *Handle[T]) (T, error) {
 	require.NotErrorIs(t, err, context.DeadlineExceeded, "handle did not finish in time")
 	return v, err
 }
+
+// buildChain builds, in one callback on l, a promise followed by depth links
+// made by extend, and returns the promise and the far end of the chain.
+func buildChain(t testing.TB, l *Loop, depth int, extend func(*Handle[int]) *Handle[int]) (*Promise[int], *Handle[int]) {
+	t.Helper()
+	var p *Promise[int]
+	var last *Handle[int]
+	onLoop(t, l, func() {
+		p = NewPromise[int](l)
+		last = p.Handle()
+		for i := 0; i < depth; i++ {
+			last = extend(last)
+		}
+	})
+	return p, last
+}

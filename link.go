@@ -88,22 +88,14 @@ func (c *core) onOwnLoop(fn func()) {
 	c.loop.exec(fn)
 }
 
-// adoptCrossLoop tracks c as a producer of its loop, once.
+// adoptCrossLoop tracks c as a producer of its loop, once. On c's loop (a
+// sink registers its links there, a Do body runs as its loop).
 func (c *core) adoptCrossLoop() {
-	l := c.loop
-	if l.OnLoop() {
-		if !c.crossLoop {
-			c.crossLoop = true
-			l.adoptProducer(c)
-		}
-		return
+	c.loop.checkOnLoop()
+	if !c.crossLoop && !c.finished {
+		c.crossLoop = true
+		c.loop.adoptProducer(c)
 	}
-	l.exec(func() {
-		if !c.crossLoop && !c.finished {
-			c.crossLoop = true
-			l.adoptProducer(c)
-		}
-	})
 }
 
 // forward settles h with the outcome of the terminal input in: the same value

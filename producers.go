@@ -137,15 +137,7 @@ func NewPromise[T any](l *Loop) *Promise[T] {
 	}
 	p.h.init(l)
 	p.h.state.Store(uint32(Running))
-	if l.OnLoop() {
-		l.adoptProducer(&p.h.core)
-	} else {
-		l.exec(func() {
-			if !p.h.finished {
-				l.adoptProducer(&p.h.core)
-			}
-		})
-	}
+	p.h.adoptSelf()
 	return p
 }
 

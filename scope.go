@@ -139,11 +139,7 @@ func WithScope[T any](l *Loop, fn func(s *Scope) *Handle[T]) *Handle[T] {
 	n.s.owner = &n.core
 	n.init(l)
 	n.prod = n
-	if l.OnLoop() {
-		n.start()
-	} else {
-		l.exec(n.start)
-	}
+	n.onOwnLoop(n.start)
 	return &n.Handle
 }
 

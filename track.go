@@ -197,6 +197,22 @@ func (l *Loop) adoptProducer(c *core) {
 	l.young = append(l.young, c)
 }
 
+// adoptSelf queues c for lazy tracking as a producer from any goroutine:
+// directly on its loop, else by a posted job that skips a handle already
+// finished by then.
+func (c *core) adoptSelf() {
+	l := c.loop
+	if l.OnLoop() {
+		l.adoptProducer(c)
+		return
+	}
+	l.exec(func() {
+		if !c.finished {
+			l.adoptProducer(c)
+		}
+	})
+}
+
 // youngCompact is the length at which the young list is first compacted
 // within an iteration.
 const youngCompact = 256

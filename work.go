@@ -104,15 +104,7 @@ func Work[T any](l *Loop, fn func(ctx context.Context) (T, error)) *Handle[T] {
 	n.prod = n
 	n.ctx, n.cancel = context.WithCancel(context.Background())
 	n.state.Store(uint32(Running))
-	if l.OnLoop() {
-		l.adoptProducer(&n.core)
-	} else {
-		l.exec(func() {
-			if !n.finished {
-				l.adoptProducer(&n.core)
-			}
-		})
-	}
+	n.adoptSelf()
 	if !l.pool.submit(n) {
 		n.cancel()
 		var zero T
