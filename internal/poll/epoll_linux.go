@@ -176,7 +176,8 @@ func (p *Poller) ctl(op int, name string, fd int, ev Events) error {
 //
 // Wait with an empty evs is allowed but only reports woken: ready fds still
 // end a blocking Wait and, being level-triggered, are reported by the next
-// Wait that has room. A signal interrupting the wait returns (0, false, nil).
+// Wait that has room. A signal interrupting the wait is not a return: Wait
+// waits again for the rest of the timeout.
 //
 // Wait(0) costs one raw epoll_pwait, without telling the scheduler
 // (unix.RawSyscall6): a zero timeout cannot block, so there is no P to hand
@@ -192,38 +193,32 @@ func (p *Poller) Wait(timeout time.Duration, evs []Event) (n int, woken bool, er
 	buf := p.buffer(len(evs))
 	timeout = min(timeout, maxWait)
 
-	var r uintptr
-	var errno unix.Errno
-	var what string
-	switch {
-	case timeout == 0:
-		what = "epoll_pwait"
-		r, _, errno = unix.RawSyscall6(unix.SYS_EPOLL_PWAIT, uintptr(p.epfd),
-			uintptr(unsafe.Pointer(&buf[0])), uintptr(len(buf)), 0, 0, 0)
-	case timeout > 0 && p.pwait2:
-		what = "epoll_pwait2"
-		ts := unix.NsecToTimespec(int64(timeout))
-		r, _, errno = unix.Syscall6(unix.SYS_EPOLL_PWAIT2, uintptr(p.epfd),
-			uintptr(unsafe.Pointer(&buf[0])), uintptr(len(buf)),
-			uintptr(unsafe.Pointer(&ts)), 0, 0)
-	default:
-		// epoll_pwait with a nil sigmask is epoll_wait, and unlike
-		// SYS_EPOLL_WAIT it exists on every architecture (arm64 has no
-		// epoll_wait).
-		what = "epoll_pwait"
-		msec := -1
-		if timeout > 0 {
-			msec = ceilMillis(timeout)
-		}
-		r, _, errno = unix.Syscall6(unix.SYS_EPOLL_PWAIT, uintptr(p.epfd),
-			uintptr(unsafe.Pointer(&buf[0])), uintptr(len(buf)), uintptr(msec), 0, 0)
+	// A signal (the Go scheduler's preemption SIGURG among them) ends
+	// epoll_pwait with EINTR whatever SA_RESTART says. Like libuv's
+	// uv__io_poll, wait again for what is left of the timeout, so that a
+	// timed Wait never returns early and a blocking one only for a reason.
+	var deadline time.Time
+	if timeout > 0 {
+		deadline = time.Now().Add(timeout)
 	}
-	switch errno {
-	case 0:
-	case unix.EINTR:
-		return 0, false, nil
-	default:
-		return 0, false, fmt.Errorf("poll: %s epfd %d: %w", what, p.epfd, errno)
+	var r uintptr
+	for {
+		var errno unix.Errno
+		var what string
+		r, errno, what = p.epollWait(buf, timeout)
+		if errno == 0 {
+			break
+		}
+		if errno != unix.EINTR {
+			return 0, false, fmt.Errorf("poll: %s epfd %d: %w", what, p.epfd, errno)
+		}
+		if timeout > 0 {
+			if timeout = time.Until(deadline); timeout <= 0 {
+				return 0, false, nil
+			}
+		} else if timeout == 0 {
+			return 0, false, nil
+		}
 	}
 
 	wakeFD := int32(p.wake.fd)
@@ -328,4 +323,32 @@ func (p *Poller) Close() error {
 	p.epfd = -1
 	p.events = nil
 	return errors.Join(errWake, errEp)
+}
+
+// epollWait is one epoll_pwait(2) or epoll_pwait2(2) for timeout (see Wait),
+// returning the kernel's result, its errno, and the call's name for errors.
+func (p *Poller) epollWait(buf []unix.EpollEvent, timeout time.Duration) (uintptr, unix.Errno, string) {
+	switch {
+	case timeout == 0:
+		r, _, errno := unix.RawSyscall6(unix.SYS_EPOLL_PWAIT, uintptr(p.epfd),
+			uintptr(unsafe.Pointer(&buf[0])), uintptr(len(buf)), 0, 0, 0)
+		return r, errno, "epoll_pwait"
+	case timeout > 0 && p.pwait2:
+		ts := unix.NsecToTimespec(int64(timeout))
+		r, _, errno := unix.Syscall6(unix.SYS_EPOLL_PWAIT2, uintptr(p.epfd),
+			uintptr(unsafe.Pointer(&buf[0])), uintptr(len(buf)),
+			uintptr(unsafe.Pointer(&ts)), 0, 0)
+		return r, errno, "epoll_pwait2"
+	default:
+		// epoll_pwait with a nil sigmask is epoll_wait, and unlike
+		// SYS_EPOLL_WAIT it exists on every architecture (arm64 has no
+		// epoll_wait).
+		msec := -1
+		if timeout > 0 {
+			msec = ceilMillis(timeout)
+		}
+		r, _, errno := unix.Syscall6(unix.SYS_EPOLL_PWAIT, uintptr(p.epfd),
+			uintptr(unsafe.Pointer(&buf[0])), uintptr(len(buf)), uintptr(msec), 0, 0)
+		return r, errno, "epoll_pwait"
+	}
 }

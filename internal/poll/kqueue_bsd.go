@@ -238,7 +238,8 @@ func (p *Poller) apply(op string, fd int, from, to Events) error {
 //
 // Wait with an empty evs is allowed but only reports woken: ready fds still
 // end a blocking Wait and, being level-triggered, are reported by the next
-// Wait that has room. A signal interrupting the wait returns (0, false, nil).
+// Wait that has room. A signal interrupting the wait is not a return: Wait
+// waits again for the rest of the timeout.
 //
 // Wait(0) avoids the scheduler's entersyscall/exitsyscall where the OS allows
 // raw system calls (freebsd, netbsd); see keventPoll.
@@ -248,23 +249,42 @@ func (p *Poller) Wait(timeout time.Duration, evs []Event) (n int, woken bool, er
 	}
 	buf := p.buffer(len(evs))
 
-	var r int
-	switch {
-	case timeout == 0:
-		r, err = keventPoll(p.kq, buf)
-	case timeout < 0:
-		r, err = unix.Kevent(p.kq, nil, buf, nil)
-	default:
-		ts := unix.NsecToTimespec(int64(min(timeout, maxKeventTimeout)))
-		r, err = unix.Kevent(p.kq, nil, buf, &ts)
+	// A signal ends kevent with EINTR. Like libuv's uv__io_poll, wait again
+	// for what is left of the timeout, so that a timed Wait never returns
+	// early and a blocking one only for a reason.
+	var deadline time.Time
+	if timeout > 0 {
+		deadline = time.Now().Add(timeout)
 	}
-	if err != nil {
+	var r int
+	for {
+		switch {
+		case timeout == 0:
+			r, err = keventPoll(p.kq, buf)
+		case timeout < 0:
+			r, err = unix.Kevent(p.kq, nil, buf, nil)
+		default:
+			ts := unix.NsecToTimespec(int64(min(timeout, maxKeventTimeout)))
+			r, err = unix.Kevent(p.kq, nil, buf, &ts)
+		}
+		if err == nil {
+			break
+		}
 		// Darwin has been seen to fail a timed kevent with ETIMEDOUT
-		// (go.dev/issue/59679); like EINTR, it only means "nothing yet".
-		if errors.Is(err, unix.EINTR) || errors.Is(err, unix.ETIMEDOUT) {
+		// (go.dev/issue/59679); it only means "nothing yet".
+		if errors.Is(err, unix.ETIMEDOUT) {
 			return 0, false, nil
 		}
-		return 0, false, fmt.Errorf("poll: kevent wait kq %d: %w", p.kq, err)
+		if !errors.Is(err, unix.EINTR) {
+			return 0, false, fmt.Errorf("poll: kevent wait kq %d: %w", p.kq, err)
+		}
+		if timeout > 0 {
+			if timeout = time.Until(deadline); timeout <= 0 {
+				return 0, false, nil
+			}
+		} else if timeout == 0 {
+			return 0, false, nil
+		}
 	}
 
 	for i := range buf[:r] {

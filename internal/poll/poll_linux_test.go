@@ -1,9 +1,14 @@
 package poll
 
 import (
+	"runtime"
+	"sync"
+	"sync/atomic"
 	"testing"
 	"time"
 
+	"github.com/stretchr/testify/assert"
+	"github.com/stretchr/testify/require"
 	"golang.org/x/sys/unix"
 )
 
@@ -68,5 +73,73 @@ func TestPwait2Probe(t *testing.T) {
 			}
 			t.Logf("pwait2=%v Wait(%v) took %v", pwait2, d, elapsed)
 		}
+	}
+}
+
+// signalThread sends SIGURG (which the Go runtime ignores apart from
+// preemption) to the calling goroutine's thread until the returned stop is
+// called, so that a system call blocked on that thread keeps ending with
+// EINTR. It locks the goroutine to its thread until stop; stop returns how
+// many signals were sent.
+func signalThread(t *testing.T) (stop func() int) {
+	t.Helper()
+	runtime.LockOSThread()
+	pid, tid := unix.Getpid(), unix.Gettid()
+	var done atomic.Bool
+	var sent int
+	var wg sync.WaitGroup
+	wg.Go(func() {
+		for !done.Load() {
+			if unix.Tgkill(pid, tid, unix.SIGURG) == nil {
+				sent++
+			}
+			time.Sleep(50 * time.Microsecond)
+		}
+	})
+	return func() int {
+		done.Store(true)
+		wg.Wait()
+		runtime.UnlockOSThread()
+		return sent
+	}
+}
+
+// TestSignalDoesNotEndWaitEarly is the CI failure of 2026-11-21: a timed
+// Wait(1.5ms) returned after 43µs because a signal interrupted epoll_pwait2.
+// Under a storm of signals to the waiting thread, a timed Wait still lasts
+// its whole timeout and a blocking Wait still ends only for its Wake.
+func TestSignalDoesNotEndWaitEarly(t *testing.T) {
+	p, err := New()
+	require.NoError(t, err)
+	defer p.Close()
+	evs := make([]Event, 4)
+
+	for _, pwait2 := range []bool{false, p.pwait2} {
+		p.pwait2 = pwait2
+		for _, d := range []time.Duration{1500 * time.Microsecond, 20 * time.Millisecond} {
+			stop := signalThread(t)
+			start := time.Now()
+			n, woken, err := p.Wait(d, evs)
+			elapsed := time.Since(start)
+			sent := stop()
+			require.NoError(t, err)
+			require.Zero(t, n)
+			require.False(t, woken)
+			require.GreaterOrEqual(t, elapsed, d, "pwait2=%v Wait(%v) returned early with %d signals sent", pwait2, d, sent)
+		}
+
+		stop := signalThread(t)
+		woke := make(chan struct{})
+		go func() {
+			time.Sleep(20 * time.Millisecond) // let signals land on the blocked Wait
+			assert.NoError(t, p.Wake())
+			close(woke)
+		}()
+		n, woken, err := p.Wait(-1, evs)
+		sent := stop()
+		<-woke
+		require.NoError(t, err)
+		require.Zero(t, n)
+		require.True(t, woken, "pwait2=%v blocking Wait ended without its Wake (%d signals sent)", pwait2, sent)
 	}
 }
