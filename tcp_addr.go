@@ -56,12 +56,22 @@ func sockaddrOf(ap netip.AddrPort) (unix.Sockaddr, int) {
 	if ip.Is4() {
 		return &unix.SockaddrInet4{Port: int(ap.Port()), Addr: ip.As4()}, unix.AF_INET
 	}
-	sa := &unix.SockaddrInet6{Port: int(ap.Port()), Addr: ip.As16()}
-	if z := ip.Zone(); z != "" {
-		id, _ := strconv.ParseUint(z, 10, 32) // checked by splitAddr
-		sa.ZoneId = uint32(id)
+	return &unix.SockaddrInet6{Port: int(ap.Port()), Addr: ip.As16(), ZoneId: zoneID(ip)}, unix.AF_INET6
+}
+
+// familyOf is the socket family for ap: AF_INET or AF_INET6.
+func familyOf(ap netip.AddrPort) int {
+	if ap.Addr().Is4() {
+		return unix.AF_INET
 	}
-	return sa, unix.AF_INET6
+	return unix.AF_INET6
+}
+
+// zoneID is the numeric zone of an IPv6 address (0 for none). splitAddr has
+// refused every zone that is not a number.
+func zoneID(ip netip.Addr) uint32 {
+	id, _ := strconv.ParseUint(ip.Zone(), 10, 32)
+	return uint32(id)
 }
 
 // addrPortOf converts a socket address to an AddrPort (the zero AddrPort for

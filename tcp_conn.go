@@ -115,7 +115,7 @@ func newConn(l *Loop, tl *tcpLoop, fd int, cfg ConnConfig, state uint8) *Conn {
 // setConnOptions applies cfg's socket options to fd.
 func setConnOptions(fd int, cfg ConnConfig) error {
 	if !cfg.Nagle {
-		if err := unix.SetsockoptInt(fd, unix.IPPROTO_TCP, unix.TCP_NODELAY, 1); err != nil {
+		if err := sysSetsockoptInt(fd, unix.IPPROTO_TCP, unix.TCP_NODELAY, 1); err != nil {
 			return fmt.Errorf("setsockopt TCP_NODELAY: %w", err)
 		}
 	}
@@ -368,7 +368,7 @@ func (c *Conn) onIO(ev poll.Events) {
 	}
 	if ev&poll.Error != 0 {
 		// Not reading, nothing to write: only SO_ERROR tells what happened.
-		if e, err := unix.GetsockoptInt(c.fd, unix.SOL_SOCKET, unix.SO_ERROR); err == nil && e != 0 {
+		if e, err := sysSocketError(c.fd); err == nil && e != 0 {
 			c.closeWith(c.ioError("read", unix.Errno(e)))
 		}
 	}
@@ -379,7 +379,7 @@ func (c *Conn) onIO(ev poll.Events) {
 func (c *Conn) readSome() {
 	buf := *c.tl.buf
 	for i := 0; i < maxReadsPerEvent; i++ {
-		n, err := unix.Read(c.fd, buf)
+		n, err := sysRead(c.fd, buf)
 		switch {
 		case err == nil && n > 0:
 			c.tl.bytesIn.Add(uint64(n))
@@ -519,7 +519,7 @@ func (c *Conn) write(b []byte, owned bool) (queued bool, err error) {
 	}
 	c.total += uint64(len(b))
 	if c.queued.Load() == 0 {
-		n, err := unix.Write(c.fd, b)
+		n, err := sysWrite(c.fd, b)
 		if err != nil {
 			if !errnoIs(err, unix.EAGAIN) && !errnoIs(err, unix.EINTR) {
 				err = c.ioError("write", err)
@@ -614,7 +614,7 @@ func (c *Conn) flush() {
 		var n int
 		var err error
 		if len(segs) == 1 {
-			n, err = unix.Write(c.fd, segs[0][c.woff:])
+			n, err = sysWrite(c.fd, segs[0][c.woff:])
 		} else {
 			first := segs[0]
 			segs[0] = first[c.woff:]
@@ -815,7 +815,7 @@ func (c *Conn) closeWith(err error) {
 	l.removeTimer(&c.t)
 	clearFD(l, c.fd, c, c.inPoll)
 	c.inPoll = false
-	unix.Close(c.fd)
+	_ = sysClose(c.fd)
 	c.fd = -1
 	if was == connOpen {
 		c.tl.open.Add(-1)

@@ -110,8 +110,7 @@ func (n *dialNode) connect(ap netip.AddrPort) {
 	fail := func(what string, err error) {
 		n.settle(nil, fmt.Errorf("aio: dial tcp %s: %s: %w", ap, what, err))
 	}
-	sa, family := sockaddrOf(ap)
-	fd, err := sysSocket(family)
+	fd, err := sysSocket(familyOf(ap))
 	if err != nil {
 		fail("socket", err)
 		return
@@ -125,13 +124,13 @@ func (n *dialNode) connect(ap netip.AddrPort) {
 	c.raddr = ap
 	c.dial = n
 	n.c = c
-	err = unix.Connect(fd, sa)
+	err = sysConnect(fd, ap)
 	if errnoIs(err, unix.EINPROGRESS) && loopbackRetry && ap.Addr().IsLoopback() {
 		// Over loopback the kernel usually completes the handshake inside
 		// the first connect; a second one then returns 0 (or EISCONN),
 		// which saves waiting for writability (an epoll_ctl, a poll round
 		// and a getsockopt). Elsewhere it would only cost an EALREADY.
-		switch err2 := unix.Connect(fd, sa); {
+		switch err2 := sysConnect(fd, ap); {
 		case err2 == nil, errnoIs(err2, unix.EISCONN):
 			err = nil
 		case !errnoIs(err2, unix.EALREADY) && !errnoIs(err2, unix.EINPROGRESS):
@@ -172,7 +171,7 @@ func (n *dialNode) stop() {
 // finishConnect runs when a connecting socket becomes writable (or reports
 // an error): SO_ERROR says how the connect ended. On the loop.
 func (c *Conn) finishConnect() {
-	e, err := unix.GetsockoptInt(c.fd, unix.SOL_SOCKET, unix.SO_ERROR)
+	e, err := sysSocketError(c.fd)
 	if err == nil && e != 0 {
 		err = unix.Errno(e)
 	}

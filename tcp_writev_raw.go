@@ -21,6 +21,7 @@ func sysWritev(t *tcpLoop, fd int, bufs [][]byte) (int, error) {
 		t.iov = make(iovecs, 0, maxIovecs)
 	}
 	iov := t.iov[:0]
+	total := 0
 	for _, b := range bufs {
 		if len(iov) == maxIovecs {
 			break
@@ -31,11 +32,17 @@ func sysWritev(t *tcpLoop, fd int, bufs [][]byte) (int, error) {
 		v := unix.Iovec{Base: &b[0]}
 		v.SetLen(len(b))
 		iov = append(iov, v)
+		total += len(b)
 	}
 	if len(iov) == 0 {
 		return 0, nil
 	}
-	n, _, errno := unix.Syscall(unix.SYS_WRITEV, uintptr(fd), uintptr(unsafe.Pointer(&iov[0])), uintptr(len(iov)))
+	// Small writes go raw, as sysWrite's do (see rawCopyMax).
+	call := unix.Syscall
+	if total <= writevRawMax {
+		call = unix.RawSyscall
+	}
+	n, _, errno := call(unix.SYS_WRITEV, uintptr(fd), uintptr(unsafe.Pointer(&iov[0])), uintptr(len(iov)))
 	clear(iov) // drop the pointers into the queue
 	if errno != 0 {
 		return 0, errno
