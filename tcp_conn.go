@@ -97,7 +97,14 @@ type writeWaiter struct {
 }
 
 // newConn makes the Conn that owns fd and routes fd's readiness to it. The
-// caller sets the addresses and the counters. On the loop.
+// caller sets the addresses and the counters. On the loop, while it runs
+// (Dial's connect checks; accepting happens only in the poll phase).
+//
+// Closed is not adopted for lazy tracking as other producers are
+// (adoptProducer): the fd table holds the Conn strongly while it is open, so
+// it can never be abandoned, and Stop closes whatever the table still holds
+// (closeFDs). A tracking record would cost three allocations and a weak
+// pointer for every connection that lives past two loop iterations.
 func newConn(l *Loop, tl *tcpLoop, fd int, cfg ConnConfig, state uint8) *Conn {
 	c := &Conn{l: l, tl: tl, fd: fd, state: state, hw: cfg.HighWater, lw: cfg.LowWater,
 		readTO: cfg.ReadTimeout, idleTO: cfg.IdleTimeout}
@@ -108,7 +115,6 @@ func newConn(l *Loop, tl *tcpLoop, fd int, cfg ConnConfig, state uint8) *Conn {
 	c.t.index = -1
 	tl.acquire()
 	setFD(l, fd, c)
-	l.adoptProducer(&c.closed.core)
 	return c
 }
 
@@ -788,6 +794,10 @@ func (c *Conn) shutdown() {
 // loop, after a posted job elsewhere. Idempotent; any goroutine. To let the
 // queue flush first, use CloseWrite (and let the peer close).
 func (c *Conn) Close() *Handle[struct{}] {
+	if c.l.OnLoop() { // the common case, without runOnLoop's closure
+		c.closeWith(nil)
+		return Pure(c.l, struct{}{})
+	}
 	return runOnLoop(c.l, func() error { c.closeWith(nil); return nil })
 }
 
