@@ -11,8 +11,11 @@ import (
 	"golang.org/x/sys/unix"
 )
 
-// acceptPause is how long a listener stops accepting when the process is out
-// of fds and it has no spare fd to shed the pending connection with.
+// acceptPause is how long a listener stops accepting when accept fails for
+// want of resources and nothing can be done about the pending connection: out
+// of kernel memory, or out of fds with no spare fd to shed it with (or the
+// spare did not help). The pending connection keeps the level-triggered
+// socket readable, so without a pause the loop would spin on accept.
 const acceptPause = 100 * time.Millisecond
 
 // A Listener accepts TCP connections on a loop and hands each one, on the
@@ -21,8 +24,9 @@ const acceptPause = 100 * time.Millisecond
 // is out of fds, the listener closes the spare, accepts the pending
 // connection and closes it at once (Stats.TCPDropped counts it), then reopens
 // the spare, so that a full fd table never makes the loop spin on a
-// level-triggered listening socket. Without a spare it stops accepting for
-// 100 ms instead.
+// level-triggered listening socket. Without a spare, or if that accepts
+// nothing, it stops accepting for 100 ms instead. Listen lists how every
+// accept error is handled.
 //
 // Every method may be called from any goroutine.
 type Listener struct {
@@ -59,6 +63,24 @@ type Listener struct {
 // (OnRead, ...); a connection on which it sets none is open but not read. A
 // panic in onConn is reported like a panic in a posted callback and closes
 // that connection.
+//
+// Accept errors never reach onConn; the listener handles them by whose
+// failure they are:
+//   - One pending connection's: ECONNABORTED, EPERM (a firewall rule), and
+//     the network errors Linux's accept(2) passes on for retry (ENETDOWN,
+//     EPROTO, ENOPROTOOPT, EHOSTDOWN, ENONET, EHOSTUNREACH, EOPNOTSUPP,
+//     ENETUNREACH). That connection is lost, Stats.TCPDropped counts it, and
+//     accepting goes on at once.
+//   - The process's or system's resources: out of fds (EMFILE, ENFILE), the
+//     listener sheds the pending connection with its spare fd (TCPDropped
+//     counts it) and goes on. Out of kernel memory (ENOBUFS, ENOMEM), or out
+//     of fds when shedding is impossible or takes nothing off the queue, it
+//     stops accepting for 100 ms, then resumes; connections wait in the
+//     kernel's backlog meanwhile. The loop never spins on a socket it cannot
+//     accept from.
+//   - The listening socket's: EBADF, EINVAL, ENOTSOCK, EFAULT, or any errno
+//     not listed above. The listener closes, and Closed fails with the error
+//     (errors.Is finds the errno). Connections accepted before stay open.
 func Listen(l *Loop, addr string, cfg ListenConfig, onConn func(c *Conn)) (*Listener, error) {
 	if err := checkProducer(l, onConn == nil); err != nil {
 		return nil, err
@@ -192,28 +214,41 @@ func (ln *Listener) Close() *Handle[struct{}] {
 // by Loop.Stop. Cancelling it closes the listener. Any goroutine.
 func (ln *Listener) Closed() *Handle[struct{}] { return &ln.closed }
 
-// onIO accepts up to AcceptBatch connections. On the loop.
+// onIO accepts up to AcceptBatch connections (failed attempts count toward
+// the batch, so a run of per-connection errors cannot hold the loop). An
+// error ends the batch only if it leaves nothing to accept now: the queue is
+// empty, accepting is paused, or the listener closed; acceptActionOf and
+// Listen's doc say which error does what. On the loop.
 func (ln *Listener) onIO(poll.Events) {
 	for i := 0; i < ln.cfg.AcceptBatch && ln.fd >= 0; i++ {
-		fd, peer, err := sysAccept(ln.fd)
+		fd, peer, err := acceptFn(ln.fd)
 		if err == nil {
 			ln.serve(fd, peer)
 			continue
 		}
-		switch {
-		case errnoIs(err, unix.EAGAIN):
+		switch acceptActionOf(err) {
+		case acceptDrained:
 			return
-		case errnoIs(err, unix.EINTR), errnoIs(err, unix.ECONNABORTED):
-			continue
-		case errnoIs(err, unix.EMFILE), errnoIs(err, unix.ENFILE),
-			errnoIs(err, unix.ENOBUFS), errnoIs(err, unix.ENOMEM):
+		case acceptRetry: // again, within the batch
+		case acceptDrop:
+			ln.tl.dropped.Add(1)
+		case acceptShed:
 			ln.shed()
 			return
+		case acceptWait:
+			ln.pause()
+			return
 		default:
-			ln.closeWith(fmt.Errorf("aio: tcp accept on %s: %w", ln.addr, err))
+			ln.acceptFailed(err)
 			return
 		}
 	}
+}
+
+// acceptFailed closes the listener for an accept error that means its socket
+// is broken. On the loop.
+func (ln *Listener) acceptFailed(err error) {
+	ln.closeWith(fmt.Errorf("aio: tcp accept on %s: %w", ln.addr, err))
 }
 
 // serve turns an accepted fd into a Conn and hands it to the callback.
@@ -244,24 +279,60 @@ func (ln *Listener) deliver(c *Conn) {
 }
 
 // shed handles accept failing for want of fds: the spare fd is given up to
-// accept and close what is pending, then taken back. Without a spare (or if
-// it cannot be reopened) accepting pauses for acceptPause.
+// accept and close what is pending, then taken back. Accepting pauses for
+// acceptPause when that does not help: without a spare, if it cannot be
+// reopened, or if shedding took nothing off the queue (the error persists:
+// another thread took the freed fd, or the system table is full), since the
+// pending connection keeps the socket readable. On the loop.
 func (ln *Listener) shed() {
 	if ln.spare >= 0 {
 		unix.Close(ln.spare)
 		ln.spare = -1
-		for i := 0; i < ln.cfg.AcceptBatch; i++ {
-			fd, _, err := sysAccept(ln.fd)
-			if err != nil {
-				break
-			}
-			unix.Close(fd)
-			ln.tl.dropped.Add(1)
+		progress, err := ln.dropPending()
+		if err != nil {
+			ln.acceptFailed(err) // the spare is closed already: nothing to reopen
+			return
 		}
-		if ln.spare = openSpare(); ln.spare >= 0 {
+		if ln.spare = openSpare(); ln.spare >= 0 && progress {
 			return
 		}
 	}
+	ln.pause()
+}
+
+// dropPending accepts and closes up to AcceptBatch pending connections with
+// the fd the spare freed. It reports progress if it took a connection off
+// the queue (accepted, or failed by the kernel) or found the queue empty:
+// then the socket is not readable for the same connection again. It returns
+// the error if the listening socket turned out broken. On the loop.
+func (ln *Listener) dropPending() (progress bool, broken error) {
+	for i := 0; i < ln.cfg.AcceptBatch; i++ {
+		fd, _, err := acceptFn(ln.fd)
+		if err == nil {
+			unix.Close(fd)
+			ln.tl.dropped.Add(1)
+			progress = true
+			continue
+		}
+		switch acceptActionOf(err) {
+		case acceptDrained:
+			return true, nil
+		case acceptRetry: // again, within the batch
+		case acceptDrop:
+			ln.tl.dropped.Add(1)
+			progress = true
+		case acceptFail:
+			return progress, err
+		default: // still out of fds, or of memory
+			return progress, nil
+		}
+	}
+	return progress, nil
+}
+
+// pause stops accepting for acceptPause: the socket leaves the poller, so
+// its readiness no longer wakes the loop, and fire puts it back. On the loop.
+func (ln *Listener) pause() {
 	if ln.inPoll {
 		_ = ln.l.poller.Delete(ln.fd)
 		ln.inPoll = false
