@@ -128,7 +128,7 @@ type Stats struct {
 	TCPAccepted    uint64 // connections accepted so far
 	TCPDialed      uint64 // connections established by Dial so far
 	TCPClosed      uint64 // established connections closed so far
-	TCPDropped     uint64 // connections accepted and closed at once (out of fds, or unusable)
+	TCPDropped     uint64 // connections given up on: closed at once after accept (out of fds, unusable), or failed by accept (ECONNABORTED, EPERM, network errors)
 	TCPBytesIn     uint64 // bytes read from connections
 	TCPBytesOut    uint64 // bytes written to the kernel by connections
 	TCPWriteQueued int    // bytes written by the program and not yet taken by the kernel, over all connections

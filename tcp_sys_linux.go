@@ -11,14 +11,15 @@ import (
 
 // On Linux accept4 and getsockname are called directly: golang.org/x/sys
 // follows both with a getsockopt(SO_PROTOCOL) on every IPv4 socket (to tell
-// L2TP sockets apart), one system call per connection for nothing here.
+// L2TP sockets apart), one system call per connection for nothing here. Both
+// are raw: they never block on a non-blocking socket (see tcp_sys_raw_linux.go).
 
 // sysAccept accepts a connection as a non-blocking, close-on-exec fd and
 // returns the peer's address.
 func sysAccept(fd int) (int, netip.AddrPort, error) {
 	var rsa unix.RawSockaddrAny
 	n := uint32(unix.SizeofSockaddrAny)
-	nfd, _, e := unix.Syscall6(unix.SYS_ACCEPT4, uintptr(fd), uintptr(unsafe.Pointer(&rsa)),
+	nfd, _, e := unix.RawSyscall6(unix.SYS_ACCEPT4, uintptr(fd), uintptr(unsafe.Pointer(&rsa)),
 		uintptr(unsafe.Pointer(&n)), unix.SOCK_NONBLOCK|unix.SOCK_CLOEXEC, 0, 0)
 	if e != 0 {
 		return -1, netip.AddrPort{}, e
