@@ -51,7 +51,8 @@ type doNode[T any] struct {
 // as the loop: OnLoop is true in it, and it must not block (use Work for
 // blocking calls). Stop cancels a suspended body like any pending handle, and
 // waits for it to return. A panic in body fails the handle with a
-// *PanicError.
+// *PanicError; a runtime.Goexit in body (testing's FailNow) fails it with
+// ErrGoexit and leaves the loop running.
 func Do[T any](l *Loop, body func(co *Co) (T, error)) *Handle[T] {
 	if err := checkProducer(l, body == nil); err != nil {
 		return Fail[T](l, err)
@@ -94,11 +95,45 @@ func (n *doNode[T]) start() {
 	n.next, n.stopPull = iter.Pull(func(yield func(struct{}) bool) {
 		co.yield = yield
 		co.enter()
+		returned := false
+		defer func() {
+			if !returned {
+				co.leave()
+				var zero T
+				n.val, n.err, n.ended = zero, ErrGoexit, true
+				// iter.Pull would re-raise the Goexit on the loop goroutine
+				// (in next), killing the loop. A panic started during Goexit
+				// and recovered (by iter.Pull) lets the coroutine finish
+				// exiting, and reaches next as a panic, which pull catches.
+				panic(goexitInBody{})
+			}
+		}()
 		v, err := callValue(func() (T, error) { return body(co) })
+		returned = true
 		co.leave()
 		n.val, n.err, n.ended = v, err, true
 	})
 	n.resume()
+}
+
+// ErrGoexit is the error of a Do handle whose body called runtime.Goexit (as
+// testing's FailNow does): the body's goroutine is gone, the loop is not.
+var ErrGoexit = errors.New("aio: runtime.Goexit called in a Do body")
+
+// goexitInBody is the panic that carries a body's Goexit out of iter.Pull.
+type goexitInBody struct{}
+
+// pull resumes the coroutine once, absorbing the panic that reports a Goexit
+// in the body (the handle's outcome is set by then).
+func (n *doNode[T]) pull() {
+	defer func() {
+		if p := recover(); p != nil {
+			if _, ok := p.(goexitInBody); !ok {
+				panic(p)
+			}
+		}
+	}()
+	n.next()
 }
 
 // resume runs the body until it awaits again or returns. On the loop
@@ -107,7 +142,7 @@ func (n *doNode[T]) resume() {
 	if n.ended || n.next == nil || !n.loop.onLoopThread() {
 		return
 	}
-	n.next()
+	n.pull()
 	if n.ended {
 		n.stopPull()
 		n.next = nil

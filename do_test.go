@@ -2,6 +2,7 @@ package aio
 
 import (
 	"context"
+	"runtime"
 	"sync/atomic"
 	"testing"
 	"time"
@@ -143,4 +144,41 @@ func TestDoNested(t *testing.T) {
 	}))
 	require.NoError(t, err)
 	require.Equal(t, 6, v)
+}
+
+// A runtime.Goexit in a Do body (testing's FailNow, called where it should
+// not be) ended the loop goroutine: the Do handle and Stop hung for ever.
+// Now the handle fails with ErrGoexit and the loop runs on, before and after
+// a suspension, with its other bodies and cleanups intact.
+func TestDoBodyGoexitFailsHandleNotLoop(t *testing.T) {
+	l := startLoop(t)
+	var cleaned atomic.Int32
+	first := Do(l, func(*Co) (int, error) {
+		runtime.Goexit()
+		return 1, nil
+	})
+	first.OnCleanup(func() { cleaned.Add(1) })
+	_, err := wait(t, first)
+	require.ErrorIs(t, err, ErrGoexit)
+
+	p := NewPromise[int](l)
+	other := Do(l, func(co *Co) (int, error) { return Await(co, p.Handle()) })
+	afterAwait := Do(l, func(co *Co) (int, error) {
+		if _, err := Await(co, Delay(l, time.Millisecond, func() (int, error) { return 0, nil })); err != nil {
+			return 0, err
+		}
+		runtime.Goexit()
+		return 2, nil
+	})
+	_, err = wait(t, afterAwait)
+	require.ErrorIs(t, err, ErrGoexit)
+
+	require.True(t, p.Resolve(7), "the loop still runs callbacks")
+	v, err := wait(t, other)
+	require.NoError(t, err)
+	require.Equal(t, 7, v, "a body suspended across the Goexits resumes")
+	var owned bool
+	onLoop(t, l, func() { owned = l.OnLoop() })
+	require.True(t, owned, "the loop owns its goroutine again")
+	require.EqualValues(t, 1, cleaned.Load())
 }
