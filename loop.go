@@ -1,6 +1,7 @@
 package aio
 
 import (
+	"errors"
 	"fmt"
 	"os"
 	"sync"
@@ -328,9 +329,41 @@ func (l *Loop) run() {
 	lockThread()
 	l.g.Store(getg())
 	l.threadG.Store(getg())
+	stopped := false
+	defer func() {
+		if !stopped {
+			if p := recover(); p != nil {
+				panic(p) // not a Goexit: an internal panic must stay fatal
+			}
+			l.goexited()
+		}
+	}()
 	for l.state.Load() == stateRunning {
 		l.iterate()
 	}
+	l.teardown()
+	unlockThread()
+	stopped = true
+	l.finishStop()
+}
+
+// errGoexit is what OnPanic is given when a callback called runtime.Goexit.
+var errGoexit = errors.New("aio: runtime.Goexit in a loop callback: the loop stops")
+
+// goexited runs, deferred, when the loop goroutine is leaving other than by
+// Stop: a callback called runtime.Goexit (testing's FailNow in a callback,
+// say), which, unlike a panic, cannot be recovered. The goroutine is lost,
+// but the loop is not left half alive: it is reported as a panic and stopped
+// as Stop would, so that its handles end, its fds close, its slot comes back
+// and Stop's handle completes, instead of everything waiting on it hanging.
+// A Do body's Goexit does not come here (see doNode.pull).
+func (l *Loop) goexited() {
+	l.reportPanic(errGoexit)
+	l.postMu.Lock()
+	if l.state.Load() == stateRunning {
+		l.state.Store(stateStopping)
+	}
+	l.postMu.Unlock()
 	l.teardown()
 	unlockThread()
 	l.finishStop()

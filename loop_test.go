@@ -1,6 +1,7 @@
 package aio
 
 import (
+	"runtime"
 	"sync"
 	"sync/atomic"
 	"testing"
@@ -208,4 +209,32 @@ func TestSpinAvoidsWakeups(t *testing.T) {
 	// With a 50 ms spin window every hop lands while l spins: l needs
 	// almost no wakeup writes (the first hop may find it asleep).
 	require.LessOrEqual(t, l.wakeups.Load(), uint64(2))
+}
+
+// A runtime.Goexit in a callback cannot be recovered like a panic: it ended
+// the loop goroutine and left the loop half alive, its handles pending and
+// Stop's handle never completing. Now the loop reports it as a panic and
+// stops as Stop would: pending handles are cancelled (their cleanups run, a
+// suspended Do body resumes), fds close, the slot comes back, and Stop's
+// handle completes.
+func TestGoexitInCallbackStopsTheLoop(t *testing.T) {
+	reported := make(chan any, 1)
+	l := startLoop(t, Config{OnPanic: func(v any) { reported <- v }})
+	p := NewPromise[int](l)
+	var cleaned atomic.Bool
+	p.Handle().OnCleanup(func() { cleaned.Store(true) })
+	body := Do(l, func(co *Co) (int, error) { return Await(co, p.Handle()) })
+	timer := Delay(l, time.Hour, func() (int, error) { return 0, nil })
+	onLoop(t, l, func() {}) // the body has started and awaits p
+
+	require.NoError(t, l.Post(func() { runtime.Goexit() }))
+	_, err := wait(t, l.Stop())
+	require.NoError(t, err)
+	require.ErrorIs(t, (<-reported).(error), errGoexit)
+	require.Equal(t, Cancelled, p.Handle().Status())
+	require.True(t, cleaned.Load())
+	_, err = wait(t, body)
+	require.ErrorIs(t, err, ErrCancelled, "the suspended body was resumed and ended")
+	require.Equal(t, Cancelled, timer.Status())
+	require.ErrorIs(t, l.Post(func() {}), ErrStopped)
 }
