@@ -18,18 +18,23 @@ const (
 	acceptDrained acceptAction = iota
 	// acceptRetry (EINTR): a signal came first; accept again now.
 	acceptRetry
-	// acceptDrop: the kernel took one pending connection off the queue and
-	// gave up on it. ECONNABORTED (the peer left), EPERM (a firewall rule
-	// refused it) and the network errors Linux's accept(2) passes on and
-	// asks callers to treat like EAGAIN. Nothing is wrong with the listener:
-	// count the connection as dropped and accept the next, as libuv does.
+	// acceptDrop: one pending connection failed. ECONNABORTED and
+	// ECONNRESET (the peer left), ETIMEDOUT, and the errors Linux's
+	// accept(2) passes on from the protocol and asks callers to treat like
+	// EAGAIN. Nothing is wrong with the listener: count the connection as
+	// dropped and accept the next, as libuv does. Whether the kernel took
+	// the connection off the queue is not certain, so a batch of these that
+	// serves nothing pauses (see onIO) rather than spinning.
 	acceptDrop
 	// acceptShed (EMFILE, ENFILE): out of fds. The spare fd can take the
 	// pending connection off the queue; if not, pause.
 	acceptShed
-	// acceptWait (ENOBUFS, ENOMEM): out of kernel memory. Freeing an fd does
-	// not help and the connection stays queued, so the level-triggered
-	// socket stays readable: pause rather than spin.
+	// acceptWait (ENOBUFS, ENOMEM): out of kernel memory; (EPERM, EACCES):
+	// a security policy (seccomp, an LSM) refused accept itself, which it
+	// checks before the connection leaves the queue. Freeing an fd does not
+	// help and the connection stays queued, so the level-triggered socket
+	// stays readable: pause rather than spin, and try again after the pause
+	// (a policy may change; the listener is not broken).
 	acceptWait
 	// acceptFail: the listening socket itself is broken (EBADF, EINVAL,
 	// ENOTSOCK, EFAULT, or an errno not listed here, which cannot be assumed
@@ -49,13 +54,14 @@ func acceptActionOf(err error) acceptAction {
 		return acceptDrained
 	case unix.EINTR:
 		return acceptRetry
-	case unix.ECONNABORTED, unix.EPERM,
+	case unix.ECONNABORTED, unix.ECONNRESET, unix.ETIMEDOUT,
 		unix.ENETDOWN, unix.EPROTO, unix.ENOPROTOOPT, unix.EHOSTDOWN,
-		unix.EHOSTUNREACH, unix.EOPNOTSUPP, unix.ENETUNREACH:
+		unix.EHOSTUNREACH, unix.EOPNOTSUPP, unix.ENETUNREACH,
+		unix.ESOCKTNOSUPPORT, unix.EPROTONOSUPPORT:
 		return acceptDrop
 	case unix.EMFILE, unix.ENFILE:
 		return acceptShed
-	case unix.ENOBUFS, unix.ENOMEM:
+	case unix.ENOBUFS, unix.ENOMEM, unix.EPERM, unix.EACCES:
 		return acceptWait
 	}
 	if connErrno(en) {

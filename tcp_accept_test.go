@@ -78,11 +78,13 @@ func echoes(t *testing.T, nc io.ReadWriter, msg string) {
 	require.Equal(t, msg, string(got))
 }
 
-// Out of kernel memory, or out of fds with nothing the spare fd could shed,
-// the listener pauses accepting instead of spinning on its level-triggered
-// socket, and accepts again once the pause is over.
+// Out of kernel memory, out of fds with nothing the spare fd could shed, or
+// refused by a security policy before the connection leaves the queue
+// (seccomp's or an LSM's EPERM/EACCES), the listener pauses accepting
+// instead of spinning on its level-triggered socket, and accepts again once
+// the pause is over.
 func TestTCPAcceptResourceErrorPauses(t *testing.T) {
-	for _, errno := range []unix.Errno{unix.ENOBUFS, unix.ENOMEM, unix.EMFILE, unix.ENFILE} {
+	for _, errno := range []unix.Errno{unix.ENOBUFS, unix.ENOMEM, unix.EMFILE, unix.ENFILE, unix.EPERM, unix.EACCES} {
 		t.Run(errno.Error(), func(t *testing.T) {
 			f := injectAccept(t, errno, 1<<62, false)
 			l := startLoop(t)
@@ -106,11 +108,11 @@ func TestTCPAcceptResourceErrorPauses(t *testing.T) {
 	}
 }
 
-// An accept error that concerns one pending connection (a firewall rule's
-// EPERM, a network error Linux passes on, an abort) drops that connection,
-// counts it in TCPDropped, and the listener goes on accepting.
+// An accept error that concerns one pending connection (a network error
+// Linux passes on, an abort, a reset) drops that connection, counts it in
+// TCPDropped, and the listener goes on accepting.
 func TestTCPAcceptConnErrorDropsAndContinues(t *testing.T) {
-	for _, errno := range []unix.Errno{unix.EPERM, unix.EPROTO, unix.ECONNABORTED, unix.EHOSTUNREACH} {
+	for _, errno := range []unix.Errno{unix.EPROTO, unix.ECONNABORTED, unix.ECONNRESET, unix.ETIMEDOUT, unix.EHOSTUNREACH} {
 		t.Run(errno.Error(), func(t *testing.T) {
 			f := injectAccept(t, errno, 1, true)
 			l := startLoop(t)
@@ -135,7 +137,7 @@ func TestTCPAcceptConnErrorDropsAndContinues(t *testing.T) {
 // An accept error that means the listening socket itself is broken closes
 // the listener: Closed fails with an error wrapping the errno.
 func TestTCPAcceptListenerErrorCloses(t *testing.T) {
-	for _, errno := range []unix.Errno{unix.EBADF, unix.EINVAL, unix.ENOTSOCK, unix.EFAULT, unix.EACCES} {
+	for _, errno := range []unix.Errno{unix.EBADF, unix.EINVAL, unix.ENOTSOCK, unix.EFAULT, unix.EIO} {
 		t.Run(errno.Error(), func(t *testing.T) {
 			injectAccept(t, errno, 1, false)
 			l := startLoop(t)
@@ -151,4 +153,23 @@ func TestTCPAcceptListenerErrorCloses(t *testing.T) {
 			closedLoopTCP(t, l)
 		})
 	}
+}
+
+// A per-connection error that keeps coming without taking the connection
+// off the queue (found in review: EPERM from a policy check made before the
+// dequeue, counted as a drop, made 439,392 failed accepts in 150 ms for one
+// client) cannot spin the loop either: a whole batch of errors that served
+// nothing pauses accepting.
+func TestTCPAcceptErrorBatchWithoutProgressPauses(t *testing.T) {
+	f := injectAccept(t, unix.ECONNABORTED, 1<<62, false) // the connection stays queued
+	l := startLoop(t)
+	ln := echoListen(t, l, ListenConfig{})
+	nc := netDial(t, ln)
+	f.awaitFirst(t)
+	time.Sleep(acceptPause * 3 / 2) // an observation window that spans one pause
+	calls := f.calls.Load()
+	require.LessOrEqual(t, calls, int64(4*DefaultAcceptBatch), "the loop spins on accept: %d failed accepts", calls)
+	require.Equal(t, Running, ln.Closed().Status())
+	f.left.Store(0)
+	echoes(t, nc, "queued") // accepted once the errors stop and the pause ends
 }

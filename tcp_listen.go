@@ -11,10 +11,10 @@ import (
 	"golang.org/x/sys/unix"
 )
 
-// acceptPause is how long a listener stops accepting when accept fails for
-// want of resources and nothing can be done about the pending connection: out
-// of kernel memory, or out of fds with no spare fd to shed it with (or the
-// spare did not help). The pending connection keeps the level-triggered
+// acceptPause is how long a listener stops accepting when accept fails and
+// nothing can be done about the pending connection: out of kernel memory,
+// refused by a security policy, out of fds with no spare fd to shed it with
+// (or the spare did not help), or a batch of errors that served nothing. The pending connection keeps the level-triggered
 // socket readable, so without a pause the loop would spin on accept.
 const acceptPause = 100 * time.Millisecond
 
@@ -66,16 +66,20 @@ type Listener struct {
 //
 // Accept errors never reach onConn; the listener handles them by whose
 // failure they are:
-//   - One pending connection's: ECONNABORTED, EPERM (a firewall rule), and
-//     the network errors Linux's accept(2) passes on for retry (ENETDOWN,
+//   - One pending connection's: ECONNABORTED, ECONNRESET, ETIMEDOUT, and the
+//     protocol errors Linux's accept(2) passes on for retry (ENETDOWN,
 //     EPROTO, ENOPROTOOPT, EHOSTDOWN, ENONET, EHOSTUNREACH, EOPNOTSUPP,
-//     ENETUNREACH). That connection is lost, Stats.TCPDropped counts it, and
-//     accepting goes on at once.
-//   - The process's or system's resources: out of fds (EMFILE, ENFILE), the
-//     listener sheds the pending connection with its spare fd (TCPDropped
-//     counts it) and goes on. Out of kernel memory (ENOBUFS, ENOMEM), or out
-//     of fds when shedding is impossible or takes nothing off the queue, it
-//     stops accepting for 100 ms, then resumes; connections wait in the
+//     ENETUNREACH, ESOCKTNOSUPPORT, EPROTONOSUPPORT). That connection is
+//     lost, Stats.TCPDropped counts it, and accepting goes on at once; a
+//     whole AcceptBatch of them that serves nothing pauses accepting as
+//     below, in case they leave the connection queued.
+//   - The process's or system's resources, or policy: out of fds (EMFILE,
+//     ENFILE), the listener sheds the pending connection with its spare fd
+//     (TCPDropped counts it) and goes on. Out of kernel memory (ENOBUFS,
+//     ENOMEM), refused by a security policy (EPERM, EACCES: seccomp or an
+//     LSM, checked before the connection leaves the queue), or out of fds
+//     when shedding is impossible or takes nothing off the queue, it stops
+//     accepting for 100 ms, then tries again; connections wait in the
 //     kernel's backlog meanwhile. The loop never spins on a socket it cannot
 //     accept from.
 //   - The listening socket's: EBADF, EINVAL, ENOTSOCK, EFAULT, or any errno
@@ -220,9 +224,11 @@ func (ln *Listener) Closed() *Handle[struct{}] { return &ln.closed }
 // empty, accepting is paused, or the listener closed; acceptActionOf and
 // Listen's doc say which error does what. On the loop.
 func (ln *Listener) onIO(poll.Events) {
+	served := false
 	for i := 0; i < ln.cfg.AcceptBatch && ln.fd >= 0; i++ {
 		fd, peer, err := acceptFn(ln.fd)
 		if err == nil {
+			served = true
 			ln.serve(fd, peer)
 			continue
 		}
@@ -232,6 +238,13 @@ func (ln *Listener) onIO(poll.Events) {
 		case acceptRetry: // again, within the batch
 		case acceptDrop:
 			ln.tl.dropped.Add(1)
+			if i == ln.cfg.AcceptBatch-1 && !served {
+				// A whole batch failed and served nothing: the errors may
+				// not be taking connections off the queue, and the socket
+				// would stay readable for ever. Pause instead of spinning.
+				ln.pause()
+				return
+			}
 		case acceptShed:
 			ln.shed()
 			return

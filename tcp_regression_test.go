@@ -3,6 +3,8 @@ package aio
 import (
 	"io"
 	"net"
+	"sync"
+	"sync/atomic"
 	"testing"
 	"time"
 
@@ -154,4 +156,98 @@ func TestTCPStaleEventDoesNotCompleteDial(t *testing.T) {
 	require.Equal(t, Running, st, "a stale event for the closed fd %d completed the dial", r.oldFD)
 	r.h.Cancel()
 	_, _ = wait(t, r.h)
+}
+
+// A Conn's Closed is not lazily tracked (the fd table holds it): Stop still
+// closes a Dial's connecting socket (the Dial handle is cancelled) and the
+// connections accepted after Stop within the same poll batch; Stats.Handles
+// and the TCP counters come back to zero and no fd is left.
+func TestTCPStopClosesConnectingAndLateConns(t *testing.T) {
+	stuck := stuckAddr(t)
+	fds := fdCount(t)
+	rt := NewRuntime(RuntimeConfig{})
+	l, err := rt.Start(Config{Name: "review-stop"})
+	require.NoError(t, err)
+	var mu sync.Mutex
+	var closed []*Handle[struct{}]
+	n := 0 // on the loop
+	ln, err := Listen(l, "127.0.0.1:0", ListenConfig{}, func(c *Conn) {
+		mu.Lock()
+		closed = append(closed, c.Closed())
+		mu.Unlock()
+		if n++; n == 1 {
+			l.Stop() // the rest of the batch is accepted while stopping
+		}
+	})
+	require.NoError(t, err)
+	dial := Dial(l, stuck, ConnConfig{})
+	eventually(t, func() bool {
+		return onLoopValue(t, l, func() bool {
+			for _, h := range l.fds {
+				if c, ok := h.(*Conn); ok && c.state == connConnecting {
+					return true
+				}
+			}
+			return false
+		})
+	}, "the dial is not connecting")
+	// Hold the loop so that several connections are pending in one batch:
+	// the kernel completes their handshakes from the backlog meanwhile.
+	held, release := make(chan struct{}), make(chan struct{})
+	require.NoError(t, l.Post(func() { close(held); <-release }))
+	<-held
+	var ncs []net.Conn
+	for i := 0; i < 3; i++ {
+		nc, err := net.DialTimeout("tcp", ln.Addr().String(), waitTimeout)
+		if err != nil {
+			close(release)
+		}
+		require.NoError(t, err)
+		ncs = append(ncs, nc)
+	}
+	close(release)
+	_, err = l.Stop().Wait(testCtx(t))
+	require.NoError(t, err)
+	for _, nc := range ncs {
+		nc.Close()
+	}
+	require.Equal(t, Cancelled, dial.Status())
+	mu.Lock()
+	require.Len(t, closed, 3)
+	for _, h := range closed {
+		require.Equal(t, Cancelled, h.Status())
+	}
+	mu.Unlock()
+	s := l.Stats()
+	require.Zero(t, s.Handles)
+	require.Zero(t, s.TCPOpen)
+	require.Zero(t, s.TCPListeners)
+	require.Zero(t, s.Timers)
+	require.Equal(t, fds, fdCount(t))
+	require.Equal(t, 0, rt.Running())
+}
+
+// Stop cancels pending handles first and closes sockets after, whether or
+// not a connection has a timeout: a connection's idle timer used to close
+// it in the first cancelling pass, before the OnCancel callbacks of other
+// handles, while one without a timer closed after them.
+func TestTCPStopClosesSocketsAfterCancelling(t *testing.T) {
+	for _, cfg := range []ConnConfig{{}, {IdleTimeout: time.Hour}} {
+		rt := NewRuntime(RuntimeConfig{})
+		l, err := rt.Start(Config{Name: "stop-order"})
+		require.NoError(t, err)
+		ln, err := Listen(l, "127.0.0.1:0", ListenConfig{Conn: cfg}, func(c *Conn) { _ = c.OnRead(tcpEcho) })
+		require.NoError(t, err)
+		c, err := wait(t, Dial(l, ln.Addr().String(), cfg))
+		require.NoError(t, err)
+		var openAtCancel atomic.Bool
+		p := NewPromise[int](l)
+		p.Handle().OnCancel(func() { openAtCancel.Store(c.Closed().Status() == Running) })
+		_, err = l.Stop().Wait(testCtx(t))
+		require.NoError(t, err)
+		require.True(t, openAtCancel.Load(), "idle timeout %v: the connection closed before OnCancel ran", cfg.IdleTimeout)
+		require.Equal(t, Cancelled, c.Closed().Status())
+		require.Zero(t, l.Stats().TCPOpen)
+		require.Zero(t, l.Stats().Timers)
+	}
 }

@@ -11,15 +11,17 @@ import (
 
 // On Linux accept4 and getsockname are called directly: golang.org/x/sys
 // follows both with a getsockopt(SO_PROTOCOL) on every IPv4 socket (to tell
-// L2TP sockets apart), one system call per connection for nothing here. Both
-// are raw: they never block on a non-blocking socket (see tcp_sys_raw_linux.go).
+// L2TP sockets apart), one system call per connection for nothing here.
+// getsockname is raw (see tcp_sys_raw_linux.go); accept4 is not: the new fd
+// may not fit the fd table, and growing it waits for an RCU grace period
+// (expand_fdtable), milliseconds during which a raw call would hold the P.
 
 // sysAccept accepts a connection as a non-blocking, close-on-exec fd and
 // returns the peer's address.
 func sysAccept(fd int) (int, netip.AddrPort, error) {
 	var rsa unix.RawSockaddrAny
 	n := uint32(unix.SizeofSockaddrAny)
-	nfd, _, e := unix.RawSyscall6(unix.SYS_ACCEPT4, uintptr(fd), uintptr(unsafe.Pointer(&rsa)),
+	nfd, _, e := unix.Syscall6(unix.SYS_ACCEPT4, uintptr(fd), uintptr(unsafe.Pointer(&rsa)),
 		uintptr(unsafe.Pointer(&n)), unix.SOCK_NONBLOCK|unix.SOCK_CLOEXEC, 0, 0)
 	if e != 0 {
 		return -1, netip.AddrPort{}, e

@@ -204,7 +204,9 @@ func runTCPPound(o options) ([]result, error) {
 			return nil, fmt.Errorf("tcp-pound-2loops/aio: %w", err)
 		}
 		aio1, gostd, aio2 = append(aio1, r), append(gostd, g), append(aio2, r2)
-		pairs = append(pairs, fmt.Sprintf("%.2f", r.OpsPerSec/g.OpsPerSec))
+		if g.OpsPerSec > 0 {
+			pairs = append(pairs, fmt.Sprintf("%.2f", r.OpsPerSec/g.OpsPerSec))
+		}
 	}
 	rounds := fmt.Sprintf("median of %d rounds (aio/gostd per round: %s)", poundRounds, strings.Join(pairs, " "))
 	r := medianRound(aio1)
