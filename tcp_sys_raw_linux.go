@@ -10,18 +10,19 @@ import (
 )
 
 // The calls below never block: the sockets are non-blocking and carry no
-// SO_LINGER, so connect returns EINPROGRESS and close lets the kernel finish
-// the connection in the background. They are made raw, without telling the
-// scheduler (unix.RawSyscall), for the same reason as poll's Wait(0): there
-// is no P to hand off. A raw call cannot be preempted, so one that copies
-// data is raw only up to rawCopyMax bytes (a few microseconds of copying);
-// a bigger write goes through the scheduler like any system call. Going through entersyscall costs more than the ~100
-// ns it takes on every call: a connect that searches the ephemeral ports
-// for tens of microseconds outlives a sysmon tick, sysmon then takes the
-// loop's P away (handoffp, a thread wakeup) and the loop must win a P back
-// when the call returns; each such retake also keeps sysmon polling every
-// 20 µs. Measured on tcp-pound: ~135 handoffs and ~2,400 sysmon wakeups per
-// 20,000 connections, none with raw calls.
+// SO_LINGER, so close lets the kernel finish the connection in the
+// background. They are made raw, without telling the scheduler
+// (unix.RawSyscall), for the same reason as poll's Wait(0): there is no P to
+// hand off, and entersyscall/exitsyscall cost ~100 ns a call. A raw call
+// cannot be preempted and holds its P (sysmon cannot retake it, a GC
+// stop-the-world waits for it), so only calls with a short, bounded cost are
+// raw: a read or write only up to rawCopyMax bytes (a few microseconds of
+// copying), larger ones going through the scheduler. connect is not raw: it
+// searches the ephemeral port range, tens of microseconds on a busy machine
+// and milliseconds when the range is nearly used up (measured on tcp-pound,
+// raw saved only the ~2.5% of process CPU that sysmon spends retaking the P
+// during those searches). Nor is accept4: growing the fd table waits for an
+// RCU grace period (5-24 ms measured).
 
 // rawCopyMax is the most a raw read or write copies: the loop's read buffer.
 const rawCopyMax = ReadBufferSize
@@ -35,6 +36,7 @@ func sysRead(fd int, b []byte) (int, error) {
 	if e != 0 {
 		return 0, e
 	}
+	raceWritten(b[:n])
 	return int(n), nil
 }
 
@@ -47,6 +49,7 @@ func sysWrite(fd int, b []byte) (int, error) {
 	if e != 0 {
 		return 0, e
 	}
+	raceRead(b[:n])
 	return int(n), nil
 }
 
@@ -73,11 +76,12 @@ func sysSocketError(fd int) (int, error) {
 	return int(v), nil
 }
 
-// sysConnect starts connecting fd to ap.
+// sysConnect starts connecting fd to ap. Not raw (see above); made here
+// only to skip building a unix.Sockaddr.
 func sysConnect(fd int, ap netip.AddrPort) error {
 	var rsa unix.RawSockaddrAny
 	n := rawSockaddr(&rsa, ap)
-	_, _, e := unix.RawSyscall(unix.SYS_CONNECT, uintptr(fd), uintptr(unsafe.Pointer(&rsa)), uintptr(n))
+	_, _, e := unix.Syscall(unix.SYS_CONNECT, uintptr(fd), uintptr(unsafe.Pointer(&rsa)), uintptr(n))
 	if e != 0 {
 		return e
 	}
