@@ -118,7 +118,7 @@ func annotate(rs []result) {
 		}
 	}
 	for i := range rs {
-		if rs[i].Impl != "aio" {
+		if rs[i].Impl != "aio" || rs[i].Ratio != nil { // set by the workload itself
 			continue
 		}
 		if b, ok := base[baselineOf(rs[i].Workload)]; ok {
