@@ -1,0 +1,82 @@
+package aio_test
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"strings"
+
+	"github.com/valkyria/aio"
+)
+
+// An echo server and a client on one loop: the server's callbacks and the
+// client's continuations all run on the loop goroutine, one at a time.
+func ExampleListen() {
+	rt, l := start()
+	defer stop(rt)
+
+	ln, err := aio.Listen(l, "127.0.0.1:0", aio.ListenConfig{}, func(c *aio.Conn) {
+		// The bytes are the loop's read buffer, valid during the callback:
+		// Send copies them into the connection's write queue.
+		_ = c.OnRead(func(c *aio.Conn, b []byte) { _ = c.Send(b) })
+	})
+	if err != nil {
+		panic(err)
+	}
+
+	reply := aio.NewPromise[string](l)
+	conn := aio.Dial(l, ln.Addr().String(), aio.ConnConfig{})
+	aio.Then(conn, func(c *aio.Conn) (struct{}, error) {
+		var got strings.Builder
+		_ = c.OnRead(func(c *aio.Conn, b []byte) {
+			got.Write(b)
+			if got.Len() == len("hello") {
+				reply.Resolve(got.String())
+				c.Close()
+			}
+		})
+		return struct{}{}, c.Send([]byte("hello"))
+	})
+
+	fmt.Println(reply.Handle().Wait(context.Background()))
+	// Output: hello <nil>
+}
+
+// A connection is a scope: what a request starts is adopted by its
+// connection, so a client that goes away cancels it (here, a Work call that
+// would otherwise run until its context ends).
+func ExampleConn_Scope() {
+	rt, l := start()
+	defer stop(rt)
+
+	started := make(chan struct{})
+	result := make(chan error, 1)
+	ln, err := aio.Listen(l, "127.0.0.1:0", aio.ListenConfig{}, func(c *aio.Conn) {
+		_ = c.OnRead(func(c *aio.Conn, _ []byte) {
+			slow := aio.Work(l, func(ctx context.Context) (string, error) {
+				close(started)
+				<-ctx.Done() // a slow query, say, that honours its context
+				return "", ctx.Err()
+			})
+			aio.Adopt(c.Scope(), slow)
+			aio.Finally(slow, func() {
+				_, err := slow.Result()
+				result <- err
+			})
+		})
+	})
+	if err != nil {
+		panic(err)
+	}
+
+	client, err := aio.Dial(l, ln.Addr().String(), aio.ConnConfig{}).Wait(context.Background())
+	if err != nil {
+		panic(err)
+	}
+	_ = client.Send([]byte("query"))
+	<-started
+	client.Close() // the client goes away: the server sees EOF and closes
+
+	fmt.Println(errors.Is(<-result, aio.ErrCancelled))
+	// Output: true
+}
