@@ -72,6 +72,11 @@ type Loop struct {
 	// holds deadMu. Any goroutine reads it; only that goroutine changes it.
 	g      atomic.Uintptr
 	deadMu sync.Mutex // serialises inline execution once the loop is dead
+	rest   []func()   // posted callbacks still to run as the loop turns dead; loop goroutine, under deadMu
+
+	// Teardown progress, for a teardown cut off by a callback's Goexit and
+	// resumed by goexited. Owned by the loop goroutine.
+	tornDown, stopped bool
 	// threadG is the loop goroutine itself while it runs (0 before and
 	// after): the only goroutine that may create and resume Do coroutines,
 	// which the runtime pins to the thread that created them.
@@ -238,10 +243,12 @@ func (l *Loop) exec(fn func()) {
 func (l *Loop) runDead(fn func()) {
 	l.deadMu.Lock()
 	prev := l.g.Swap(getg())
+	defer func() { // deferred: a callback's runtime.Goexit must not wedge deadMu
+		l.g.Store(prev)
+		l.deadMu.Unlock()
+	}()
 	l.call(fn)
 	l.drain()
-	l.g.Store(prev)
-	l.deadMu.Unlock()
 }
 
 // OnLoop reports whether the caller runs on this loop: its goroutine, or a Do
@@ -342,8 +349,9 @@ func (l *Loop) run() {
 		l.iterate()
 	}
 	l.teardown()
+	l.tornDown = true
 	unlockThread()
-	stopped = true
+	stopped, l.stopped = true, true
 	l.finishStop()
 }
 
@@ -353,20 +361,39 @@ var errGoexit = errors.New("aio: runtime.Goexit in a loop callback: the loop sto
 // goexited runs, deferred, when the loop goroutine is leaving other than by
 // Stop: a callback called runtime.Goexit (testing's FailNow in a callback,
 // say), which, unlike a panic, cannot be recovered. The goroutine is lost,
-// but the loop is not left half alive: it is reported as a panic and stopped
-// as Stop would, so that its handles end, its fds close, its slot comes back
-// and Stop's handle completes, instead of everything waiting on it hanging.
-// A Do body's Goexit does not come here (see doNode.pull).
+// but the loop is not left half alive: it is stopped as Stop would stop it,
+// so that its handles end, its fds close, its slot comes back and Stop's
+// handle completes, instead of everything waiting on it hanging; then the
+// Goexit is reported as a panic. A further Goexit during that teardown (in
+// an OnCancel callback, a cleanup, OnPanic) re-enters here and the teardown
+// goes on where it was cut off. The thread stays locked and ends with the
+// goroutine, which may have left it in any state. A Do body's Goexit does
+// not come here (see doNode.pull).
 func (l *Loop) goexited() {
-	l.reportPanic(errGoexit)
+	done := false
+	defer func() {
+		if !done {
+			if p := recover(); p != nil {
+				panic(p) // not a Goexit: an internal panic must stay fatal
+			}
+			l.goexited()
+		}
+	}()
 	l.postMu.Lock()
 	if l.state.Load() == stateRunning {
 		l.state.Store(stateStopping)
 	}
 	l.postMu.Unlock()
-	l.teardown()
-	unlockThread()
-	l.finishStop()
+	if !l.tornDown {
+		l.teardown()
+		l.tornDown = true
+	}
+	if !l.stopped {
+		l.stopped = true
+		l.finishStop()
+	}
+	done = true
+	l.reportPanic(errGoexit)
 }
 
 // iterate runs one pass of the phases.

@@ -110,26 +110,39 @@ func (l *Loop) teardown() {
 	// before Stop and adopted just after the last pass, a Work result) runs
 	// on a goroutine of its own under deadMu, and a producer adopted now is
 	// cancelled on the spot (adoptProducer).
-	l.deadMu.Lock()
-	l.postMu.Lock()
-	l.state.Store(stateDead)
-	rest := l.postQ
-	l.postQ = nil
-	l.qlen.Store(0)
-	l.postMu.Unlock()
-	for _, fn := range rest {
-		l.call(fn)
-		l.drain()
-	}
-	// The loop goroutine gives up ownership while it still holds deadMu, so
-	// a dead-loop runner can never save and restore its identity.
-	l.threadG.Store(0)
-	l.g.Store(0)
-	l.deadMu.Unlock()
+	l.turnDead()
 
 	// Last, the work pool: every Work job is cancelled by now (a late one by
 	// the pass above), so its function sees its context done and returns.
 	l.pool.close()
+}
+
+// turnDead makes the loop dead and runs what was still queued. deadMu is
+// released by a deferred call, and the queue is consumed from l.rest: a
+// callback that calls runtime.Goexit unwinds through here without leaving
+// deadMu locked, and the teardown that the loop goroutine's guard then runs
+// again (see goexited) takes up the callbacks still left.
+func (l *Loop) turnDead() {
+	l.deadMu.Lock()
+	defer l.deadMu.Unlock()
+	l.postMu.Lock()
+	l.state.Store(stateDead)
+	l.rest = append(l.rest, l.postQ...)
+	l.postQ = nil
+	l.qlen.Store(0)
+	l.postMu.Unlock()
+	for len(l.rest) > 0 {
+		fn := l.rest[0]
+		l.rest[0] = nil
+		l.rest = l.rest[1:]
+		l.call(fn)
+		l.drain()
+	}
+	l.rest = nil
+	// The loop goroutine gives up ownership while it still holds deadMu, so
+	// a dead-loop runner can never save and restore its identity.
+	l.threadG.Store(0)
+	l.g.Store(0)
 }
 
 // closeFDs closes every fd still registered with the loop.

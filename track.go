@@ -254,13 +254,26 @@ func (l *Loop) cancelPending() bool {
 	l.young, l.older = l.young[:0], l.older[:0]
 	for r := l.records.head; r != nil; {
 		next := r.next
-		found = true
-		if c := r.weak.Value(); c == nil {
+		switch c := r.weak.Value(); {
+		case c == nil:
+			found = true
 			r.abandon()
-		} else if !c.finished {
+		case !c.finished:
 			// finish takes the record off the list; a handle terminal but
 			// not yet finished has its finish job queued already.
+			found = true
 			c.cancel()
+		case c.x != nil && c.x.deferred:
+			// Held (a Bracket's use, a scope's children): the rest of its
+			// transition comes when they end.
+			found = true
+		default:
+			// Finished but still listed: its terminal transition was cut
+			// off (a callback's runtime.Goexit; see goexited). Nothing will
+			// take it off the list, and counting it as found would make
+			// teardown pass for ever: take it off and run what cleanups it
+			// has left.
+			r.finish()
 		}
 		r = next
 	}
