@@ -9,6 +9,7 @@ import (
 	"time"
 
 	"github.com/stretchr/testify/require"
+	"golang.org/x/sys/unix"
 )
 
 // A connection whose write queue never fully empties (steady streaming to a
@@ -249,5 +250,27 @@ func TestTCPStopClosesSocketsAfterCancelling(t *testing.T) {
 		require.Equal(t, Cancelled, c.Closed().Status())
 		require.Zero(t, l.Stats().TCPOpen)
 		require.Zero(t, l.Stats().Timers)
+	}
+}
+
+// Accepted sockets get TCP_NODELAY unless ListenConfig.Conn.Nagle says
+// otherwise, checked on the accepted socket itself.
+func TestTCPAcceptedNoDelay(t *testing.T) {
+	for _, nagle := range []bool{false, true} {
+		l := startLoop(t)
+		accepted := make(chan *Conn, 1)
+		ln, err := Listen(l, "127.0.0.1:0", ListenConfig{Conn: ConnConfig{Nagle: nagle}}, func(c *Conn) { accepted <- c })
+		require.NoError(t, err)
+		nc, err := net.DialTimeout("tcp", ln.Addr().String(), waitTimeout)
+		require.NoError(t, err)
+		c := <-accepted
+		var noDelay int
+		err = onLoopValue(t, l, func() (err error) {
+			noDelay, err = unix.GetsockoptInt(c.fd, unix.IPPROTO_TCP, unix.TCP_NODELAY)
+			return err
+		})
+		require.NoError(t, err)
+		require.Equal(t, !nagle, noDelay != 0, "Nagle %v: TCP_NODELAY on the accepted socket is %d", nagle, noDelay)
+		require.NoError(t, nc.Close())
 	}
 }
