@@ -12,8 +12,11 @@ package main
 //	              aio: server and clients on one loop (libuv's tcp_pound);
 //	              gostd: a net listener goroutine, a goroutine per accepted
 //	              connection and 100 client goroutines. An unmeasured gostd
-//	              round runs first, so that both sections meet the same number
-//	              of TIME_WAIT entries (see runTCPPound).
+//	              round runs first, then 4 rounds of aio, gostd and aio on two
+//	              loops (tcp-pound-2loops), aio and gostd alternating which
+//	              goes first; an aio row's ratio is the median of its
+//	              per-round ratios, since the kernel's TIME_WAIT state drifts
+//	              between sections (see runTCPPound).
 //	tcp-echo      64 connections, each sending a 4 KiB message and waiting for
 //	              its echo, for -duration; ops = messages echoed, MB/s in the
 //	              config column. aio: server and clients on one loop; gostd:
