@@ -12,7 +12,7 @@ import (
 // On Linux accept4 and getsockname are called directly: golang.org/x/sys
 // follows both with a getsockopt(SO_PROTOCOL) on every IPv4 socket (to tell
 // L2TP sockets apart), one system call per connection for nothing here.
-// getsockname is raw (see tcp_sys_raw_linux.go); accept4 is not: the new fd
+// getsockname is raw (see tcp_syscalls_linux.go); accept4 is not: the new fd
 // may not fit the fd table, and growing it waits for an RCU grace period
 // (expand_fdtable), milliseconds during which a raw call would hold the P.
 
