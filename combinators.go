@@ -357,7 +357,7 @@ func (n *withinNode[T]) fire() {
 func (n *withinNode[T]) disarm() { n.loop.removeTimer(&n.t) }
 
 func (n *withinNode[T]) stop() {
-	n.loop.removeTimer(&n.t)
+	n.disarm()
 	n.in.withdraw()
 }
 

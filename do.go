@@ -97,10 +97,10 @@ func (n *doNode[T]) start() {
 		co.enter()
 		returned := false
 		defer func() {
+			co.leave()
+			n.ended = true
 			if !returned {
-				co.leave()
-				var zero T
-				n.val, n.err, n.ended = zero, ErrGoexit, true
+				n.err = ErrGoexit
 				// iter.Pull would re-raise the Goexit on the loop goroutine
 				// (in next), killing the loop. A panic started during Goexit
 				// and recovered (by iter.Pull) lets the coroutine finish
@@ -108,10 +108,8 @@ func (n *doNode[T]) start() {
 				panic(goexitInBody{})
 			}
 		}()
-		v, err := callValue(func() (T, error) { return body(co) })
+		n.val, n.err = callValue(func() (T, error) { return body(co) })
 		returned = true
-		co.leave()
-		n.val, n.err, n.ended = v, err, true
 	})
 	n.resume()
 }

@@ -2,30 +2,32 @@ package aio
 
 import "github.com/valkyria/aio/internal/poll"
 
-// addFD registers fd with the poller and routes its readiness to h. On the
-// loop only.
-func (l *Loop) addFD(fd int, h ioHandler, ev poll.Events) error {
-	l.checkOnLoop()
-	if err := l.poller.Add(fd, ev); err != nil {
-		return err
-	}
+// ioHandler owns one fd registered in the loop's fd table (a Conn, a
+// Listener): it receives the fd's readiness, and closes it when Stop finds it
+// still open after cancelling every pending handle (closeFDs).
+type ioHandler interface {
+	onIO(ev poll.Events)
+	closeFD()
+}
+
+// setFD routes fd's readiness to h. On the loop.
+func setFD(l *Loop, fd int, h ioHandler) {
 	for fd >= len(l.fds) {
 		l.fds = append(l.fds, make([]ioHandler, len(l.fds)+64)...)
 	}
 	l.fds[fd] = h
-	return nil
 }
 
-// modFD changes the interest of a registered fd. On the loop only.
-func (l *Loop) modFD(fd int, ev poll.Events) error { return l.poller.Modify(fd, ev) }
-
-// delFD forgets fd; call it before closing the fd. On the loop only.
-func (l *Loop) delFD(fd int) error {
-	if fd < len(l.fds) {
+// clearFD forgets fd's handler if it is h, and unregisters fd from the poller
+// if inPoll. On the loop, before closing fd.
+func clearFD(l *Loop, fd int, h ioHandler, inPoll bool) {
+	l.forgetEvents(fd)
+	if inPoll {
+		_ = l.poller.Delete(fd)
+	}
+	if fd < len(l.fds) && l.fds[fd] == h {
 		l.fds[fd] = nil
 	}
-	l.forgetEvents(fd)
-	return l.poller.Delete(fd)
 }
 
 // forgetEvents drops the events for fd still ahead in the batch being

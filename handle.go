@@ -16,7 +16,6 @@ type core struct {
 	interest  int32 // dependents that registered and have not withdrawn
 	finished  bool  // the terminal transition ran
 	stopped   bool  // prod.stop ran
-	eagerStop bool  // stop the producer inside an on-loop Cancel (timers: Stats.Timers drops at once)
 	crossLoop bool  // adopted as a producer because an input lives on another loop
 
 	loop *Loop                         // immutable; detached for handles without a loop
@@ -177,14 +176,12 @@ func (h *Handle[T]) settle(v T, err error) bool {
 func (c *core) schedFinish(cancelled bool) {
 	l := c.loop
 	if l.OnLoop() {
-		if cancelled && c.eagerStop {
+		if d, ok := c.prod.(disarmer); ok && cancelled {
 			// Only the timer, at once (Stats.Timers drops in the same
 			// callback). The rest of stopping, withdrawing from inputs
 			// included, waits for finish: doing it here would recurse
 			// along a chain of timed handles.
-			if d, ok := c.prod.(disarmer); ok {
-				d.disarm()
-			}
+			d.disarm()
 		}
 		l.jobs.push(job{c: c})
 		return

@@ -115,9 +115,6 @@ type Loop struct {
 	stopH    *Handle[struct{}] // completed by the loop goroutine after teardown
 }
 
-// ioHandler receives readiness for one fd registered with addFD.
-type ioHandler interface{ onIO(ev poll.Events) }
-
 // Stats is a snapshot of a loop's counters.
 type Stats struct {
 	Name       string
@@ -297,11 +294,7 @@ func (l *Loop) Stats() Stats {
 // current callback).
 func (l *Loop) Stop() *Handle[struct{}] {
 	l.stopOnce.Do(func() {
-		l.postMu.Lock()
-		if l.state.Load() == stateRunning {
-			l.state.Store(stateStopping)
-		}
-		l.postMu.Unlock()
+		l.markStopping()
 		l.awake.Store(true)
 		_ = l.poller.Wake()
 	})
@@ -336,30 +329,33 @@ func (l *Loop) run() {
 	lockThread()
 	l.g.Store(getg())
 	l.threadG.Store(getg())
-	stopped := false
-	defer func() {
-		if !stopped {
-			if p := recover(); p != nil {
-				panic(p) // not a Goexit: an internal panic must stay fatal
-			}
-			l.goexited()
-		}
-	}()
+	defer l.goexited()
 	for l.state.Load() == stateRunning {
 		l.iterate()
 	}
 	l.teardown()
 	l.tornDown = true
 	unlockThread()
-	stopped, l.stopped = true, true
+	l.stopped = true
 	l.finishStop()
+}
+
+// markStopping turns a running loop to stopping: Post and new work are
+// refused from here on.
+func (l *Loop) markStopping() {
+	l.postMu.Lock()
+	if l.state.Load() == stateRunning {
+		l.state.Store(stateStopping)
+	}
+	l.postMu.Unlock()
 }
 
 // errGoexit is what OnPanic is given when a callback called runtime.Goexit.
 var errGoexit = errors.New("aio: runtime.Goexit in a loop callback: the loop stops")
 
-// goexited runs, deferred, when the loop goroutine is leaving other than by
-// Stop: a callback called runtime.Goexit (testing's FailNow in a callback,
+// goexited is deferred by the loop goroutine, and does nothing once the loop
+// has stopped. It acts when the goroutine is leaving other than by Stop: a
+// callback called runtime.Goexit (testing's FailNow in a callback,
 // say), which, unlike a panic, cannot be recovered. The goroutine is lost,
 // but the loop is not left half alive: it is stopped as Stop would stop it,
 // so that its handles end, its fds close, its slot comes back and Stop's
@@ -370,29 +366,20 @@ var errGoexit = errors.New("aio: runtime.Goexit in a loop callback: the loop sto
 // goroutine, which may have left it in any state. A Do body's Goexit does
 // not come here (see doNode.pull).
 func (l *Loop) goexited() {
-	done := false
-	defer func() {
-		if !done {
-			if p := recover(); p != nil {
-				panic(p) // not a Goexit: an internal panic must stay fatal
-			}
-			l.goexited()
-		}
-	}()
-	l.postMu.Lock()
-	if l.state.Load() == stateRunning {
-		l.state.Store(stateStopping)
+	if l.stopped {
+		return
 	}
-	l.postMu.Unlock()
+	if p := recover(); p != nil {
+		panic(p) // not a Goexit: an internal panic must stay fatal
+	}
+	defer l.goexited() // a further Goexit below comes back here
+	l.markStopping()
 	if !l.tornDown {
 		l.teardown()
 		l.tornDown = true
 	}
-	if !l.stopped {
-		l.stopped = true
-		l.finishStop()
-	}
-	done = true
+	l.stopped = true
+	l.finishStop()
 	l.reportPanic(errGoexit)
 }
 

@@ -55,7 +55,7 @@ func TestThenOnLooplessHandleNeverRunsInsideTheCall(t *testing.T) {
 }
 
 // R3: cancelling a chain of Within recurses once per link: cancel ->
-// schedFinish (eagerStop) -> stopProducer -> withinNode.stop -> link.withdraw
+// schedFinish (on-loop cancel) -> stopProducer -> withinNode.stop -> link.withdraw
 // -> withdrawFrom -> withdraw -> cancel of the next Within ... A 1,000,000-deep
 // chain grows the loop goroutine's stack to 256 MiB (a 4,000,000-deep one dies
 // with "goroutine stack exceeds 1000000000-byte limit").

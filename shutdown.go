@@ -151,9 +151,7 @@ func (l *Loop) closeFDs() {
 		if h == nil {
 			continue
 		}
-		if c, ok := h.(interface{ closeFD() }); ok {
-			c.closeFD()
-		}
+		h.closeFD()
 		if fd < len(l.fds) {
 			l.fds[fd] = nil
 		}

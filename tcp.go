@@ -129,9 +129,8 @@ func (c ListenConfig) withDefaults() (ListenConfig, error) {
 	return c, err
 }
 
-// tcpLoop is the TCP state a loop shares among its sockets: the counters that
-// Stats reports and the one read buffer. It never points at the Loop, so the
-// registry below does not keep loops alive.
+// tcpLoop is the TCP state a loop shares among its sockets (Loop.tcp): the
+// counters that Stats reports, the one read buffer, the free write chunks.
 type tcpLoop struct {
 	// Counters: written on the loop, read by Stats from any goroutine.
 	listeners atomic.Int64
@@ -183,10 +182,6 @@ func (t *tcpLoop) free() {
 	}
 }
 
-// tcpOf returns l's tcpLoop. Any goroutine (the pointer never changes; the
-// fields say who owns them).
-func tcpOf(l *Loop) *tcpLoop { return &l.tcp }
-
 // tcpStats adds l's TCP counters to s. Any goroutine.
 func tcpStats(l *Loop, s *Stats) {
 	t := &l.tcp
@@ -237,10 +232,17 @@ func runOnLoop(l *Loop, fn func() error) *Handle[struct{}] {
 		}
 		return Pure(l, struct{}{})
 	}
+	h := runningHandle(l)
+	l.exec(func() { h.settle(struct{}{}, fn()) })
+	return h
+}
+
+// runningHandle returns a Running handle of l, for the loop code that settles
+// it later (a posted operation, a queued write).
+func runningHandle(l *Loop) *Handle[struct{}] {
 	h := &Handle[struct{}]{}
 	h.init(l)
 	h.state.Store(uint32(Running))
-	l.exec(func() { h.settle(struct{}{}, fn()) })
 	return h
 }
 

@@ -452,7 +452,7 @@ func (c *Conn) Write(b []byte) *Handle[struct{}] {
 		case !queued:
 			return Pure(l, struct{}{})
 		}
-		h := c.newWriteHandle()
+		h := runningHandle(c.l)
 		c.addWaiter(h)
 		return h
 	}
@@ -460,7 +460,7 @@ func (c *Conn) Write(b []byte) *Handle[struct{}] {
 		return Fail[struct{}](l, err)
 	}
 	own := append([]byte(nil), b...)
-	h := c.newWriteHandle()
+	h := runningHandle(c.l)
 	l.exec(func() {
 		queued, err := c.write(own, true)
 		switch {
@@ -503,13 +503,6 @@ func (c *Conn) writeCheck() error {
 		return ErrWriteClosed
 	}
 	return nil
-}
-
-func (c *Conn) newWriteHandle() *Handle[struct{}] {
-	h := &Handle[struct{}]{}
-	h.init(c.l)
-	h.state.Store(uint32(Running))
-	return h
 }
 
 // write sends b, queueing what the kernel does not take; owned says b is the
@@ -726,7 +719,7 @@ func (c *Conn) completeWrites() {
 func (c *Conn) CloseWrite() *Handle[struct{}] {
 	l := c.l
 	if !l.OnLoop() {
-		h := c.newWriteHandle()
+		h := runningHandle(c.l)
 		l.exec(func() { c.closeWrite(h) })
 		return h
 	}
@@ -743,7 +736,7 @@ func (c *Conn) CloseWrite() *Handle[struct{}] {
 		}
 		return Fail[struct{}](l, ErrConnClosed) // shutdown failed and closed it
 	}
-	h := c.newWriteHandle()
+	h := runningHandle(c.l)
 	c.closeWrite(h)
 	return h
 }

@@ -120,7 +120,7 @@ func (n *dialNode) connect(ap netip.AddrPort) {
 		fail("options", err)
 		return
 	}
-	c := newConn(l, tcpOf(l), fd, n.cfg, connConnecting)
+	c := newConn(l, &l.tcp, fd, n.cfg, connConnecting)
 	c.raddr = ap
 	c.dial = n
 	n.c = c

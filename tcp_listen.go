@@ -101,7 +101,7 @@ func Listen(l *Loop, addr string, cfg ListenConfig, onConn func(c *Conn)) (*List
 	if err != nil {
 		return nil, fmt.Errorf("aio: listen tcp %s: %w", ap, err)
 	}
-	ln := &Listener{l: l, tl: tcpOf(l), addr: bound, cfg: cfg, onConn: onConn, fd: fd, spare: openSpare()}
+	ln := &Listener{l: l, tl: &l.tcp, addr: bound, cfg: cfg, onConn: onConn, fd: fd, spare: openSpare()}
 	ln.closed.init(l)
 	ln.closed.state.Store(uint32(Running))
 	ln.closed.prod = ln
@@ -172,31 +172,17 @@ func (ln *Listener) start() {
 	ln.tl.listeners.Add(1)
 	setFD(l, ln.fd, ln)
 	l.adoptProducer(&ln.closed.core)
-	if err := l.poller.Add(ln.fd, poll.Readable); err != nil {
+	ln.watch()
+}
+
+// watch registers the socket with the poller, closing the listener if that
+// fails. On the loop.
+func (ln *Listener) watch() {
+	if err := ln.l.poller.Add(ln.fd, poll.Readable); err != nil {
 		ln.closeWith(fmt.Errorf("aio: listen tcp %s: %w", ln.addr, err))
 		return
 	}
 	ln.inPoll = true
-}
-
-// setFD routes fd's readiness to h. On the loop.
-func setFD(l *Loop, fd int, h ioHandler) {
-	for fd >= len(l.fds) {
-		l.fds = append(l.fds, make([]ioHandler, len(l.fds)+64)...)
-	}
-	l.fds[fd] = h
-}
-
-// clearFD forgets fd's handler if it is h, and unregisters fd from the poller
-// if inPoll. On the loop, before closing fd.
-func clearFD(l *Loop, fd int, h ioHandler, inPoll bool) {
-	l.forgetEvents(fd)
-	if inPoll {
-		_ = l.poller.Delete(fd)
-	}
-	if fd < len(l.fds) && l.fds[fd] == h {
-		l.fds[fd] = nil
-	}
 }
 
 // Addr returns the address the listener is bound to, with the port the
@@ -364,11 +350,7 @@ func (ln *Listener) fire() {
 	if ln.spare < 0 {
 		ln.spare = openSpare()
 	}
-	if err := ln.l.poller.Add(ln.fd, poll.Readable); err != nil {
-		ln.closeWith(fmt.Errorf("aio: listen tcp %s: %w", ln.addr, err))
-		return
-	}
-	ln.inPoll = true
+	ln.watch()
 }
 
 func (ln *Listener) base() *core { return &ln.closed.core }

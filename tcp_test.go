@@ -199,7 +199,7 @@ func TestTCPReadBufferOutlivesClose(t *testing.T) {
 		_ = c.OnRead(func(c *Conn, b []byte) {
 			want := string(b)
 			c.Close()
-			ok <- tcpOf(l).buf != nil && string(b) == want && want == "payload"
+			ok <- l.tcp.buf != nil && string(b) == want && want == "payload"
 		})
 		close(accepted)
 	})
@@ -211,7 +211,7 @@ func TestTCPReadBufferOutlivesClose(t *testing.T) {
 	_, err = nc.Write([]byte("payload"))
 	require.NoError(t, err)
 	require.True(t, <-ok)
-	eventually(t, func() bool { return onLoopValue(t, l, func() bool { return tcpOf(l).buf == nil }) },
+	eventually(t, func() bool { return onLoopValue(t, l, func() bool { return l.tcp.buf == nil }) },
 		"the read buffer went back once no socket was left")
 }
 

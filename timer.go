@@ -160,9 +160,8 @@ func (l *Loop) armTimer(c *core, t *timer) {
 
 // startTimer makes c a running handle driven by its own timer t, due d from
 // now (see deadline) and armed from any goroutine; cancelling c disarms t at
-// once (eagerStop).
+// once (its producer is a disarmer).
 func (c *core) startTimer(t *timer, owner timerOwner, d time.Duration) {
-	c.eagerStop = true
 	t.owner, t.index, t.when = owner, -1, c.loop.deadline(d)
 	c.state.CompareAndSwap(uint32(Pending), uint32(Running))
 	c.loop.armTimer(c, t)
@@ -217,7 +216,7 @@ func (n *delayNode[T]) fire() {
 	n.settle(v, err)
 }
 
-func (n *delayNode[T]) stop()   { n.loop.removeTimer(&n.t) }
+func (n *delayNode[T]) stop()   { n.disarm() }
 func (n *delayNode[T]) disarm() { n.loop.removeTimer(&n.t) }
 
 // Sleep returns a handle that completes after d. It is Delay with nothing to
@@ -275,5 +274,5 @@ func (n *everyNode) fire() {
 	n.loop.addTimer(&n.t)
 }
 
-func (n *everyNode) stop()   { n.loop.removeTimer(&n.t) }
+func (n *everyNode) stop()   { n.disarm() }
 func (n *everyNode) disarm() { n.loop.removeTimer(&n.t) }

@@ -235,7 +235,7 @@ func compactPending(cs []*core) []*core {
 func (l *Loop) cancelPending() bool {
 	found := false
 	for _, t := range l.timers.all() {
-		if _, ownsFD := t.owner.(interface{ closeFD() }); ownsFD {
+		if _, ownsFD := t.owner.(ioHandler); ownsFD {
 			// A connection's or listener's timer: closeFDs closes its
 			// owner after the last pass, with every other socket, so that
 			// cancel callbacks of this pass still find sockets open

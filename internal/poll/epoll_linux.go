@@ -193,14 +193,7 @@ func (p *Poller) Wait(timeout time.Duration, evs []Event) (n int, woken bool, er
 	buf := p.buffer(len(evs))
 	timeout = min(timeout, maxWait)
 
-	// A signal (the Go scheduler's preemption SIGURG among them) ends
-	// epoll_pwait with EINTR whatever SA_RESTART says. Like libuv's
-	// uv__io_poll, wait again for what is left of the timeout, so that a
-	// timed Wait never returns early and a blocking one only for a reason.
-	var deadline time.Time
-	if timeout > 0 {
-		deadline = time.Now().Add(timeout)
-	}
+	deadline := waitDeadline(timeout) // for a wait a signal interrupts
 	var r uintptr
 	for {
 		var errno unix.Errno
@@ -212,11 +205,8 @@ func (p *Poller) Wait(timeout time.Duration, evs []Event) (n int, woken bool, er
 		if errno != unix.EINTR {
 			return 0, false, fmt.Errorf("poll: %s epfd %d: %w", what, p.epfd, errno)
 		}
-		if timeout > 0 {
-			if timeout = time.Until(deadline); timeout <= 0 {
-				return 0, false, nil
-			}
-		} else if timeout == 0 {
+		var again bool
+		if timeout, again = afterSignal(timeout, deadline); !again {
 			return 0, false, nil
 		}
 	}

@@ -249,13 +249,7 @@ func (p *Poller) Wait(timeout time.Duration, evs []Event) (n int, woken bool, er
 	}
 	buf := p.buffer(len(evs))
 
-	// A signal ends kevent with EINTR. Like libuv's uv__io_poll, wait again
-	// for what is left of the timeout, so that a timed Wait never returns
-	// early and a blocking one only for a reason.
-	var deadline time.Time
-	if timeout > 0 {
-		deadline = time.Now().Add(timeout)
-	}
+	deadline := waitDeadline(timeout) // for a wait a signal interrupts
 	var r int
 	for {
 		switch {
@@ -278,11 +272,8 @@ func (p *Poller) Wait(timeout time.Duration, evs []Event) (n int, woken bool, er
 		if !errors.Is(err, unix.EINTR) {
 			return 0, false, fmt.Errorf("poll: kevent wait kq %d: %w", p.kq, err)
 		}
-		if timeout > 0 {
-			if timeout = time.Until(deadline); timeout <= 0 {
-				return 0, false, nil
-			}
-		} else if timeout == 0 {
+		var again bool
+		if timeout, again = afterSignal(timeout, deadline); !again {
 			return 0, false, nil
 		}
 	}

@@ -27,6 +27,7 @@ package poll
 import (
 	"strconv"
 	"strings"
+	"time"
 )
 
 // Events is a bit set of readiness conditions. In Add and Modify only
@@ -86,4 +87,32 @@ type Event struct {
 	// appear only if they were asked for; Hangup and Error may appear on
 	// Linux even with no interest at all (see Add).
 	Events Events
+}
+
+// A signal (the Go scheduler's preemption SIGURG among them) ends a blocked
+// epoll_pwait or kevent with EINTR whatever SA_RESTART says. Like libuv's
+// uv__io_poll, Wait then waits again for what is left of its timeout, so that
+// a timed Wait never returns early and a blocking one only for a reason.
+
+// waitDeadline is when a Wait with timeout > 0 ends (the zero Time for the
+// others, which need none).
+func waitDeadline(timeout time.Duration) time.Time {
+	if timeout > 0 {
+		return time.Now().Add(timeout)
+	}
+	return time.Time{}
+}
+
+// afterSignal returns what a Wait interrupted by a signal waits for next: a
+// blocking one blocks again, a timed one waits for the rest of its timeout
+// until deadline (again false once it has passed), a poll is not retried.
+func afterSignal(timeout time.Duration, deadline time.Time) (next time.Duration, again bool) {
+	switch {
+	case timeout < 0:
+		return timeout, true
+	case timeout == 0:
+		return 0, false
+	}
+	left := time.Until(deadline)
+	return left, left > 0
 }
