@@ -139,5 +139,7 @@ func BenchmarkDoAwait(b *testing.B) {
 		}
 		return 0, nil
 	})
-	<-h.Done()
+	if _, err := wait(b, h); err != nil {
+		b.Fatal(err)
+	}
 }

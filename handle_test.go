@@ -558,6 +558,7 @@ func TestAbandonedWithoutCleanupsCountedAtStop(t *testing.T) {
 	rt := NewRuntime(RuntimeConfig{})
 	l, err := rt.Start(Config{})
 	require.NoError(t, err)
+	stopAtEnd(t, l) // also after a failure before the test's own Stop
 	onLoop(t, l, func() {
 		for i := 0; i < 10; i++ {
 			NewPromise[int](l)

@@ -56,6 +56,16 @@ func startLoop(t testing.TB, cfg ...Config) *Loop {
 	return l
 }
 
+// stopAtEnd stops l when the test ends, bounded by waitTimeout, for tests
+// that start and stop a loop themselves (Stop is idempotent).
+func stopAtEnd(t testing.TB, l *Loop) {
+	t.Cleanup(func() {
+		ctx, cancel := context.WithTimeout(context.Background(), waitTimeout)
+		defer cancel()
+		_, _ = l.Stop().Wait(ctx)
+	})
+}
+
 // onLoop runs fn on l and waits for it.
 func onLoop(t testing.TB, l *Loop, fn func()) {
 	t.Helper()

@@ -85,6 +85,7 @@ func TestTCPWriteQueueStaysBounded(t *testing.T) {
 	tick.Cancel()
 	onLoop(t, l, func() {})
 	t.Logf("live segments max %d, len(c.wq) max %d, queue emptied %d times", maxLive, maxLen, emptied)
+	require.Less(t, emptied, 10, "the queue kept emptying: the stream never exercised a queue that stays non-empty")
 	require.Less(t, maxLen, 4*maxLive+64, "c.wq kept %d slots for at most %d live segments", maxLen, maxLive)
 }
 
@@ -117,13 +118,7 @@ func TestTCPStaleEventDoesNotCompleteDial(t *testing.T) {
 			old := other.fd
 			other.Close()
 			h := Dial(l, stuck, ConnConfig{})
-			nfd := -1 // the dial's socket, while connecting
-			for fd, hd := range l.fds {
-				if cc, ok := hd.(*Conn); ok && cc.state == connConnecting {
-					nfd = fd
-				}
-			}
-			res <- dialRes{h: h, oldFD: old, newFD: nfd}
+			res <- dialRes{h: h, oldFD: old, newFD: connectingFD(l)}
 		})
 	})
 	require.NoError(t, err)
@@ -137,18 +132,20 @@ func TestTCPStaleEventDoesNotCompleteDial(t *testing.T) {
 	onLoop(t, l, func() {}) // the OnRead interest is registered
 
 	// Hold the loop so that both readiness events land in one poll batch.
-	require.NoError(t, l.Post(func() { time.Sleep(100 * time.Millisecond) }))
-	time.Sleep(20 * time.Millisecond)
-	_, err = a.Write([]byte("x"))
-	require.NoError(t, err)
-	_, err = b.Write([]byte("y"))
-	require.NoError(t, err)
+	held, release := make(chan struct{}), make(chan struct{})
+	require.NoError(t, l.Post(func() { close(held); <-release }))
+	<-held
+	_, errA := a.Write([]byte("x"))
+	_, errB := b.Write([]byte("y"))
+	close(release)
+	require.NoError(t, errA)
+	require.NoError(t, errB)
 
 	r := <-res
 	if r.newFD != r.oldFD {
 		t.Skipf("the dial's socket got fd %d, not the closed %d", r.newFD, r.oldFD)
 	}
-	time.Sleep(50 * time.Millisecond) // the connect to stuck cannot finish
+	onLoop(t, l, func() {}) // the rest of that batch, stale event included, was dispatched
 	st := r.h.Status()
 	if st == Completed {
 		c, _ := r.h.Result()
@@ -167,8 +164,9 @@ func TestTCPStopClosesConnectingAndLateConns(t *testing.T) {
 	stuck := stuckAddr(t)
 	fds := fdCount(t)
 	rt := NewRuntime(RuntimeConfig{})
-	l, err := rt.Start(Config{Name: "review-stop"})
+	l, err := rt.Start(Config{Name: "stop-late"})
 	require.NoError(t, err)
+	stopAtEnd(t, l) // also after a failure before the test's own Stop
 	var mu sync.Mutex
 	var closed []*Handle[struct{}]
 	n := 0 // on the loop
@@ -182,16 +180,8 @@ func TestTCPStopClosesConnectingAndLateConns(t *testing.T) {
 	})
 	require.NoError(t, err)
 	dial := Dial(l, stuck, ConnConfig{})
-	eventually(t, func() bool {
-		return onLoopValue(t, l, func() bool {
-			for _, h := range l.fds {
-				if c, ok := h.(*Conn); ok && c.state == connConnecting {
-					return true
-				}
-			}
-			return false
-		})
-	}, "the dial is not connecting")
+	// An off-loop Dial posts its connect ahead of this callback.
+	require.GreaterOrEqual(t, onLoopValue(t, l, func() int { return connectingFD(l) }), 0, "the dial is not connecting")
 	// Hold the loop so that several connections are pending in one batch:
 	// the kernel completes their handshakes from the backlog meanwhile.
 	held, release := make(chan struct{}), make(chan struct{})
@@ -237,6 +227,7 @@ func TestTCPStopClosesSocketsAfterCancelling(t *testing.T) {
 		rt := NewRuntime(RuntimeConfig{})
 		l, err := rt.Start(Config{Name: "stop-order"})
 		require.NoError(t, err)
+		stopAtEnd(t, l) // also after a failure before the test's own Stop
 		ln, err := Listen(l, "127.0.0.1:0", ListenConfig{Conn: cfg}, func(c *Conn) { _ = c.OnRead(tcpEcho) })
 		require.NoError(t, err)
 		c, err := wait(t, Dial(l, ln.Addr().String(), cfg))
@@ -273,4 +264,15 @@ func TestTCPAcceptedNoDelay(t *testing.T) {
 		require.Equal(t, !nagle, noDelay != 0, "Nagle %v: TCP_NODELAY on the accepted socket is %d", nagle, noDelay)
 		require.NoError(t, nc.Close())
 	}
+}
+
+// connectingFD returns the fd of a Conn of l still connecting, or -1. On the
+// loop.
+func connectingFD(l *Loop) int {
+	for fd, h := range l.fds {
+		if c, ok := h.(*Conn); ok && c.state == connConnecting {
+			return fd
+		}
+	}
+	return -1
 }

@@ -172,7 +172,8 @@ func TestTCPDialEchoSameLoop(t *testing.T) {
 	case <-time.After(waitTimeout):
 		t.Fatal("echo did not come back")
 	}
-	onLoop(t, l, func() { require.True(t, bytes.Equal(want, got.Bytes())) })
+	echoed := onLoopValue(t, l, func() []byte { return bytes.Clone(got.Bytes()) })
+	require.True(t, bytes.Equal(want, echoed))
 	_, err = wait(t, c.Close())
 	require.NoError(t, err)
 	_, err = wait(t, c.Closed())
@@ -211,7 +212,9 @@ func TestTCPReadBufferOutlivesClose(t *testing.T) {
 	_, err = nc.Write([]byte("payload"))
 	require.NoError(t, err)
 	require.True(t, <-ok)
-	eventually(t, func() bool { return onLoopValue(t, l, func() bool { return l.tcp.buf == nil }) },
+	// The buffer goes back in a job after the callback, before the loop
+	// runs a posted callback.
+	require.True(t, onLoopValue(t, l, func() bool { return l.tcp.buf == nil }),
 		"the read buffer went back once no socket was left")
 }
 
@@ -706,6 +709,7 @@ func TestTCPStopClosesConnections(t *testing.T) {
 	rt := NewRuntime(RuntimeConfig{})
 	l, err := rt.Start(Config{Name: "stop"})
 	require.NoError(t, err)
+	stopAtEnd(t, l) // also after a failure before the test's own Stop
 	var mu sync.Mutex
 	var handles []*Handle[struct{}]
 	keep := func(h *Handle[struct{}]) {
@@ -815,11 +819,12 @@ func TestTCPConnMisuse(t *testing.T) {
 	require.ErrorIs(t, c.Send([]byte("x")), ErrWriteClosed)
 	_, err = wait(t, c.Write([]byte("x")))
 	require.ErrorIs(t, err, ErrWriteClosed)
-	onLoop(t, l, func() {
-		require.ErrorIs(t, c.Send([]byte("x")), ErrWriteClosed)
+	errs := onLoopValue(t, l, func() [2]error { // on the loop: Send, Write
 		_, err := c.Write([]byte("x")).Result()
-		require.ErrorIs(t, err, ErrWriteClosed)
+		return [2]error{c.Send([]byte("x")), err}
 	})
+	require.ErrorIs(t, errs[0], ErrWriteClosed)
+	require.ErrorIs(t, errs[1], ErrWriteClosed)
 	_, err = wait(t, c.CloseWrite())
 	require.NoError(t, err, "CloseWrite is idempotent")
 
@@ -838,10 +843,11 @@ func TestTCPConnMisuse(t *testing.T) {
 	require.ErrorIs(t, err, ErrConnClosed)
 	_, err = wait(t, c.SetNoDelay(true))
 	require.ErrorIs(t, err, ErrConnClosed)
-	onLoop(t, l, func() {
-		require.ErrorIs(t, c.OnRead(tcpEcho), ErrConnClosed)
-		require.ErrorIs(t, c.Send([]byte("x")), ErrConnClosed)
+	errs = onLoopValue(t, l, func() [2]error { // on the loop: OnRead, Send
+		return [2]error{c.OnRead(tcpEcho), c.Send([]byte("x"))}
 	})
+	require.ErrorIs(t, errs[0], ErrConnClosed)
+	require.ErrorIs(t, errs[1], ErrConnClosed)
 	// A handle adopted into a closed connection's scope is cancelled at once.
 	h := Adopt(c.Scope(), Sleep(l, time.Hour))
 	_, err = wait(t, h)

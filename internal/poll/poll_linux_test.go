@@ -122,6 +122,8 @@ func TestSignalDoesNotEndWaitEarly(t *testing.T) {
 			n, woken, err := p.Wait(d, evs)
 			elapsed := time.Since(start)
 			sent := stop()
+			require.Positive(t, sent, "no signal reached the waiting thread")
+			require.Positive(t, sent, "no signal reached the waiting thread")
 			require.NoError(t, err)
 			require.Zero(t, n)
 			require.False(t, woken)
