@@ -25,7 +25,10 @@ func runChain(o options) ([]result, error) {
 	}
 	r.Config = fmt.Sprintf("links=%d Then", o.Chain)
 	rs = append(rs, r)
-	r = chainGo(o)
+	r, err = chainGo(o)
+	if err != nil {
+		return rs, fmt.Errorf("chain/gostd: %w", err)
+	}
 	r.Config = fmt.Sprintf("stages=%d goroutine per stage, unbuffered chans", o.Chain)
 	return append(rs, r), nil
 }
@@ -54,6 +57,9 @@ func chainAIO(o options) (result, error) {
 		f.finish(err)
 	}
 	err = await(f.done, o.sectionLimit(10*time.Second), "chain: waiting for the last link", l)
+	if err == nil {
+		err = f.err
+	}
 	var r result
 	if err == nil {
 		r = m.finish("chain", "aio", int64(n), m.start, f.end)
@@ -67,7 +73,7 @@ func chainAIO(o options) (result, error) {
 	return r, err
 }
 
-func chainGo(o options) result {
+func chainGo(o options) (result, error) {
 	n := o.Chain
 	m := startMeter()
 	first := make(chan int)
@@ -82,9 +88,9 @@ func chainGo(o options) result {
 	end := time.Now()
 	r := m.finish("chain", "gostd", int64(n), m.start, end)
 	if v != n {
-		r.Config = "wrong result"
+		return r, fmt.Errorf("chain ended with %d, want %d", v, n)
 	}
-	return r
+	return r, nil
 }
 
 // runCancelTree: cancel the root of a two-level tree of handles (All of All
@@ -176,6 +182,9 @@ func cancelTreeAIO(o options, name string, fan int, aged bool) (result, error) {
 		f.finish(err)
 	}
 	err = await(f.done, o.sectionLimit(10*time.Second), name+": cancelling", l)
+	if err == nil {
+		err = f.err
+	}
 	var r result
 	handles := int64(fan*fan + fan + 1)
 	if err == nil {
@@ -280,6 +289,9 @@ func runDoAwait(o options) ([]result, error) {
 	}
 	end = time.Now()
 	close(req)
+	if sum != n*(n-1)/2 {
+		return rs, fmt.Errorf("do-await/gostd: sum %d, want %d", sum, n*(n-1)/2)
+	}
 	r := m.finish("do-await", "gostd", int64(n), m.start, end)
 	r.Config = "request/reply over unbuffered chans"
 	return append(rs, r), nil

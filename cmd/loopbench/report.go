@@ -1,11 +1,13 @@
 package main
 
 import (
+	"cmp"
 	"encoding/json"
 	"fmt"
 	"io"
 	"math"
 	"runtime"
+	"slices"
 	"strconv"
 	"strings"
 	"syscall"
@@ -102,6 +104,8 @@ func baselineOf(workload string) string {
 		return "handles"
 	case "tcp-pound-2loops":
 		return "tcp-pound"
+	case "tcp-echo-2loops":
+		return "tcp-echo"
 	case "cancel-tree-aged":
 		return "cancel-tree"
 	}
@@ -185,4 +189,23 @@ func group(v float64) string {
 		b.WriteRune(c)
 	}
 	return b.String()
+}
+
+// median returns the median of xs (the upper one of an even count), or nil
+// for none.
+func median(xs []float64) *float64 {
+	if len(xs) == 0 {
+		return nil
+	}
+	s := slices.Clone(xs)
+	slices.Sort(s)
+	m := s[len(s)/2]
+	return &m
+}
+
+// medianRound returns the round with the median throughput.
+func medianRound(rs []result) result {
+	s := slices.Clone(rs)
+	slices.SortFunc(s, func(a, b result) int { return cmp.Compare(a.OpsPerSec, b.OpsPerSec) })
+	return s[len(s)/2]
 }

@@ -33,7 +33,6 @@ package main
 
 import (
 	"bufio"
-	"cmp"
 	"context"
 	"errors"
 	"fmt"
@@ -60,6 +59,9 @@ const (
 )
 
 var pingMsg = []byte("PING\n")
+
+// poundMsg is what each tcp-pound connection sends and reads back.
+var poundMsg = []byte("QS")
 
 // echoBack is the aio echo server's read callback.
 func echoBack(c *aio.Conn, b []byte) { _ = c.Send(b) }
@@ -193,22 +195,27 @@ func runTCPPound(o options) ([]result, error) {
 	// figures are its median round's).
 	var aio1, gostd, aio2 []result
 	var ratio1, ratio2 []float64
-	var pairs []string
 	for round := range poundRounds {
 		var r, g result
-		var err error
-		aioFirst := round%2 == 0
-		if aioFirst {
+		oneLoop := func() (err error) {
 			if r, err = tcpPoundAIO(o, "tcp-pound", 1); err != nil {
-				return nil, fmt.Errorf("tcp-pound/aio: %w", err)
+				err = fmt.Errorf("tcp-pound/aio: %w", err)
 			}
+			return err
 		}
-		if g, err = tcpPoundGo(o); err != nil {
-			return nil, fmt.Errorf("tcp-pound/gostd: %w", err)
+		goNet := func() (err error) {
+			if g, err = tcpPoundGo(o); err != nil {
+				err = fmt.Errorf("tcp-pound/gostd: %w", err)
+			}
+			return err
 		}
-		if !aioFirst {
-			if r, err = tcpPoundAIO(o, "tcp-pound", 1); err != nil {
-				return nil, fmt.Errorf("tcp-pound/aio: %w", err)
+		steps := []func() error{oneLoop, goNet}
+		if round%2 == 1 {
+			slices.Reverse(steps)
+		}
+		for _, step := range steps {
+			if err := step(); err != nil {
+				return nil, err
 			}
 		}
 		// The server on one loop, the clients on a second, both cores busy
@@ -221,8 +228,11 @@ func runTCPPound(o options) ([]result, error) {
 		if g.OpsPerSec > 0 {
 			ratio1 = append(ratio1, r.OpsPerSec/g.OpsPerSec)
 			ratio2 = append(ratio2, r2.OpsPerSec/g.OpsPerSec)
-			pairs = append(pairs, fmt.Sprintf("%.2f", r.OpsPerSec/g.OpsPerSec))
 		}
+	}
+	pairs := make([]string, len(ratio1))
+	for i, x := range ratio1 {
+		pairs[i] = fmt.Sprintf("%.2f", x)
 	}
 	rounds := fmt.Sprintf("%d rounds, ratio = median of aio/gostd per round (%s)", poundRounds, strings.Join(pairs, " "))
 	r := medianRound(aio1)
@@ -237,27 +247,8 @@ func runTCPPound(o options) ([]result, error) {
 	return []result{r, g, r2}, nil
 }
 
-// median returns the median of xs (the upper one of an even count), or nil
-// for none.
-func median(xs []float64) *float64 {
-	if len(xs) == 0 {
-		return nil
-	}
-	s := slices.Clone(xs)
-	slices.Sort(s)
-	m := s[len(s)/2]
-	return &m
-}
-
 // poundRounds is how many times tcp-pound measures each variant.
 const poundRounds = 4
-
-// medianRound returns the round with the median throughput.
-func medianRound(rs []result) result {
-	s := slices.Clone(rs)
-	slices.SortFunc(s, func(a, b result) int { return cmp.Compare(a.OpsPerSec, b.OpsPerSec) })
-	return s[len(s)/2]
-}
 
 // tcpPoundAIO runs the pound with the server and the clients on one loop
 // (loops 1, as libuv's anchor does), or the server on one loop and the
@@ -277,7 +268,6 @@ func tcpPoundAIO(o options, workload string, loops int) (result, error) {
 		}
 		addr := ln.Addr().String()
 		f := newFinisher()
-		msg := []byte("QS")
 		var (
 			started, completed, failed int // on the loop
 			slot                       func()
@@ -300,7 +290,7 @@ func tcpPoundAIO(o options, workload string, loops int) (result, error) {
 				}
 				ok := false
 				_ = c.OnRead(func(c *aio.Conn, b []byte) { ok = true; c.Close() })
-				_ = c.Send(msg)
+				_ = c.Send(poundMsg)
 				aio.Finally(c.Closed(), func() {
 					if ok {
 						completed++
@@ -360,7 +350,7 @@ func tcpPoundGo(o options) (result, error) {
 					continue
 				}
 				_ = c.SetDeadline(time.Now().Add(o.Timeout))
-				_, werr := c.Write([]byte("QS"))
+				_, werr := c.Write(poundMsg)
 				k, rerr := c.Read(buf[:])
 				c.Close()
 				if werr == nil && rerr == nil && k > 0 {
@@ -399,10 +389,6 @@ func runTCPEcho(o options) ([]result, error) {
 		return append(rs, r2), fmt.Errorf("tcp-echo/gostd: %w", err)
 	}
 	g.Config = fmt.Sprintf("net: goroutine per conn + per client, %d conns, %d B msgs, %.0f MB/s", echoConns, echoMsg, mbps(g))
-	if g.OpsPerSec > 0 { // annotate compares only rows named like the baseline
-		ratio := r2.OpsPerSec / g.OpsPerSec
-		r2.Ratio = &ratio
-	}
 	return append(rs, r2, g), nil
 }
 
@@ -603,6 +589,7 @@ func idleClients(addr string, n int, limit time.Duration) (io.WriteCloser, func(
 	}
 	stdout, err := cmd.StdoutPipe()
 	if err != nil {
+		stdin.Close()
 		return nil, nil, err
 	}
 	if err := cmd.Start(); err != nil {
@@ -614,8 +601,7 @@ func idleClients(addr string, n int, limit time.Duration) (io.WriteCloser, func(
 		if err == nil && line != "ready\n" {
 			err = fmt.Errorf("idle client said %q", line)
 		}
-		ready <- err
-		_, _ = io.Copy(io.Discard, stdout)
+		ready <- err // the child writes nothing after "ready"
 	}()
 	select {
 	case err = <-ready:

@@ -45,9 +45,7 @@ func main() {
 	closed := srv.shutdown(*grace)
 	log.Printf("echo: closed %d connections still open after the grace period", closed)
 
-	sctx, cancel := context.WithTimeout(context.Background(), 10*time.Second)
-	defer cancel()
-	if err := rt.Shutdown(sctx); err != nil {
+	if err := shutdownRuntime(rt); err != nil {
 		log.Fatalf("echo: runtime shutdown: %v", err)
 	}
 	log.Printf("echo: %s", srv.summary())
@@ -78,17 +76,24 @@ func start(rt *aio.Runtime, addr string, loops int) (*server, error) {
 	for i := 0; i < loops; i++ {
 		l, err := rt.Start(aio.Config{Name: fmt.Sprintf("echo-%d", i)})
 		if err != nil {
-			return nil, errors.Join(err, rt.Shutdown(context.Background()))
+			return nil, errors.Join(err, shutdownRuntime(rt))
 		}
 		s := &shard{l: l, conns: map[*aio.Conn]struct{}{}}
 		s.ln, err = aio.Listen(l, srv.addr, aio.ListenConfig{ReusePort: true}, s.accept)
 		if err != nil {
-			return nil, errors.Join(err, rt.Shutdown(context.Background()))
+			return nil, errors.Join(err, shutdownRuntime(rt))
 		}
 		srv.addr = s.ln.Addr().String()
 		srv.shards = append(srv.shards, s)
 	}
 	return srv, nil
+}
+
+// shutdownRuntime stops every loop of rt, giving up after 10 s.
+func shutdownRuntime(rt *aio.Runtime) error {
+	ctx, cancel := context.WithTimeout(context.Background(), 10*time.Second)
+	defer cancel()
+	return rt.Shutdown(ctx)
 }
 
 // echo sends back whatever arrives; Send copies what the kernel does not take
@@ -113,22 +118,32 @@ func (s *shard) accept(c *aio.Conn) {
 // connections to finish, closes those that did not, and returns how many it
 // closed. Any goroutine but the loops'.
 func (srv *server) shutdown(grace time.Duration) int {
-	ctx := context.Background()
-	for _, s := range srv.shards {
-		_, _ = s.ln.Close().Wait(ctx)
+	deadline := time.NewTimer(grace)
+	defer deadline.Stop()
+	closing := make([]*aio.Handle[struct{}], len(srv.shards))
+	for i, s := range srv.shards {
+		closing[i] = s.ln.Close()
+	}
+	for _, h := range closing {
+		select {
+		case <-h.Done():
+		case <-deadline.C:
+			return srv.closeAll()
+		}
 	}
 	drained := make(chan struct{}, len(srv.shards))
 	for _, s := range srv.shards {
-		_ = s.l.Post(func() {
+		err := s.l.Post(func() {
 			if len(s.conns) == 0 {
 				drained <- struct{}{}
 				return
 			}
 			s.onEmpty = func() { drained <- struct{}{} }
 		})
+		if err != nil { // the loop is stopped already: nothing left to wait for
+			drained <- struct{}{}
+		}
 	}
-	deadline := time.NewTimer(grace)
-	defer deadline.Stop()
 	for range srv.shards {
 		select {
 		case <-drained:

@@ -40,6 +40,7 @@ func roundTrip(t *testing.T, c net.Conn, msg string) {
 // the deadline, then the runtime shuts down with nothing left.
 func TestEchoGracefulShutdown(t *testing.T) {
 	rt := aio.NewRuntime(aio.RuntimeConfig{})
+	t.Cleanup(func() { _ = shutdownRuntime(rt) }) // also after a failure
 	srv, err := start(rt, "127.0.0.1:0", 2)
 	require.NoError(t, err)
 	require.Len(t, srv.shards, 2)
@@ -96,6 +97,7 @@ func TestEchoGracefulShutdown(t *testing.T) {
 // the grace period.
 func TestEchoShutdownWhenIdle(t *testing.T) {
 	rt := aio.NewRuntime(aio.RuntimeConfig{})
+	t.Cleanup(func() { _ = shutdownRuntime(rt) }) // also after a failure
 	srv, err := start(rt, "127.0.0.1:0", 1)
 	require.NoError(t, err)
 	c := dial(t, srv.addr)
@@ -104,7 +106,7 @@ func TestEchoShutdownWhenIdle(t *testing.T) {
 	begin := time.Now()
 	require.Zero(t, srv.shutdown(time.Minute))
 	require.Less(t, time.Since(begin), 30*time.Second)
-	require.NoError(t, rt.Shutdown(context.Background()))
+	require.NoError(t, shutdownRuntime(rt))
 }
 
 func TestEchoBadAddress(t *testing.T) {
