@@ -5,3 +5,9 @@ import "golang.org/x/sys/unix"
 // connErrno reports the per-connection accept errors only Linux has: ENONET
 // is in accept(2)'s list of network errors to retry after.
 func connErrno(en unix.Errno) bool { return en == unix.ENONET }
+
+// acceptInheritsNoDelay: an accepted socket starts as a copy of the
+// listener's TCP state (sk_clone_lock), TCP_NODELAY included, so Listen sets
+// it once on the listener instead of once per accepted connection
+// (TestTCPAcceptedNoDelay checks the accepted socket).
+const acceptInheritsNoDelay = true

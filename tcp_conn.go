@@ -118,9 +118,10 @@ func newConn(l *Loop, tl *tcpLoop, fd int, cfg ConnConfig, state uint8) *Conn {
 	return c
 }
 
-// setConnOptions applies cfg's socket options to fd.
-func setConnOptions(fd int, cfg ConnConfig) error {
-	if !cfg.Nagle {
+// setConnOptions applies cfg's socket options to fd; TCP_NODELAY only if
+// the socket does not have it already (inherited from its listener).
+func setConnOptions(fd int, cfg ConnConfig, hasNoDelay bool) error {
+	if !cfg.Nagle && !hasNoDelay {
 		if err := sysSetsockoptInt(fd, unix.IPPROTO_TCP, unix.TCP_NODELAY, 1); err != nil {
 			return fmt.Errorf("setsockopt TCP_NODELAY: %w", err)
 		}
@@ -784,11 +785,17 @@ func (c *Conn) shutdown() {
 // the kernel are dropped (their handles fail with ErrConnClosed), the fd is
 // closed, handles adopted by the scope are cancelled, and Closed completes.
 // It returns a handle that completes when all that is done: at once on the
-// loop, after a posted job elsewhere. Idempotent; any goroutine. To let the
-// queue flush first, use CloseWrite (and let the peer close).
+// loop (Closed's own handle when this call closed the connection, so that
+// the common case allocates nothing), after a posted job elsewhere.
+// Idempotent: closing a connection that is already closed, for whatever
+// reason, completes. Any goroutine. To let the queue flush first, use
+// CloseWrite (and let the peer close).
 func (c *Conn) Close() *Handle[struct{}] {
 	if c.l.OnLoop() { // the common case, without runOnLoop's closure
 		c.closeWith(nil)
+		if c.closed.state.Load() == uint32(Completed) {
+			return &c.closed // this Close completed it: no handle to allocate
+		}
 		return Pure(c.l, struct{}{})
 	}
 	return runOnLoop(c.l, func() error { c.closeWith(nil); return nil })

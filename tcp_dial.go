@@ -115,7 +115,7 @@ func (n *dialNode) connect(ap netip.AddrPort) {
 		fail("socket", err)
 		return
 	}
-	if err := setConnOptions(fd, n.cfg); err != nil {
+	if err := setConnOptions(fd, n.cfg, false); err != nil {
 		unix.Close(fd)
 		fail("options", err)
 		return

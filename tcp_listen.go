@@ -135,6 +135,11 @@ func listenSocket(ap netip.AddrPort, cfg ListenConfig) (int, netip.AddrPort, err
 			return fail("setsockopt SO_REUSEPORT", err)
 		}
 	}
+	if acceptInheritsNoDelay && !cfg.Conn.Nagle {
+		if err := sysSetsockoptInt(fd, unix.IPPROTO_TCP, unix.TCP_NODELAY, 1); err != nil {
+			return fail("setsockopt TCP_NODELAY", err)
+		}
+	}
 	if err := unix.Bind(fd, sa); err != nil {
 		return fail("bind", err)
 	}
@@ -252,7 +257,7 @@ func (ln *Listener) acceptFailed(err error) {
 
 // serve turns an accepted fd into a Conn and hands it to the callback.
 func (ln *Listener) serve(fd int, peer netip.AddrPort) {
-	if err := setConnOptions(fd, ln.cfg.Conn); err != nil {
+	if err := setConnOptions(fd, ln.cfg.Conn, acceptInheritsNoDelay); err != nil {
 		// The peer is most likely gone already (some systems refuse options
 		// on a reset socket): nothing to hand over.
 		unix.Close(fd)

@@ -276,3 +276,41 @@ func connectingFD(l *Loop) int {
 	}
 	return -1
 }
+
+// Close on the loop returns a handle already completed: Closed's own when
+// this call closed the connection, a fresh one when an error had closed it
+// before (Close still succeeds: it is idempotent).
+func TestTCPCloseOnLoopReturnsCompletedHandle(t *testing.T) {
+	l := startLoop(t)
+	accepted := make(chan *Conn, 2)
+	ln, err := Listen(l, "127.0.0.1:0", ListenConfig{}, func(c *Conn) {
+		_ = c.OnRead(func(*Conn, []byte) {})
+		accepted <- c
+	})
+	require.NoError(t, err)
+
+	nc, err := net.DialTimeout("tcp", ln.Addr().String(), waitTimeout)
+	require.NoError(t, err)
+	defer nc.Close()
+	c := <-accepted
+	type closes struct {
+		st     [3]Status
+		closed bool // the first Close returned Closed's handle
+	}
+	got := onLoopValue(t, l, func() closes {
+		h1, h2 := c.Close(), c.Close()
+		return closes{[3]Status{h1.Status(), h2.Status(), c.Closed().Status()}, h1 == c.Closed()}
+	})
+	require.Equal(t, closes{[3]Status{Completed, Completed, Completed}, true}, got)
+
+	// A reset closes the second connection with an error first.
+	nc2, err := net.DialTimeout("tcp", ln.Addr().String(), waitTimeout)
+	require.NoError(t, err)
+	c2 := <-accepted
+	require.NoError(t, nc2.(*net.TCPConn).SetLinger(0))
+	require.NoError(t, nc2.Close())
+	_, err = wait(t, c2.Closed())
+	require.ErrorIs(t, err, unix.ECONNRESET)
+	st2 := onLoopValue(t, l, func() [2]Status { return [2]Status{c2.Close().Status(), c2.Closed().Status()} })
+	require.Equal(t, [2]Status{Completed, Failed}, st2)
+}
