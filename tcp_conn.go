@@ -35,9 +35,8 @@ const maxReadsPerEvent = 16
 // what completes later is a handle. Every callback runs on the loop, never
 // inside the call that registers it.
 type Conn struct {
-	// closed is Closed(): a producer of the loop, tracked so that Stop
-	// cancels it, and cancelling it closes the connection. First field: the
-	// handle's core starts the allocation.
+	// closed is Closed(): a producer of the loop; cancelling it closes the
+	// connection, and Stop does so through the fd table (see newConn).
 	closed Handle[struct{}]
 
 	l  *Loop    // immutable
@@ -106,8 +105,17 @@ type writeWaiter struct {
 // (closeFDs). A tracking record would cost three allocations and a weak
 // pointer for every connection that lives past two loop iterations.
 func newConn(l *Loop, tl *tcpLoop, fd int, cfg ConnConfig, state uint8) *Conn {
-	c := &Conn{l: l, tl: tl, fd: fd, state: state, hw: cfg.HighWater, lw: cfg.LowWater,
-		readTO: cfg.ReadTimeout, idleTO: cfg.IdleTimeout}
+	c := new(Conn)
+	c.init(l, tl, fd, cfg, state)
+	return c
+}
+
+// init sets up a zero Conn as newConn does, for a Conn allocated with
+// something else (Dial's handle).
+func (c *Conn) init(l *Loop, tl *tcpLoop, fd int, cfg ConnConfig, state uint8) {
+	c.l, c.tl, c.fd, c.state = l, tl, fd, state
+	c.hw, c.lw = cfg.HighWater, cfg.LowWater
+	c.readTO, c.idleTO = cfg.ReadTimeout, cfg.IdleTimeout
 	c.closed.init(l)
 	c.closed.state.Store(uint32(Running))
 	c.closed.prod = c
@@ -115,7 +123,6 @@ func newConn(l *Loop, tl *tcpLoop, fd int, cfg ConnConfig, state uint8) *Conn {
 	c.t.index = -1
 	tl.acquire()
 	setFD(l, fd, c)
-	return c
 }
 
 // setConnOptions applies cfg's socket options to fd; TCP_NODELAY only if
@@ -414,14 +421,14 @@ func (c *Conn) readSome() {
 // gotEOF handles the peer's FIN.
 func (c *Conn) gotEOF() {
 	c.eof = true
-	c.update()
+	if c.onEOF == nil && c.queued.Load() == 0 {
+		c.closeWith(nil) // no interest update to queue for a closed fd
+		return
+	}
+	c.update() // reading stops
 	if c.onEOF != nil {
 		c.callback(c.onEOF)
 		c.maybeFinish()
-		return
-	}
-	if c.queued.Load() == 0 {
-		c.closeWith(nil)
 		return
 	}
 	c.closeWrite(nil)
