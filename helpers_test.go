@@ -78,6 +78,18 @@ func onLoop(t testing.TB, l *Loop, fn func()) {
 	}
 }
 
+// recv receives from ch, failing the test after waitTimeout.
+func recv[T any](t testing.TB, ch <-chan T) T {
+	t.Helper()
+	select {
+	case v := <-ch:
+		return v
+	case <-time.After(waitTimeout):
+		t.Fatal("nothing received in time")
+		panic("unreachable")
+	}
+}
+
 // wait waits for h and returns its outcome.
 func wait[T any](t testing.TB, h *Handle[T]) (T, error) {
 	t.Helper()

@@ -65,9 +65,13 @@ func Dial(l *Loop, addr string, cfg ConnConfig) *Handle[*Conn] {
 	return &n.Handle
 }
 
+// lookupNetIP is the name lookup of Dial: the default resolver's, replaced
+// by tests that need a name to resolve the same way on every machine.
+var lookupNetIP = net.DefaultResolver.LookupNetIP
+
 // resolve looks name up, preferring an IPv4 address. Off the loop.
 func resolve(ctx context.Context, name string, port uint16) (netip.AddrPort, error) {
-	ips, err := net.DefaultResolver.LookupNetIP(ctx, "ip", name)
+	ips, err := lookupNetIP(ctx, "ip", name)
 	if err != nil {
 		return netip.AddrPort{}, err
 	}

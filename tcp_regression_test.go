@@ -23,7 +23,7 @@ func TestTCPWriteQueueStaysBounded(t *testing.T) {
 	nc, err := net.Dial("tcp", ln.Addr().String())
 	require.NoError(t, err)
 	defer nc.Close()
-	c := <-conns
+	c := recv(t, conns)
 
 	const total = 96 << 20
 	stop := make(chan struct{})
@@ -134,17 +134,16 @@ func TestTCPStaleEventDoesNotCompleteDial(t *testing.T) {
 	// Hold the loop so that both readiness events land in one poll batch.
 	held, release := make(chan struct{}), make(chan struct{})
 	require.NoError(t, l.Post(func() { close(held); <-release }))
-	<-held
+	recv(t, held)
 	_, errA := a.Write([]byte("x"))
 	_, errB := b.Write([]byte("y"))
 	close(release)
 	require.NoError(t, errA)
 	require.NoError(t, errB)
 
-	r := <-res
-	if r.newFD != r.oldFD {
-		t.Skipf("the dial's socket got fd %d, not the closed %d", r.newFD, r.oldFD)
-	}
+	r := recv(t, res)
+	// The kernel hands out the lowest free fd: the one just closed.
+	require.Equal(t, r.oldFD, r.newFD, "the dial's socket did not get the closed fd: the stale event cannot be reproduced")
 	onLoop(t, l, func() {}) // the rest of that batch, stale event included, was dispatched
 	st := r.h.Status()
 	if st == Completed {
@@ -186,7 +185,7 @@ func TestTCPStopClosesConnectingAndLateConns(t *testing.T) {
 	// the kernel completes their handshakes from the backlog meanwhile.
 	held, release := make(chan struct{}), make(chan struct{})
 	require.NoError(t, l.Post(func() { close(held); <-release }))
-	<-held
+	recv(t, held)
 	var ncs []net.Conn
 	for i := 0; i < 3; i++ {
 		nc, err := net.DialTimeout("tcp", ln.Addr().String(), waitTimeout)
@@ -254,7 +253,7 @@ func TestTCPAcceptedNoDelay(t *testing.T) {
 		require.NoError(t, err)
 		nc, err := net.DialTimeout("tcp", ln.Addr().String(), waitTimeout)
 		require.NoError(t, err)
-		c := <-accepted
+		c := recv(t, accepted)
 		var noDelay int
 		err = onLoopValue(t, l, func() (err error) {
 			noDelay, err = unix.GetsockoptInt(c.fd, unix.IPPROTO_TCP, unix.TCP_NODELAY)
@@ -292,7 +291,7 @@ func TestTCPCloseOnLoopReturnsCompletedHandle(t *testing.T) {
 	nc, err := net.DialTimeout("tcp", ln.Addr().String(), waitTimeout)
 	require.NoError(t, err)
 	defer nc.Close()
-	c := <-accepted
+	c := recv(t, accepted)
 	type closes struct {
 		st     [3]Status
 		closed bool // the first Close returned Closed's handle
@@ -306,7 +305,7 @@ func TestTCPCloseOnLoopReturnsCompletedHandle(t *testing.T) {
 	// A reset closes the second connection with an error first.
 	nc2, err := net.DialTimeout("tcp", ln.Addr().String(), waitTimeout)
 	require.NoError(t, err)
-	c2 := <-accepted
+	c2 := recv(t, accepted)
 	require.NoError(t, nc2.(*net.TCPConn).SetLinger(0))
 	require.NoError(t, nc2.Close())
 	_, err = wait(t, c2.Closed())

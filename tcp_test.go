@@ -7,7 +7,7 @@ import (
 	"io"
 	"math/rand/v2"
 	"net"
-	"os"
+	"net/netip"
 	"runtime"
 	"strconv"
 	"sync"
@@ -206,12 +206,12 @@ func TestTCPReadBufferOutlivesClose(t *testing.T) {
 	})
 	require.NoError(t, err)
 	nc := netDial(t, ln)
-	<-accepted
+	recv(t, accepted)
 	_, err = wait(t, ln.Close()) // the connection is now the loop's only socket
 	require.NoError(t, err)
 	_, err = nc.Write([]byte("payload"))
 	require.NoError(t, err)
-	require.True(t, <-ok)
+	require.True(t, recv(t, ok))
 	// The buffer goes back in a job after the callback, before the loop
 	// runs a posted callback.
 	require.True(t, onLoopValue(t, l, func() bool { return l.tcp.buf == nil }),
@@ -288,7 +288,7 @@ func TestTCPBackpressure(t *testing.T) {
 		require.True(t, bytes.Equal(want, got[:n]), "echo differs at %d", off)
 		off += n
 	}
-	require.NoError(t, <-werr)
+	require.NoError(t, recv(t, werr))
 	_, err = nc.Read(got)
 	require.ErrorIs(t, err, io.EOF)
 	require.LessOrEqual(t, maxQueued.Load(), int64(hw+ReadBufferSize))
@@ -333,7 +333,7 @@ func TestTCPHalfClose(t *testing.T) {
 	got, err := io.ReadAll(nc)
 	require.NoError(t, err)
 	require.Equal(t, "answer to everything", string(got))
-	c := <-closed
+	c := recv(t, closed)
 	_, err = wait(t, c.Closed())
 	require.NoError(t, err, "an orderly end completes Closed")
 	closedLoopTCP(t, l.closeListener(t, ln))
@@ -435,7 +435,7 @@ func TestTCPDialWaitsForWritable(t *testing.T) {
 	got := make(chan string, 1)
 	require.NoError(t, c.OnRead(func(c *Conn, b []byte) { got <- string(b) }))
 	require.NoError(t, c.Send([]byte("slow path")))
-	require.Equal(t, "slow path", <-got)
+	require.Equal(t, "slow path", recv(t, got))
 	_, err = wait(t, c.Close())
 	require.NoError(t, err)
 
@@ -504,23 +504,34 @@ func TestTCPDialCancel(t *testing.T) {
 	require.Zero(t, s.Handles)
 }
 
-// A name that is not an IP literal is resolved off the loop.
+// A name that is not an IP literal is resolved off the loop, the IPv4
+// address preferred; a name that does not resolve fails the Dial.
 func TestTCPDialResolves(t *testing.T) {
 	l := startLoop(t)
 	ln := echoListen(t, l, ListenConfig{})
-	host, err := os.Hostname()
-	require.NoError(t, err)
-	ips, err := net.DefaultResolver.LookupNetIP(testCtx(t), "ip4", host)
-	if err != nil || len(ips) == 0 || !ips[0].IsLoopback() {
-		t.Skipf("the host name %q does not resolve to a loopback address here: %v %v", host, ips, err)
+	const name = "aio-test.invalid"
+	lookups := make(chan bool, 1) // whether the lookup ran on the loop
+	lookupNetIP = func(ctx context.Context, network, host string) ([]netip.Addr, error) {
+		if host != name {
+			return nil, &net.DNSError{Err: "no such host", Name: host, IsNotFound: true}
+		}
+		lookups <- l.OnLoop()
+		return []netip.Addr{netip.MustParseAddr("::1"), netip.MustParseAddr("127.0.0.1")}, nil
 	}
-	c, err := wait(t, Dial(l, net.JoinHostPort(host, strconv.Itoa(int(ln.Addr().Port()))), ConnConfig{}))
+	t.Cleanup(func() { lookupNetIP = net.DefaultResolver.LookupNetIP })
+
+	c, err := wait(t, Dial(l, net.JoinHostPort(name, strconv.Itoa(int(ln.Addr().Port()))), ConnConfig{}))
 	require.NoError(t, err)
-	require.True(t, c.RemoteAddr().Addr().IsLoopback())
+	require.False(t, recv(t, lookups), "the name was looked up on the loop")
+	require.Equal(t, ln.Addr(), c.RemoteAddr(), "the IPv4 address is preferred")
 	_, err = wait(t, c.Close())
 	require.NoError(t, err)
+
 	_, err = wait(t, Dial(l, "no-such-host.invalid:80", ConnConfig{}))
-	require.Error(t, err)
+	var dnsErr *net.DNSError
+	require.ErrorAs(t, err, &dnsErr)
+	require.True(t, dnsErr.IsNotFound)
+	require.Zero(t, l.Stats().TCPOpen)
 }
 
 // ---- timeouts ----
@@ -539,7 +550,7 @@ func TestTCPIdleTimeout(t *testing.T) {
 	// Quiet: closed after about idle.
 	start := time.Now()
 	quiet := netDial(t, ln)
-	qc := <-conns
+	qc := recv(t, conns)
 	_, err = wait(t, qc.Closed())
 	require.ErrorIs(t, err, ErrIdleTimeout)
 	require.ErrorIs(t, err, ErrTimeout)
@@ -549,7 +560,7 @@ func TestTCPIdleTimeout(t *testing.T) {
 
 	// Busy: a byte every idle/5 for 3·idle keeps it open.
 	busy := netDial(t, ln)
-	bc := <-conns
+	bc := recv(t, conns)
 	for end := time.Now().Add(3 * idle); time.Now().Before(end); {
 		_, err := busy.Write([]byte{1})
 		require.NoError(t, err)
@@ -577,7 +588,7 @@ func TestTCPReadTimeout(t *testing.T) {
 		})
 	require.NoError(t, err)
 	nc := netDial(t, ln)
-	c := <-conns
+	c := recv(t, conns)
 	_, err = wait(t, c.Closed())
 	require.ErrorIs(t, err, ErrReadTimeout)
 	got, _ := io.ReadAll(nc)
@@ -614,7 +625,7 @@ func TestTCPConnScopeCancelsWork(t *testing.T) {
 	})
 	require.NoError(t, err)
 	nc := netDial(t, ln)
-	hs := <-adopted
+	hs := recv(t, adopted)
 	for _, h := range hs {
 		require.Equal(t, Running, h.Status())
 	}
