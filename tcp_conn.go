@@ -65,10 +65,22 @@ type Conn struct {
 	onEOF   func(c *Conn)
 	onDrain func(c *Conn)
 
-	// The write queue: segments wq[wh:], the first from offset woff. Small
-	// writes are copied into chunks of chunkSize, larger ones into a segment
-	// of their own. Positions count bytes in the stream: total were accepted
-	// by Write/Send, written reached the kernel.
+	// What most connections never need is allocated on first use: a
+	// connection whose writes the kernel takes at once and that has no
+	// timeout is 288 bytes (idle memory per connection, and the bytes a
+	// connect-and-close workload touches).
+	q  *writeQueue   // the write queue, from the first write not taken at once
+	to *connTimeouts // the timeouts, from the first one set
+
+	dial *dialNode // the Dial handle, while connecting
+}
+
+// writeQueue is a connection's write queue: segments wq[wh:], the first from
+// offset woff. Small writes are copied into chunks of chunkSize, larger ones
+// into a segment of their own. Positions count the bytes of the stream since
+// the queue was made: total were accepted by Write/Send, written reached the
+// kernel. Owned by the loop.
+type writeQueue struct {
 	wq      [][]byte
 	wh      int
 	woff    int
@@ -77,16 +89,36 @@ type Conn struct {
 	waiters []writeWaiter       // Write handles by end position, oldest first, from ww
 	ww      int                 //
 	shutHs  []*Handle[struct{}] // CloseWrite handles waiting for the queue to flush
+}
 
-	// Timeouts: one timer, armed for the earliest deadline. Activity only
-	// moves lastRead/lastIO; a timer that fires early re-arms itself, so a
-	// busy connection costs no timer-heap work per read.
-	t              timer
-	readTO, idleTO time.Duration
-	lastRead       time.Duration // loop clock of the last read, or of reading (re)starting
-	lastIO         time.Duration // loop clock of the last byte read or written
+// queue returns c's write queue, making it on first use. On the loop.
+func (c *Conn) queue() *writeQueue {
+	if c.q == nil {
+		c.q = &writeQueue{}
+	}
+	return c.q
+}
 
-	dial *dialNode // the Dial handle, while connecting
+// connTimeouts are a connection's read and idle timeouts: one timer, armed
+// for the earliest deadline. Activity only moves lastRead/lastIO; a timer
+// that fires early re-arms itself, so a busy connection costs no timer-heap
+// work per read. Owned by the loop.
+type connTimeouts struct {
+	t          timer
+	read, idle time.Duration
+	lastRead   time.Duration // loop clock of the last read, or of reading (re)starting
+	lastIO     time.Duration // loop clock of the last byte read or written
+}
+
+// timeouts returns c's timeouts, making them on first use. On the loop (or
+// before c is shared).
+func (c *Conn) timeouts() *connTimeouts {
+	if c.to == nil {
+		c.to = &connTimeouts{}
+		c.to.t.owner = c
+		c.to.t.index = -1
+	}
+	return c.to
 }
 
 // writeWaiter is a Write handle waiting for the stream to reach end.
@@ -115,12 +147,13 @@ func newConn(l *Loop, tl *tcpLoop, fd int, cfg ConnConfig, state uint8) *Conn {
 func (c *Conn) init(l *Loop, tl *tcpLoop, fd int, cfg ConnConfig, state uint8) {
 	c.l, c.tl, c.fd, c.state = l, tl, fd, state
 	c.hw, c.lw = cfg.HighWater, cfg.LowWater
-	c.readTO, c.idleTO = cfg.ReadTimeout, cfg.IdleTimeout
+	if cfg.ReadTimeout|cfg.IdleTimeout != 0 {
+		to := c.timeouts()
+		to.read, to.idle = cfg.ReadTimeout, cfg.IdleTimeout
+	}
 	c.closed.init(l)
 	c.closed.state.Store(uint32(Running))
 	c.closed.prod = c
-	c.t.owner = c
-	c.t.index = -1
 	tl.acquire()
 	setFD(l, fd, c)
 }
@@ -326,8 +359,8 @@ func (c *Conn) syncInterest() {
 	var want poll.Events
 	if c.reading() {
 		want |= poll.Readable
-		if c.ev&poll.Readable == 0 && c.readTO > 0 {
-			c.lastRead = c.l.clock() // the read timeout counts from here
+		if to := c.to; to != nil && c.ev&poll.Readable == 0 && to.read > 0 {
+			to.lastRead = c.l.clock() // the read timeout counts from here
 		}
 	}
 	if c.queued.Load() > 0 {
@@ -397,9 +430,9 @@ func (c *Conn) readSome() {
 		switch {
 		case err == nil && n > 0:
 			c.tl.bytesIn.Add(uint64(n))
-			if c.readTO|c.idleTO != 0 {
+			if to := c.to; to != nil {
 				now := c.l.clock()
-				c.lastRead, c.lastIO = now, now
+				to.lastRead, to.lastIO = now, now
 			}
 			c.callRead(buf[:n])
 			if n < len(buf) || !c.reading() {
@@ -524,7 +557,9 @@ func (c *Conn) write(b []byte, owned bool) (queued bool, err error) {
 	case len(b) == 0:
 		return false, nil
 	}
-	c.total += uint64(len(b))
+	if q := c.q; q != nil {
+		q.total += uint64(len(b))
+	}
 	if c.queued.Load() == 0 {
 		n, err := sysWrite(c.fd, b)
 		if err != nil {
@@ -549,18 +584,21 @@ func (c *Conn) write(b []byte, owned bool) (queued bool, err error) {
 
 // wrote accounts for n bytes that reached the kernel.
 func (c *Conn) wrote(n int) {
-	c.written += uint64(n)
+	if q := c.q; q != nil {
+		q.written += uint64(n)
+	}
 	c.tl.bytesOut.Add(uint64(n))
-	if c.idleTO != 0 {
-		c.lastIO = c.l.clock()
+	if to := c.to; to != nil && to.idle != 0 {
+		to.lastIO = c.l.clock()
 	}
 }
 
 // addWaiter queues h to complete when the bytes written so far have reached
 // the kernel. On the loop.
 func (c *Conn) addWaiter(h *Handle[struct{}]) {
-	c.waiters, c.ww = compactFront(c.waiters, c.ww)
-	c.waiters = append(c.waiters, writeWaiter{end: c.total, h: h})
+	q := c.q // write queued something: q exists
+	q.waiters, q.ww = compactFront(q.waiters, q.ww)
+	q.waiters = append(q.waiters, writeWaiter{end: q.total, h: h})
 }
 
 // compactFront drops a queue's consumed prefix s[:head] once it is at least
@@ -579,12 +617,17 @@ func compactFront[E any](s []E, head int) ([]E, int) {
 // enqueue appends b to the write queue, copying it unless owned.
 func (c *Conn) enqueue(b []byte, owned bool) {
 	n := len(b)
-	c.wq, c.wh = compactFront(c.wq, c.wh)
-	if k := len(c.wq); k > c.wh && !owned {
-		last := c.wq[k-1]
+	q := c.q
+	if q == nil {
+		q = c.queue()
+		q.total = uint64(n) // the positions start with these bytes
+	}
+	q.wq, q.wh = compactFront(q.wq, q.wh)
+	if k := len(q.wq); k > q.wh && !owned {
+		last := q.wq[k-1]
 		if cap(last) == chunkSize && len(last) < chunkSize {
 			m := copy(last[len(last):chunkSize], b)
-			c.wq[k-1] = last[:len(last)+m]
+			q.wq[k-1] = last[:len(last)+m]
 			b = b[m:]
 		}
 	}
@@ -599,7 +642,7 @@ func (c *Conn) enqueue(b []byte, owned bool) {
 		default:
 			seg = append([]byte(nil), b...)
 		}
-		c.wq = append(c.wq, seg)
+		q.wq = append(q.wq, seg)
 		b = b[len(seg):]
 	}
 	if c.queued.Add(int64(n)) == int64(n) {
@@ -615,16 +658,17 @@ func (c *Conn) enqueue(b []byte, owned bool) {
 // flush writes the queue until it is empty or the kernel is full. On the
 // loop.
 func (c *Conn) flush() {
+	q := c.q // bytes are queued: q exists
 	for c.queued.Load() > 0 {
-		segs := c.wq[c.wh:]
-		off := c.offered()
+		segs := q.wq[q.wh:]
+		off := q.offered()
 		var n int
 		var err error
 		if len(segs) == 1 {
-			n, err = sysWrite(c.fd, segs[0][c.woff:])
+			n, err = sysWrite(c.fd, segs[0][q.woff:])
 		} else {
 			first := segs[0]
-			segs[0] = first[c.woff:]
+			segs[0] = first[q.woff:]
 			n, err = sysWritev(c.tl, c.fd, segs)
 			segs[0] = first
 		}
@@ -644,12 +688,12 @@ func (c *Conn) flush() {
 			break // the kernel took less than offered: it is full
 		}
 	}
-	c.completeWrites()
+	q.completeWrites()
 	if c.state != connOpen {
 		return
 	}
-	q := int(c.queued.Load())
-	if q == 0 {
+	left := int(c.queued.Load())
+	if left == 0 {
 		c.update() // no more Writable
 		if c.wshut.Load() && !c.wdone {
 			c.shutdown()
@@ -658,7 +702,7 @@ func (c *Conn) flush() {
 			}
 		}
 	}
-	if c.full && q <= c.lw {
+	if c.full && left <= c.lw {
 		c.full = false
 		c.update()
 		if c.onDrain != nil {
@@ -669,12 +713,12 @@ func (c *Conn) flush() {
 
 // offered returns the bytes one flush attempt hands the kernel: up to
 // maxIovecs segments from the front of the queue.
-func (c *Conn) offered() int {
-	segs := c.wq[c.wh:]
+func (q *writeQueue) offered() int {
+	segs := q.wq[q.wh:]
 	if len(segs) > maxIovecs {
 		segs = segs[:maxIovecs]
 	}
-	n := -c.woff
+	n := -q.woff
 	for _, s := range segs {
 		n += len(s)
 	}
@@ -685,35 +729,36 @@ func (c *Conn) offered() int {
 func (c *Conn) consume(n int) {
 	c.queued.Add(-int64(n))
 	c.tl.queued.Add(-int64(n))
+	q := c.q
 	for n > 0 {
-		seg := c.wq[c.wh]
-		rest := len(seg) - c.woff
+		seg := q.wq[q.wh]
+		rest := len(seg) - q.woff
 		if n < rest {
-			c.woff += n
+			q.woff += n
 			break
 		}
 		n -= rest
 		c.tl.recycle(seg)
-		c.wq[c.wh] = nil
-		c.wh++
-		c.woff = 0
+		q.wq[q.wh] = nil
+		q.wh++
+		q.woff = 0
 	}
-	if c.wh == len(c.wq) {
-		c.wq, c.wh = c.wq[:0], 0
+	if q.wh == len(q.wq) {
+		q.wq, q.wh = q.wq[:0], 0
 	}
 }
 
 // completeWrites completes the Write handles whose bytes all reached the
 // kernel.
-func (c *Conn) completeWrites() {
-	for c.ww < len(c.waiters) && c.waiters[c.ww].end <= c.written {
-		h := c.waiters[c.ww].h
-		c.waiters[c.ww] = writeWaiter{}
-		c.ww++
+func (q *writeQueue) completeWrites() {
+	for q.ww < len(q.waiters) && q.waiters[q.ww].end <= q.written {
+		h := q.waiters[q.ww].h
+		q.waiters[q.ww] = writeWaiter{}
+		q.ww++
 		h.settle(struct{}{}, nil)
 	}
-	if c.ww == len(c.waiters) {
-		c.waiters, c.ww = c.waiters[:0], 0
+	if q.ww == len(q.waiters) {
+		q.waiters, q.ww = q.waiters[:0], 0
 	}
 }
 
@@ -766,7 +811,8 @@ func (c *Conn) closeWrite(h *Handle[struct{}]) {
 	}
 	c.wshut.Store(true)
 	if h != nil {
-		c.shutHs = append(c.shutHs, h)
+		q := c.queue()
+		q.shutHs = append(q.shutHs, h)
 	}
 	if c.queued.Load() == 0 {
 		c.shutdown()
@@ -780,10 +826,12 @@ func (c *Conn) shutdown() {
 		return
 	}
 	c.wdone = true
-	hs := c.shutHs
-	c.shutHs = nil
-	for _, h := range hs {
-		h.settle(struct{}{}, nil)
+	if q := c.q; q != nil {
+		hs := q.shutHs
+		q.shutHs = nil
+		for _, h := range hs {
+			h.settle(struct{}{}, nil)
+		}
 	}
 	c.maybeFinish()
 }
@@ -829,7 +877,9 @@ func (c *Conn) closeWith(err error) {
 	c.state = connClosed
 	c.gone.Store(true)
 	l := c.l
-	l.removeTimer(&c.t)
+	if to := c.to; to != nil {
+		l.removeTimer(&to.t)
+	}
 	clearFD(l, c.fd, c, c.inPoll)
 	c.inPoll = false
 	_ = sysClose(c.fd)
@@ -839,11 +889,14 @@ func (c *Conn) closeWith(err error) {
 		c.tl.closed.Add(1)
 	}
 	c.tl.queued.Add(-c.queued.Swap(0))
-	for _, s := range c.wq[c.wh:] {
-		c.tl.recycle(s)
+	q := c.q
+	c.q = nil
+	if q != nil {
+		for _, s := range q.wq[q.wh:] {
+			c.tl.recycle(s)
+		}
 	}
 	c.tl.release(l)
-	c.wq, c.wh, c.woff = nil, 0, 0
 	c.onRead, c.onEOF, c.onDrain = nil, nil, nil
 
 	cancelled := errors.Is(err, ErrCancelled)
@@ -858,14 +911,15 @@ func (c *Conn) closeWith(err error) {
 			h.settle(struct{}{}, werr)
 		}
 	}
-	for _, w := range c.waiters[c.ww:] {
-		end(w.h)
+	if q != nil {
+		for _, w := range q.waiters[q.ww:] {
+			end(w.h)
+		}
+		for _, h := range q.shutHs {
+			end(h)
+		}
+		q.waiters, q.ww, q.shutHs = nil, 0, nil
 	}
-	c.waiters, c.ww = nil, 0
-	for _, h := range c.shutHs {
-		end(h)
-	}
-	c.shutHs = nil
 	if s := c.scope.Load(); s != nil {
 		s.close()
 	}
@@ -917,24 +971,24 @@ func (c *Conn) sockopt(set func() error) *Handle[struct{}] {
 // from the call. Any goroutine; an error for negative d or a closed
 // connection.
 func (c *Conn) SetReadTimeout(d time.Duration) error {
-	return c.setTimeout("read", d, &c.readTO, &c.lastRead)
+	return c.setTimeout("read", d, func(to *connTimeouts, now time.Duration) { to.read, to.lastRead = d, now })
 }
 
 // SetIdleTimeout sets ConnConfig.IdleTimeout (0 turns it off); it counts
 // from the call. Any goroutine; an error for negative d or a closed
 // connection.
 func (c *Conn) SetIdleTimeout(d time.Duration) error {
-	return c.setTimeout("idle", d, &c.idleTO, &c.lastIO)
+	return c.setTimeout("idle", d, func(to *connTimeouts, now time.Duration) { to.idle, to.lastIO = d, now })
 }
 
-// setTimeout sets one of the timeouts and its reference time, on the loop.
-func (c *Conn) setTimeout(what string, d time.Duration, to, since *time.Duration) error {
+// setTimeout sets one of the timeouts and its reference time (set, given
+// the loop's clock), on the loop.
+func (c *Conn) setTimeout(what string, d time.Duration, set func(to *connTimeouts, now time.Duration)) error {
 	if d < 0 {
 		return fmt.Errorf("aio: tcp: negative %s timeout %v", what, d)
 	}
 	return c.onLoopDo(func() {
-		*to = d
-		*since = c.l.clock()
+		set(c.timeouts(), c.l.clock())
 		c.armTimeouts()
 	})
 }
@@ -942,22 +996,22 @@ func (c *Conn) setTimeout(what string, d time.Duration, to, since *time.Duration
 // startTimeouts starts the configured timeouts of a connection that just
 // opened. On the loop.
 func (c *Conn) startTimeouts() {
-	if c.readTO|c.idleTO != 0 {
+	if to := c.to; to != nil {
 		now := c.l.clock()
-		c.lastRead, c.lastIO = now, now
+		to.lastRead, to.lastIO = now, now
 		c.armTimeouts()
 	}
 }
 
 // deadline returns the earliest timeout deadline, if any is on.
-func (c *Conn) deadline() (time.Duration, bool) {
+func (c *Conn) deadline(to *connTimeouts) (time.Duration, bool) {
 	var dl time.Duration
 	ok := false
-	if c.readTO > 0 && c.reading() {
-		dl, ok = c.lastRead+c.readTO, true
+	if to.read > 0 && c.reading() {
+		dl, ok = to.lastRead+to.read, true
 	}
-	if c.idleTO > 0 {
-		if d := c.lastIO + c.idleTO; !ok || d < dl {
+	if to.idle > 0 {
+		if d := to.lastIO + to.idle; !ok || d < dl {
 			dl, ok = d, true
 		}
 	}
@@ -968,24 +1022,25 @@ func (c *Conn) deadline() (time.Duration, bool) {
 // for an earlier time is left alone: it fires, sees the deadline moved, and
 // re-arms. On the loop.
 func (c *Conn) armTimeouts() {
-	if c.state != connOpen {
+	to := c.to
+	if c.state != connOpen || to == nil {
 		return
 	}
-	dl, ok := c.deadline()
-	armed := c.t.index >= 0
+	dl, ok := c.deadline(to)
+	armed := to.t.index >= 0
 	switch {
 	case !ok:
 		if armed {
-			c.l.removeTimer(&c.t)
+			c.l.removeTimer(&to.t)
 		}
 		return
-	case armed && c.t.when <= dl:
+	case armed && to.t.when <= dl:
 		return
 	case armed:
-		c.l.removeTimer(&c.t)
+		c.l.removeTimer(&to.t)
 	}
-	c.t.when = dl
-	c.l.addTimer(&c.t)
+	to.t.when = dl
+	c.l.addTimer(&to.t)
 }
 
 // fire runs when the timer is due: the connection closes if a deadline
@@ -994,11 +1049,11 @@ func (c *Conn) fire() {
 	if c.state != connOpen {
 		return
 	}
-	now := c.l.Now()
+	now, to := c.l.Now(), c.to
 	switch {
-	case c.readTO > 0 && c.reading() && now >= c.lastRead+c.readTO:
+	case to.read > 0 && c.reading() && now >= to.lastRead+to.read:
 		c.closeWith(ErrReadTimeout)
-	case c.idleTO > 0 && now >= c.lastIO+c.idleTO:
+	case to.idle > 0 && now >= to.lastIO+to.idle:
 		c.closeWith(ErrIdleTimeout)
 	default:
 		c.armTimeouts()

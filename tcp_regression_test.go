@@ -13,8 +13,8 @@ import (
 )
 
 // A connection whose write queue never fully empties (steady streaming to a
-// slower reader) keeps every consumed segment slot of c.wq: wh only resets
-// when the queue is empty, so len(c.wq) grows with the bytes ever queued.
+// slower reader) keeps every consumed segment slot of the queue's wq: wh only
+// resets when the queue is empty, so len(wq) grows with the bytes ever queued.
 func TestTCPWriteQueueStaysBounded(t *testing.T) {
 	l := startLoop(t)
 	conns := make(chan *Conn, 1)
@@ -69,11 +69,13 @@ func TestTCPWriteQueueStaysBounded(t *testing.T) {
 				_ = c.Send(chunk)
 				sent += len(chunk)
 			}
-			if live := len(c.wq) - c.wh; live > maxLive {
-				maxLive = live
-			}
-			if len(c.wq) > maxLen {
-				maxLen = len(c.wq)
+			if q := c.q; q != nil {
+				if live := len(q.wq) - q.wh; live > maxLive {
+					maxLive = live
+				}
+				if len(q.wq) > maxLen {
+					maxLen = len(q.wq)
+				}
 			}
 		})
 	})
@@ -84,9 +86,9 @@ func TestTCPWriteQueueStaysBounded(t *testing.T) {
 	}
 	tick.Cancel()
 	onLoop(t, l, func() {})
-	t.Logf("live segments max %d, len(c.wq) max %d, queue emptied %d times", maxLive, maxLen, emptied)
+	t.Logf("live segments max %d, len(wq) max %d, queue emptied %d times", maxLive, maxLen, emptied)
 	require.Less(t, emptied, 10, "the queue kept emptying: the stream never exercised a queue that stays non-empty")
-	require.Less(t, maxLen, 4*maxLive+64, "c.wq kept %d slots for at most %d live segments", maxLen, maxLive)
+	require.Less(t, maxLen, 4*maxLive+64, "wq kept %d slots for at most %d live segments", maxLen, maxLive)
 }
 
 // An epoll batch can hold an event for an fd that an earlier callback of the
@@ -312,4 +314,34 @@ func TestTCPCloseOnLoopReturnsCompletedHandle(t *testing.T) {
 	require.ErrorIs(t, err, unix.ECONNRESET)
 	st2 := onLoopValue(t, l, func() [2]Status { return [2]Status{c2.Close().Status(), c2.Closed().Status()} })
 	require.Equal(t, [2]Status{Completed, Failed}, st2)
+}
+
+// Timeouts set on a connection accepted without any (its timeouts are made
+// on first use) work as configured ones do, and 0 turns one off.
+func TestTCPTimeoutsSetLater(t *testing.T) {
+	l := startLoop(t)
+	conns := make(chan *Conn, 3)
+	ln, err := Listen(l, "127.0.0.1:0", ListenConfig{}, func(c *Conn) {
+		_ = c.OnRead(tcpEcho)
+		conns <- c
+	})
+	require.NoError(t, err)
+	_ = netDial(t, ln)
+	idle := recv(t, conns)
+	_ = netDial(t, ln)
+	read := recv(t, conns)
+	_ = netDial(t, ln)
+	off := recv(t, conns)
+
+	require.NoError(t, off.SetIdleTimeout(50*time.Millisecond))
+	require.NoError(t, off.SetIdleTimeout(0))
+	require.NoError(t, idle.SetIdleTimeout(100*time.Millisecond))
+	require.NoError(t, read.SetReadTimeout(150*time.Millisecond))
+	_, err = wait(t, idle.Closed())
+	require.ErrorIs(t, err, ErrIdleTimeout)
+	_, err = wait(t, read.Closed())
+	require.ErrorIs(t, err, ErrReadTimeout)
+	// Both closed after the 50 ms the first timeout of off would have taken.
+	require.Equal(t, Running, off.Closed().Status(), "a timeout set to 0 is off")
+	require.Zero(t, onLoopValue(t, l, func() int { return l.Stats().Timers }), "no timer is left armed")
 }
