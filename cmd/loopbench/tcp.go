@@ -82,7 +82,8 @@ func netServer(serve func(c net.Conn)) (addr string, open func() int, stop func(
 	}
 	var wg sync.WaitGroup
 	var mu sync.Mutex
-	conns := map[net.Conn]struct{}{}
+	conns := map[net.Conn]struct{}{} // guarded by mu
+	stopped := false                 // guarded by mu: a connection accepted after stop is closed at once
 	wg.Add(1)
 	go func() {
 		defer wg.Done()
@@ -92,6 +93,11 @@ func netServer(serve func(c net.Conn)) (addr string, open func() int, stop func(
 				return
 			}
 			mu.Lock()
+			if stopped {
+				mu.Unlock()
+				c.Close()
+				return
+			}
 			conns[c] = struct{}{}
 			mu.Unlock()
 			wg.Add(1)
@@ -113,6 +119,7 @@ func netServer(serve func(c net.Conn)) (addr string, open func() int, stop func(
 	stop = func() {
 		ln.Close()
 		mu.Lock()
+		stopped = true
 		for c := range conns {
 			c.Close()
 		}
