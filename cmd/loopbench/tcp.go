@@ -202,7 +202,9 @@ func runTCPPound(o options) ([]result, error) {
 	// figures are its median round's).
 	var aio1, gostd, aio2 []result
 	var ratio1, ratio2 []float64
+	var tws []string // TIME_WAIT entries at each round's start
 	for round := range poundRounds {
+		tws = append(tws, timeWaitEntries())
 		var r, g result
 		oneLoop := func() (err error) {
 			if r, err = tcpPoundAIO(o, "tcp-pound", 1); err != nil {
@@ -241,7 +243,8 @@ func runTCPPound(o options) ([]result, error) {
 	for i, x := range ratio1 {
 		pairs[i] = fmt.Sprintf("%.2f", x)
 	}
-	rounds := fmt.Sprintf("%d rounds, ratio = median of aio/gostd per round (%s)", poundRounds, strings.Join(pairs, " "))
+	rounds := fmt.Sprintf("%d rounds, ratio = median of aio/gostd per round (%s), TIME_WAIT entries at their start (%s)",
+		poundRounds, strings.Join(pairs, " "), strings.Join(tws, " "))
 	r := medianRound(aio1)
 	r.Config = fmt.Sprintf("one loop: server + %d client slots, %d conns; %s", poundSlots, o.TCPConns, rounds)
 	r.Reference = "libuv tcp_pound 12746 conns/s, 1.5 cpu_s; Go net 12191 conns/s, 3.1 cpu_s (20000 conns)"
@@ -252,6 +255,28 @@ func runTCPPound(o options) ([]result, error) {
 	r2.Config = fmt.Sprintf("server loop + client loop (%d slots), %d conns; %d rounds, ratio = median per round", poundSlots, o.TCPConns, poundRounds)
 	r2.Ratio = median(ratio2)
 	return []result{r, g, r2}, nil
+}
+
+// timeWaitEntries returns how many TIME_WAIT sockets the kernel holds, from
+// /proc/net/sockstat's "TCP: ... tw N", or "?" where that is not available.
+// It tells which state a tcp-pound round met (see runTCPPound).
+func timeWaitEntries() string {
+	b, err := os.ReadFile("/proc/net/sockstat")
+	if err != nil {
+		return "?"
+	}
+	for line := range strings.Lines(string(b)) {
+		f := strings.Fields(line)
+		if len(f) == 0 || f[0] != "TCP:" {
+			continue
+		}
+		for i := 1; i+1 < len(f); i++ {
+			if f[i] == "tw" {
+				return f[i+1]
+			}
+		}
+	}
+	return "?"
 }
 
 // poundRounds is how many times tcp-pound measures each variant.
