@@ -246,24 +246,35 @@ func TestTCPStopClosesSocketsAfterCancelling(t *testing.T) {
 }
 
 // Accepted sockets get TCP_NODELAY unless ListenConfig.Conn.Nagle says
-// otherwise, checked on the accepted socket itself.
+// otherwise, checked on the accepted socket itself, over IPv4 and IPv6 (on
+// Linux they inherit it from the listener).
 func TestTCPAcceptedNoDelay(t *testing.T) {
-	for _, nagle := range []bool{false, true} {
-		l := startLoop(t)
-		accepted := make(chan *Conn, 1)
-		ln, err := Listen(l, "127.0.0.1:0", ListenConfig{Conn: ConnConfig{Nagle: nagle}}, func(c *Conn) { accepted <- c })
-		require.NoError(t, err)
-		nc, err := net.DialTimeout("tcp", ln.Addr().String(), waitTimeout)
-		require.NoError(t, err)
-		c := recv(t, accepted)
-		var noDelay int
-		err = onLoopValue(t, l, func() (err error) {
-			noDelay, err = unix.GetsockoptInt(c.fd, unix.IPPROTO_TCP, unix.TCP_NODELAY)
-			return err
+	for _, host := range []string{"127.0.0.1", "::1"} {
+		t.Run(host, func(t *testing.T) {
+			if probe, err := net.Listen("tcp", net.JoinHostPort(host, "0")); err != nil {
+				t.Skipf("no %s loopback here: %v", host, err)
+			} else {
+				require.NoError(t, probe.Close())
+			}
+			for _, nagle := range []bool{false, true} {
+				l := startLoop(t)
+				accepted := make(chan *Conn, 1)
+				ln, err := Listen(l, net.JoinHostPort(host, "0"), ListenConfig{Conn: ConnConfig{Nagle: nagle}}, func(c *Conn) { accepted <- c })
+				require.NoError(t, err)
+				nc, err := net.DialTimeout("tcp", ln.Addr().String(), waitTimeout)
+				require.NoError(t, err)
+				c := recv(t, accepted)
+				require.Equal(t, nc.LocalAddr().String(), c.RemoteAddr().String())
+				var noDelay int
+				err = onLoopValue(t, l, func() (err error) {
+					noDelay, err = unix.GetsockoptInt(c.fd, unix.IPPROTO_TCP, unix.TCP_NODELAY)
+					return err
+				})
+				require.NoError(t, err)
+				require.Equal(t, !nagle, noDelay != 0, "Nagle %v: TCP_NODELAY on the accepted socket is %d", nagle, noDelay)
+				require.NoError(t, nc.Close())
+			}
 		})
-		require.NoError(t, err)
-		require.Equal(t, !nagle, noDelay != 0, "Nagle %v: TCP_NODELAY on the accepted socket is %d", nagle, noDelay)
-		require.NoError(t, nc.Close())
 	}
 }
 
@@ -344,4 +355,36 @@ func TestTCPTimeoutsSetLater(t *testing.T) {
 	// Both closed after the 50 ms the first timeout of off would have taken.
 	require.Equal(t, Running, off.Closed().Status(), "a timeout set to 0 is off")
 	require.Zero(t, onLoopValue(t, l, func() int { return l.Stats().Timers }), "no timer is left armed")
+}
+
+// IPv6: a Dial to a listener on ::1 echoes, and both ends see the
+// right addresses.
+func TestTCPIPv6Echo(t *testing.T) {
+	if probe, err := net.Listen("tcp", "[::1]:0"); err != nil {
+		t.Skipf("no IPv6 loopback here: %v", err)
+	} else {
+		require.NoError(t, probe.Close())
+	}
+	l := startLoop(t)
+	accepted := make(chan *Conn, 1)
+	ln, err := Listen(l, "[::1]:0", ListenConfig{}, func(c *Conn) {
+		_ = c.OnRead(tcpEcho)
+		accepted <- c
+	})
+	require.NoError(t, err)
+	require.True(t, ln.Addr().Addr().Is6())
+	c, err := wait(t, Dial(l, ln.Addr().String(), ConnConfig{}))
+	require.NoError(t, err)
+	sc := recv(t, accepted)
+	require.Equal(t, ln.Addr(), c.RemoteAddr())
+	require.Equal(t, c.LocalAddr(), sc.RemoteAddr())
+	require.Equal(t, ln.Addr(), sc.LocalAddr())
+	got := make(chan string, 1)
+	require.NoError(t, c.OnRead(func(c *Conn, b []byte) { got <- string(b) }))
+	require.NoError(t, c.Send([]byte("over v6")))
+	require.Equal(t, "over v6", recv(t, got))
+	_, err = wait(t, c.Close())
+	require.NoError(t, err)
+	_, err = wait(t, sc.Closed())
+	require.NoError(t, err)
 }
