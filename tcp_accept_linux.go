@@ -8,6 +8,7 @@ func connErrno(en unix.Errno) bool { return en == unix.ENONET }
 
 // acceptInheritsNoDelay: an accepted socket starts as a copy of the
 // listener's TCP state (sk_clone_lock), TCP_NODELAY included, so Listen sets
-// it once on the listener instead of once per accepted connection
-// (TestTCPAcceptedNoDelay checks the accepted socket).
+// it once on the listener instead of once per accepted connection. A
+// listener checks the first socket it accepts (Listener.inheritsNoDelay):
+// a kernel that only looks like Linux (gVisor) may not copy it.
 const acceptInheritsNoDelay = true

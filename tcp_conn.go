@@ -988,6 +988,9 @@ func (c *Conn) setTimeout(what string, d time.Duration, set func(to *connTimeout
 		return fmt.Errorf("aio: tcp: negative %s timeout %v", what, d)
 	}
 	return c.onLoopDo(func() {
+		if d == 0 && c.to == nil {
+			return // off already: nothing to allocate
+		}
 		set(c.timeouts(), c.l.clock())
 		c.armTimeouts()
 	})

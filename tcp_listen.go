@@ -49,6 +49,10 @@ type Listener struct {
 	started bool
 	inPoll  bool // fd is registered with the poller
 	t       timer
+	// noDelay is whether accepted sockets come with TCP_NODELAY from the
+	// listener: checked once, on the first accepted socket, since a
+	// Linux-compatible kernel need not copy it (gVisor does not).
+	noDelay, noDelayChecked bool
 }
 
 // Listen binds addr ("host:port"; host an IP literal, "localhost" or empty for
@@ -257,7 +261,7 @@ func (ln *Listener) acceptFailed(err error) {
 
 // serve turns an accepted fd into a Conn and hands it to the callback.
 func (ln *Listener) serve(fd int, peer netip.AddrPort) {
-	if err := setConnOptions(fd, ln.cfg.Conn, acceptInheritsNoDelay); err != nil {
+	if err := setConnOptions(fd, ln.cfg.Conn, ln.inheritsNoDelay(fd)); err != nil {
 		// The peer is most likely gone already (some systems refuse options
 		// on a reset socket): nothing to hand over.
 		unix.Close(fd)
@@ -274,6 +278,21 @@ func (ln *Listener) serve(fd int, peer netip.AddrPort) {
 	ln.tl.open.Add(1)
 	c.startTimeouts()
 	ln.deliver(c)
+}
+
+// inheritsNoDelay reports whether fd, accepted, has TCP_NODELAY from the
+// listener (see acceptInheritsNoDelay), reading it back from the first
+// accepted socket only.
+func (ln *Listener) inheritsNoDelay(fd int) bool {
+	if !acceptInheritsNoDelay || ln.cfg.Conn.Nagle {
+		return false
+	}
+	if !ln.noDelayChecked {
+		ln.noDelayChecked = true
+		v, err := unix.GetsockoptInt(fd, unix.IPPROTO_TCP, unix.TCP_NODELAY)
+		ln.noDelay = err == nil && v != 0
+	}
+	return ln.noDelay
 }
 
 // deliver runs the accept callback; a panic there closes the connection.

@@ -96,14 +96,45 @@ func TestTCPWriteQueueStaysBounded(t *testing.T) {
 // the same fd number, the stale event reaches the connecting Conn, whose
 // finishConnect reads SO_ERROR = 0 and declares the connection established.
 func TestTCPStaleEventDoesNotCompleteDial(t *testing.T) {
+	// The dial must get the fd just closed: the kernel hands out the lowest
+	// free one, unless another goroutine of the process freed a lower one
+	// or took it meanwhile, so a few attempts are allowed.
+	for attempt := 1; ; attempt++ {
+		l, r := staleEventDial(t)
+		if r.newFD != r.oldFD {
+			require.Less(t, attempt, 3, "the dial's socket never got the closed fd (last: %d, not %d)", r.newFD, r.oldFD)
+			r.h.Cancel()
+			continue
+		}
+		onLoop(t, l, func() {}) // the rest of that batch, stale event included, was dispatched
+		st := r.h.Status()
+		if st == Completed {
+			c, _ := r.h.Result()
+			t.Logf("dial to a black-holed address completed; conn %v -> %v", c.LocalAddr(), c.RemoteAddr())
+		}
+		require.Equal(t, Running, st, "a stale event for the closed fd %d completed the dial", r.oldFD)
+		r.h.Cancel()
+		_, _ = wait(t, r.h)
+		return
+	}
+}
+
+// staleDial is what staleEventDial's callback did: the Dial it started, the
+// fd it closed just before, and the fd the Dial's socket got.
+type staleDial struct {
+	h     *Handle[*Conn]
+	oldFD int
+	newFD int
+}
+
+// staleEventDial sets up the stale event: two connections whose readiness
+// lands in one poll batch; the first one's callback closes the other and
+// dials a black-holed address, so the dial's socket may get the closed fd
+// while the closed socket's event is still ahead in the batch.
+func staleEventDial(t *testing.T) (*Loop, staleDial) {
 	l := startLoop(t)
 	stuck := stuckAddr(t)
-	type dialRes struct {
-		h     *Handle[*Conn]
-		oldFD int
-		newFD int
-	}
-	res := make(chan dialRes, 1)
+	res := make(chan staleDial, 1)
 	var all []*Conn
 	fired := false
 	ln, err := Listen(l, "127.0.0.1:0", ListenConfig{}, func(c *Conn) {
@@ -120,16 +151,16 @@ func TestTCPStaleEventDoesNotCompleteDial(t *testing.T) {
 			old := other.fd
 			other.Close()
 			h := Dial(l, stuck, ConnConfig{})
-			res <- dialRes{h: h, oldFD: old, newFD: connectingFD(l)}
+			res <- staleDial{h: h, oldFD: old, newFD: connectingFD(l)}
 		})
 	})
 	require.NoError(t, err)
 	a, err := net.Dial("tcp", ln.Addr().String())
 	require.NoError(t, err)
-	defer a.Close()
+	t.Cleanup(func() { a.Close() })
 	b, err := net.Dial("tcp", ln.Addr().String())
 	require.NoError(t, err)
-	defer b.Close()
+	t.Cleanup(func() { b.Close() })
 	eventually(t, func() bool { return l.Stats().TCPAccepted == 2 }, "not accepted")
 	onLoop(t, l, func() {}) // the OnRead interest is registered
 
@@ -142,19 +173,7 @@ func TestTCPStaleEventDoesNotCompleteDial(t *testing.T) {
 	close(release)
 	require.NoError(t, errA)
 	require.NoError(t, errB)
-
-	r := recv(t, res)
-	// The kernel hands out the lowest free fd: the one just closed.
-	require.Equal(t, r.oldFD, r.newFD, "the dial's socket did not get the closed fd: the stale event cannot be reproduced")
-	onLoop(t, l, func() {}) // the rest of that batch, stale event included, was dispatched
-	st := r.h.Status()
-	if st == Completed {
-		c, _ := r.h.Result()
-		t.Logf("dial to a black-holed address completed; conn %v -> %v", c.LocalAddr(), c.RemoteAddr())
-	}
-	require.Equal(t, Running, st, "a stale event for the closed fd %d completed the dial", r.oldFD)
-	r.h.Cancel()
-	_, _ = wait(t, r.h)
+	return l, recv(t, res)
 }
 
 // A Conn's Closed is not lazily tracked (the fd table holds it): Stop still
@@ -344,8 +363,10 @@ func TestTCPTimeoutsSetLater(t *testing.T) {
 	_ = netDial(t, ln)
 	off := recv(t, conns)
 
-	require.NoError(t, off.SetIdleTimeout(50*time.Millisecond))
-	require.NoError(t, off.SetIdleTimeout(0))
+	errs := onLoopValue(t, l, func() [2]error { // in one callback: the 50 ms cannot pass between the two
+		return [2]error{off.SetIdleTimeout(50 * time.Millisecond), off.SetIdleTimeout(0)}
+	})
+	require.Equal(t, [2]error{}, errs)
 	require.NoError(t, idle.SetIdleTimeout(100*time.Millisecond))
 	require.NoError(t, read.SetReadTimeout(150*time.Millisecond))
 	_, err = wait(t, idle.Closed())
@@ -355,6 +376,35 @@ func TestTCPTimeoutsSetLater(t *testing.T) {
 	// Both closed after the 50 ms the first timeout of off would have taken.
 	require.Equal(t, Running, off.Closed().Status(), "a timeout set to 0 is off")
 	require.Zero(t, onLoopValue(t, l, func() int { return l.Stats().Timers }), "no timer is left armed")
+}
+
+// Where accepted sockets do not come with the listener's TCP_NODELAY (a
+// kernel that only looks like Linux, simulated by clearing it on the
+// listening socket before the first accept), each accepted socket gets it.
+func TestTCPAcceptSetsNoDelayWhenNotInherited(t *testing.T) {
+	l := startLoop(t)
+	accepted := make(chan *Conn, 2)
+	ln, err := Listen(l, "127.0.0.1:0", ListenConfig{}, func(c *Conn) { accepted <- c })
+	require.NoError(t, err)
+	require.NoError(t, onLoopValue(t, l, func() error {
+		return unix.SetsockoptInt(ln.fd, unix.IPPROTO_TCP, unix.TCP_NODELAY, 0)
+	}))
+	for range 2 {
+		nc, err := net.DialTimeout("tcp", ln.Addr().String(), waitTimeout)
+		require.NoError(t, err)
+		c := recv(t, accepted)
+		type opt struct {
+			v   int
+			err error
+		}
+		got := onLoopValue(t, l, func() opt {
+			v, err := unix.GetsockoptInt(c.fd, unix.IPPROTO_TCP, unix.TCP_NODELAY)
+			return opt{v, err}
+		})
+		require.NoError(t, got.err)
+		require.NotZero(t, got.v, "the accepted socket has no TCP_NODELAY")
+		require.NoError(t, nc.Close())
+	}
 }
 
 // IPv6: a Dial to a listener on ::1 echoes, and both ends see the
