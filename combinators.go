@@ -27,7 +27,7 @@ func Catch[T any](h *Handle[T], fn func(error) (T, error)) *Handle[T] {
 		return Fail[T](h.Loop(), ErrNilFunc)
 	}
 	n := &catchNode[T]{src: h, fn: fn}
-	n.init(h.loop)
+	n.initAfter(&h.core)
 	n.prod = n
 	h.register(n)
 	return &n.Handle
@@ -82,7 +82,7 @@ func ThenAsync[T, U any](h *Handle[T], fn func(T) *Handle[U]) *Handle[U] {
 		return Fail[U](h.Loop(), ErrNilFunc)
 	}
 	n := &thenAsyncNode[T, U]{src: h, fn: fn}
-	n.init(h.loop)
+	n.initAfter(&h.core)
 	n.prod = n
 	h.register(n)
 	return &n.Handle

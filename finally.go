@@ -20,7 +20,7 @@ func Finally[T any](h *Handle[T], fn func()) *Handle[T] {
 		return Fail[T](h.Loop(), ErrNilFunc)
 	}
 	n := &finallyNode[T]{src: h, fn: fn}
-	n.init(h.loop)
+	n.initAfter(&h.core)
 	n.prod = n
 	h.register(n)
 	return &n.Handle

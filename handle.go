@@ -27,7 +27,8 @@ type core struct {
 	x    *coreExtra // what few handles need, allocated on first use
 
 	// waitLoop is the loop whose teardown completes this handle (Stop's
-	// handle): waiting on it from that loop would deadlock. Immutable, set
+	// handle and the handles derived from it, see initAfter and link.init):
+	// waiting on it from that loop would deadlock. Immutable, set
 	// before the handle is shared; any goroutine reads it.
 	waitLoop *Loop
 }
@@ -89,6 +90,14 @@ var closedDone = func() *chan struct{} {
 func (c *core) init(l *Loop) {
 	c.loop = l
 	l.handles.Add(1)
+}
+
+// initAfter is init for a node whose one input is in: on in's loop, and
+// completed by the same teardown as in if in is Stop's handle or derived
+// from it, so it takes in's waitLoop (see Wait).
+func (c *core) initAfter(in *core) {
+	c.init(in.loop)
+	c.waitLoop = in.waitLoop
 }
 
 // initFinished makes c a handle that is born terminal (Pure, Fail, a producer
@@ -398,7 +407,7 @@ func (h *Handle[T]) Result() (T, error) {
 
 // Wait blocks until the handle is done and returns Result, or returns ctx's
 // error if ctx ends first. On the handle's own loop (and, for the handle of
-// Loop.Stop, on the loop being stopped) it cannot block (the loop would wait
+// Loop.Stop and handles derived from it, on the loop being stopped) it cannot block (the loop would wait
 // for itself): there it returns the outcome if the handle is already
 // terminal, else ErrAwaitOnLoop at once.
 func (h *Handle[T]) Wait(ctx context.Context) (T, error) {

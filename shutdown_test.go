@@ -164,6 +164,29 @@ func TestStopFromOwnLoop(t *testing.T) {
 	require.Equal(t, 0, rt.Running())
 }
 
+// A handle derived from Stop's handle is completed by the same teardown:
+// waiting on it from the loop being stopped returns ErrAwaitOnLoop instead of
+// blocking the teardown for ever.
+func TestWaitOnStopDerivedFromOwnLoop(t *testing.T) {
+	l := startLoop(t)
+	var errs [3]error
+	var derived *Handle[int]
+	onLoop(t, l, func() {
+		ctx, cancel := context.WithTimeout(context.Background(), waitTimeout)
+		defer cancel()
+		derived = Then(l.Stop(), func(struct{}) (int, error) { return 1, nil })
+		_, errs[0] = derived.Wait(ctx)
+		_, errs[1] = Finally(derived, func() {}).Wait(ctx)
+		_, errs[2] = All(derived).Wait(ctx)
+	})
+	for i, err := range errs {
+		require.ErrorIs(t, err, ErrAwaitOnLoop, "wait %d", i)
+	}
+	v, err := wait(t, derived)
+	require.NoError(t, err)
+	require.Equal(t, 1, v)
+}
+
 func TestShutdownContextEnds(t *testing.T) {
 	rt := NewRuntime(RuntimeConfig{})
 	l, err := rt.Start(Config{WorkPool: 1})

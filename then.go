@@ -22,7 +22,7 @@ func Then[T, U any](h *Handle[T], fn func(T) (U, error)) *Handle[U] {
 		return Fail[U](h.Loop(), ErrNilFunc)
 	}
 	n := &thenNode[T, U]{src: h, fn: fn}
-	n.init(h.loop)
+	n.initAfter(&h.core)
 	n.prod = n
 	h.register(n)
 	return &n.Handle
