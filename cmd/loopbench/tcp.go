@@ -282,6 +282,76 @@ func timeWaitEntries() string {
 // poundRounds is how many times tcp-pound measures each variant.
 const poundRounds = 4
 
+// pound is the state tcp-pound's aio clients share. Owned by the clients'
+// loop.
+type pound struct {
+	l                          *aio.Loop
+	addr                       string
+	n                          int // connections to make
+	started, completed, failed int
+	f                          *finisher
+}
+
+// poundClient is one client slot of tcp-pound, as tcp_pound.c's client_t:
+// connect, send, read the echo, close, again. Its callbacks are made once
+// per slot, so a connection costs what aio allocates and nothing for the
+// client's own closures (Go's clients keep theirs on goroutine stacks).
+type poundClient struct {
+	p        *pound
+	dial     *aio.Handle[*aio.Conn] // the connection being made
+	echoed   bool                   // the echo arrived on the current connection
+	onDialed func()
+	onRead   func(*aio.Conn, []byte)
+	onClosed func()
+}
+
+func (cl *poundClient) init(p *pound) {
+	cl.p = p
+	cl.onDialed, cl.onRead, cl.onClosed = cl.dialed, cl.read, cl.closed
+}
+
+// connect starts the slot's next connection, or finishes the section once
+// every connection was made and ended. On the loop.
+func (cl *poundClient) connect() {
+	p := cl.p
+	if p.started == p.n {
+		if p.completed+p.failed == p.n {
+			p.f.finish(nil)
+		}
+		return
+	}
+	p.started++
+	cl.echoed = false
+	cl.dial = aio.Dial(p.l, p.addr, aio.ConnConfig{})
+	aio.Finally(cl.dial, cl.onDialed)
+}
+
+func (cl *poundClient) dialed() {
+	c, err := cl.dial.Result()
+	if err != nil {
+		cl.p.failed++
+		cl.connect()
+		return
+	}
+	_ = c.OnRead(cl.onRead)
+	_ = c.Send(poundMsg)
+	aio.Finally(c.Closed(), cl.onClosed)
+}
+
+func (cl *poundClient) read(c *aio.Conn, _ []byte) {
+	cl.echoed = true
+	c.Close()
+}
+
+func (cl *poundClient) closed() {
+	if cl.echoed {
+		cl.p.completed++
+	} else {
+		cl.p.failed++
+	}
+	cl.connect()
+}
+
 // tcpPoundAIO runs the pound with the server and the clients on one loop
 // (loops 1, as libuv's anchor does), or the server on one loop and the
 // clients on another (loops 2, both cores, as Go's net uses them).
@@ -298,45 +368,16 @@ func tcpPoundAIO(o options, workload string, loops int) (result, error) {
 		if err != nil {
 			return result{}, err
 		}
-		addr := ln.Addr().String()
-		f := newFinisher()
-		var (
-			started, completed, failed int // on the loop
-			slot                       func()
-		)
-		slot = func() {
-			if started == n {
-				if completed+failed == n {
-					f.finish(nil)
-				}
-				return
-			}
-			started++
-			h := aio.Dial(l, addr, aio.ConnConfig{})
-			aio.Finally(h, func() {
-				c, err := h.Result()
-				if err != nil {
-					failed++
-					slot()
-					return
-				}
-				ok := false
-				_ = c.OnRead(func(c *aio.Conn, b []byte) { ok = true; c.Close() })
-				_ = c.Send(poundMsg)
-				aio.Finally(c.Closed(), func() {
-					if ok {
-						completed++
-					} else {
-						failed++
-					}
-					slot()
-				})
-			})
+		p := &pound{l: l, addr: ln.Addr().String(), n: n, f: newFinisher()}
+		f := p.f
+		clients := make([]poundClient, poundSlots)
+		for i := range clients {
+			clients[i].init(p)
 		}
 		m := startMeter()
 		if err := l.Post(func() {
-			for i := 0; i < poundSlots; i++ {
-				slot()
+			for i := range clients {
+				clients[i].connect()
 			}
 		}); err != nil {
 			f.finish(err)
@@ -348,9 +389,9 @@ func tcpPoundAIO(o options, workload string, loops int) (result, error) {
 		if err != nil {
 			return result{}, err
 		}
-		r := m.finish(workload, "aio", int64(completed), m.start, f.end)
-		if failed > 0 {
-			return r, fmt.Errorf("%d of %d connections failed", failed, n)
+		r := m.finish(workload, "aio", int64(p.completed), m.start, f.end)
+		if p.failed > 0 {
+			return r, fmt.Errorf("%d of %d connections failed", p.failed, n)
 		}
 		return r, nil
 	}()
