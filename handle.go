@@ -17,6 +17,9 @@ type core struct {
 	finished  bool  // the terminal transition ran
 	stopped   bool  // prod.stop ran
 	crossLoop bool  // adopted as a producer because an input lives on another loop
+	// uncancellable: only its producer ends it (Loop.Stop's handle, which
+	// teardown completes: a stop cannot be taken back). Immutable.
+	uncancellable bool
 
 	loop *Loop                         // immutable; detached for handles without a loop
 	done atomic.Pointer[chan struct{}] // lazily made Done channel; closedDone once finished; any goroutine
@@ -27,8 +30,8 @@ type core struct {
 	x    *coreExtra // what few handles need, allocated on first use
 
 	// waitLoop is the loop whose teardown completes this handle (Stop's
-	// handle and the handles derived from it, see initAfter and link.init):
-	// waiting on it from that loop would deadlock. Immutable, set
+	// handle and the handles derived from it one input at a time, see
+	// initAfter): waiting on it from that loop would deadlock. Immutable, set
 	// before the handle is shared; any goroutine reads it.
 	waitLoop *Loop
 }
@@ -92,9 +95,11 @@ func (c *core) init(l *Loop) {
 	l.handles.Add(1)
 }
 
-// initAfter is init for a node whose one input is in: on in's loop, and
-// completed by the same teardown as in if in is Stop's handle or derived
-// from it, so it takes in's waitLoop (see Wait).
+// initAfter is init for a node whose one input is in (Then, Catch,
+// ThenAsync, Finally): on in's loop, and, since it cannot complete before in
+// does, completed by the same teardown as in if in is Stop's handle or
+// derived from it, so it takes in's waitLoop (see Wait). Sinks of several
+// inputs do not (see link.init).
 func (c *core) initAfter(in *core) {
 	c.init(in.loop)
 	c.waitLoop = in.waitLoop
@@ -143,6 +148,9 @@ func (h *Handle[T]) Loop() *Loop {
 func (h *Handle[T]) Cancel() bool { return h.cancel() }
 
 func (c *core) cancel() bool {
+	if c.uncancellable {
+		return false
+	}
 	for {
 		s := c.state.Load()
 		if s >= uint32(Completed) {
@@ -407,7 +415,8 @@ func (h *Handle[T]) Result() (T, error) {
 
 // Wait blocks until the handle is done and returns Result, or returns ctx's
 // error if ctx ends first. On the handle's own loop (and, for the handle of
-// Loop.Stop and handles derived from it, on the loop being stopped) it cannot block (the loop would wait
+// Loop.Stop and the Then, Catch, ThenAsync and Finally chains of it, on the
+// loop being stopped) it cannot block (the loop would wait
 // for itself): there it returns the outcome if the handle is already
 // terminal, else ErrAwaitOnLoop at once.
 func (h *Handle[T]) Wait(ctx context.Context) (T, error) {

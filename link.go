@@ -29,19 +29,11 @@ func (k *link[T]) inputDone() {
 }
 
 // init points k at in. It may run on any goroutine, before the sink is
-// shared; register then runs on the sink's loop. A sink of Stop's handle (or
-// of a handle derived from it) waits for that loop's teardown, so it takes
-// the input's waitLoop: Wait on it from that loop must not block (the first
-// such input's, for a sink of several).
+// shared; register then runs on the sink's loop. A sink does not take its
+// input's waitLoop (see initAfter): Race, Any, Within, even All (failing
+// fast) can end without that input, and Wait must not refuse to block on a
+// handle that may end without the teardown.
 func (k *link[T]) init(in *Handle[T], node sink, self *core, idx int) {
-	k.point(in, node, self, idx)
-	if self.waitLoop == nil {
-		self.waitLoop = in.waitLoop
-	}
-}
-
-// point sets k's fields; init and attach share it.
-func (k *link[T]) point(in *Handle[T], node sink, self *core, idx int) {
 	k.in, k.node, k.dst, k.idx = in, node, self.loop, idx
 }
 
@@ -67,11 +59,9 @@ func (k *link[T]) registerLive(self *core) {
 	}
 }
 
-// attach is init then register, for a sink already on its loop and shared
-// (its waitLoop is immutable by then: an input attached later, as the inner
-// handle of ThenAsync or a Retry attempt, does not change it).
+// attach is init then register, for a sink already on its loop.
 func (k *link[T]) attach(in *Handle[T], node sink, self *core, idx int) {
-	k.point(in, node, self, idx)
+	k.init(in, node, self, idx)
 	k.register(self)
 }
 

@@ -166,6 +166,7 @@ func newLoop(rt *Runtime, slot int, cfg Config) (*Loop, error) {
 	l.pool = newWorkPool(l, cfg.WorkPool)
 	l.stopH = newDetachedHandle[struct{}]()
 	l.stopH.waitLoop = l
+	l.stopH.uncancellable = true
 	return l, nil
 }
 
@@ -289,7 +290,10 @@ func (l *Loop) Stats() Stats {
 // and its goroutines exit; every fd the loop owns is closed; the loop goroutine
 // leaves its locked thread; the slab slot is released; then the handle
 // completes. Stop is idempotent: every call returns the same handle. The
-// handle has no loop (Loop() is nil): wait on it with Wait or Done. It may be
+// handle has no loop (Loop() is nil): wait on it with Wait or Done. It
+// cannot be cancelled (Cancel reports false, and a dependent giving it up,
+// such as a Race won by another input, leaves it alone): a stop is not taken
+// back. It may be
 // called from any goroutine, the loop's own included (then it stops after the
 // current callback).
 func (l *Loop) Stop() *Handle[struct{}] {

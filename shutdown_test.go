@@ -177,7 +177,7 @@ func TestWaitOnStopDerivedFromOwnLoop(t *testing.T) {
 		derived = Then(l.Stop(), func(struct{}) (int, error) { return 1, nil })
 		_, errs[0] = derived.Wait(ctx)
 		_, errs[1] = Finally(derived, func() {}).Wait(ctx)
-		_, errs[2] = All(derived).Wait(ctx)
+		_, errs[2] = Catch(derived, func(error) (int, error) { return 0, nil }).Wait(ctx)
 	})
 	for i, err := range errs {
 		require.ErrorIs(t, err, ErrAwaitOnLoop, "wait %d", i)
@@ -185,6 +185,41 @@ func TestWaitOnStopDerivedFromOwnLoop(t *testing.T) {
 	v, err := wait(t, derived)
 	require.NoError(t, err)
 	require.Equal(t, 1, v)
+}
+
+// A sink of Stop's handle that can end without it (Race with a timer on
+// another loop) is waited on normally from the loop being stopped.
+func TestWaitOnRaceWithStopFromOwnLoop(t *testing.T) {
+	l := startLoop(t)
+	m := startLoop(t)
+	var err error
+	onLoop(t, l, func() {
+		ctx, cancel := context.WithTimeout(context.Background(), waitTimeout)
+		defer cancel()
+		_, err = Race(Sleep(m, 10*time.Millisecond), l.Stop()).Wait(ctx)
+	})
+	require.NoError(t, err, "the timer on the other loop wins the race")
+}
+
+// Stop's handle cannot be cancelled, directly or by its last dependent
+// giving it up: it completes after teardown whatever its dependents do.
+func TestStopHandleCannotBeCancelled(t *testing.T) {
+	rt := NewRuntime(RuntimeConfig{})
+	l, err := rt.Start(Config{})
+	require.NoError(t, err)
+	hold := make(chan struct{})
+	require.NoError(t, l.Post(func() { <-hold })) // teardown waits behind this callback
+	stop := l.Stop()
+	derived := Then(stop, func(struct{}) (int, error) { return 1, nil })
+	require.True(t, derived.Cancel())
+	require.False(t, stop.Cancel())
+	require.False(t, stop.Status().Terminal(), "status %v", stop.Status())
+	close(hold)
+	_, err = stop.Wait(testCtx(t))
+	require.NoError(t, err)
+	require.Equal(t, Completed, stop.Status())
+	require.NoError(t, rt.Shutdown(testCtx(t)))
+	require.Equal(t, 0, rt.Running())
 }
 
 func TestShutdownContextEnds(t *testing.T) {
