@@ -307,6 +307,10 @@ type withinNode[T any] struct {
 	Handle[T]
 	in link[T]
 	t  timer
+	// gt replaces t for an input with no loop to run a timer on (Stop's
+	// handle, or one derived from it): a Go timer whose callback runs fire
+	// on the detached pseudo-loop. Set before the input is registered.
+	gt *time.Timer
 	d  time.Duration
 }
 
@@ -320,16 +324,20 @@ func Within[T any](h *Handle[T], d time.Duration) *Handle[T] {
 		return Fail[T](nil, ErrNilHandle)
 	}
 	l := h.loop
-	if l == detached {
-		// No loop to run a timer on: a loop-less handle is already terminal
-		// or will be settled inline; it cannot time out.
-		return Finally(h, func() {})
+	if l == detached && statusOf(h.state.Load()).Terminal() {
+		return Finally(h, func() {}) // it cannot time out any more
 	}
 	n := &withinNode[T]{d: d}
 	n.init(l)
 	n.prod = n
 	n.in.init(h, n, &n.core, 0)
-	n.startTimer(&n.t, n, d)
+	if l == detached {
+		// A loop-less handle still pending waits for a loop's teardown
+		// (Stop's handle, or derived from it): no loop timer to arm.
+		n.gt = time.AfterFunc(max(d, 0), func() { detached.exec(n.fire) })
+	} else {
+		n.startTimer(&n.t, n, d)
+	}
 	n.onOwnLoop(func() { n.in.registerLive(&n.core) })
 	return &n.Handle
 }
@@ -339,7 +347,7 @@ func (n *withinNode[T]) onInput(int) {
 		return
 	}
 	n.in.reported = true
-	n.loop.removeTimer(&n.t)
+	n.disarm()
 	forward(&n.Handle, n.in.in)
 }
 
@@ -354,7 +362,13 @@ func (n *withinNode[T]) fire() {
 	n.settle(zero, fmt.Errorf("%w after %v", ErrTimeout, n.d))
 }
 
-func (n *withinNode[T]) disarm() { n.loop.removeTimer(&n.t) }
+func (n *withinNode[T]) disarm() {
+	if n.gt != nil {
+		n.gt.Stop()
+		return
+	}
+	n.loop.removeTimer(&n.t)
+}
 
 func (n *withinNode[T]) stop() {
 	n.disarm()

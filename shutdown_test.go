@@ -3,6 +3,7 @@ package aio
 import (
 	"context"
 	"os"
+	"sync"
 	"sync/atomic"
 	"testing"
 	"time"
@@ -201,24 +202,51 @@ func TestWaitOnRaceWithStopFromOwnLoop(t *testing.T) {
 	require.NoError(t, err, "the timer on the other loop wins the race")
 }
 
-// Stop's handle cannot be cancelled, directly or by its last dependent
-// giving it up: it completes after teardown whatever its dependents do.
-func TestStopHandleCannotBeCancelled(t *testing.T) {
-	rt := NewRuntime(RuntimeConfig{})
+// heldStop starts a loop, holds it in a callback and stops it: Stop's handle
+// stays pending until release lets the callback return.
+func heldStop(t *testing.T) (rt *Runtime, stop *Handle[struct{}], release func()) {
+	rt = NewRuntime(RuntimeConfig{})
 	l, err := rt.Start(Config{})
 	require.NoError(t, err)
 	hold := make(chan struct{})
 	require.NoError(t, l.Post(func() { <-hold })) // teardown waits behind this callback
-	stop := l.Stop()
+	var once sync.Once
+	release = func() { once.Do(func() { close(hold) }) }
+	t.Cleanup(release) // a failing test does not leave the loop held
+	return rt, l.Stop(), release
+}
+
+// Stop's handle cannot be cancelled, directly or by its last dependent
+// giving it up: it completes after teardown whatever its dependents do.
+func TestStopHandleCannotBeCancelled(t *testing.T) {
+	rt, stop, release := heldStop(t)
 	derived := Then(stop, func(struct{}) (int, error) { return 1, nil })
 	require.True(t, derived.Cancel())
 	require.False(t, stop.Cancel())
 	require.False(t, stop.Status().Terminal(), "status %v", stop.Status())
-	close(hold)
-	_, err = stop.Wait(testCtx(t))
+	release()
+	_, err := stop.Wait(testCtx(t))
 	require.NoError(t, err)
 	require.Equal(t, Completed, stop.Status())
 	require.NoError(t, rt.Shutdown(testCtx(t)))
+	require.Equal(t, 0, rt.Running())
+}
+
+// Within works on Stop's handle and handles derived from it, which have no
+// loop to run a timer on: it times out while teardown is held up, and ends
+// as the handle does when teardown finishes first.
+func TestWithinOnStopHandle(t *testing.T) {
+	rt, stop, release := heldStop(t)
+	_, err := wait(t, Within(Then(stop, func(struct{}) (int, error) { return 1, nil }), 20*time.Millisecond))
+	require.ErrorIs(t, err, ErrTimeout)
+	_, err = wait(t, Within(stop, 0))
+	require.ErrorIs(t, err, ErrTimeout)
+	long := Within(stop, time.Hour)
+	release()
+	_, err = wait(t, long)
+	require.NoError(t, err, "teardown finished first")
+	_, err = wait(t, Within(stop, time.Hour))
+	require.NoError(t, err, "already terminal")
 	require.Equal(t, 0, rt.Running())
 }
 
