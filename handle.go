@@ -193,12 +193,14 @@ func (h *Handle[T]) settle(v T, err error) bool {
 func (c *core) schedFinish(cancelled bool) {
 	l := c.loop
 	if l.OnLoop() {
-		if d, ok := c.prod.(disarmer); ok && cancelled {
-			// Only the timer, at once (Stats.Timers drops in the same
-			// callback). The rest of stopping, withdrawing from inputs
-			// included, waits for finish: doing it here would recurse
-			// along a chain of timed handles.
-			d.disarm()
+		if cancelled { // not on the path of every settle: no type assertion there
+			if d, ok := c.prod.(disarmer); ok {
+				// Only the timer, at once (Stats.Timers drops in the same
+				// callback). The rest of stopping, withdrawing from inputs
+				// included, waits for finish: doing it here would recurse
+				// along a chain of timed handles.
+				d.disarm()
+			}
 		}
 		l.jobs.push(job{c: c})
 		return

@@ -7,6 +7,9 @@ import (
 	"unsafe"
 )
 
+// raceEnabled: the race detector is on (this file's build tag).
+const raceEnabled = true
+
 // raceWritten and raceRead tell the race detector what a raw system call
 // did to memory it cannot see: the kernel filling a read buffer, or copying
 // out of a write buffer. golang.org/x/sys annotates its wrappers the same

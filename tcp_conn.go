@@ -54,8 +54,7 @@ type Conn struct {
 	// Owned by the loop.
 	fd      int         // -1 once closed
 	state   uint8       // connConnecting, connOpen, connClosed
-	ev      poll.Events // interest registered with the poller
-	inPoll  bool        // fd is registered with the poller
+	ev      poll.Events // interest registered with the poller; 0: not registered
 	syncing bool        // an interest update is queued as a job
 	paused  bool        // PauseRead
 	full    bool        // the queue went above hw and has not come down to lw: not reading
@@ -368,23 +367,20 @@ func (c *Conn) syncInterest() {
 	}
 	var err error
 	switch {
+	case want == c.ev:
 	case want == 0:
-		if c.inPoll {
-			err = c.l.poller.Delete(c.fd)
-			c.inPoll = false
-		}
-	case !c.inPoll:
-		if err = c.l.poller.Add(c.fd, want); err == nil {
-			c.inPoll = true
-		}
-	case want != c.ev:
+		err = c.l.poller.Delete(c.fd)
+	case c.ev == 0:
+		err = c.l.poller.Add(c.fd, want)
+	default:
 		err = c.l.poller.Modify(c.fd, want)
 	}
-	c.ev = want
 	if err != nil {
+		c.ev = 0 // whatever the poller holds goes with the fd's close
 		c.closeWith(c.ioError("poll", err))
 		return
 	}
+	c.ev = want
 	c.armTimeouts()
 }
 
@@ -880,8 +876,8 @@ func (c *Conn) closeWith(err error) {
 	if to := c.to; to != nil {
 		l.removeTimer(&to.t)
 	}
-	clearFD(l, c.fd, c, c.inPoll)
-	c.inPoll = false
+	clearFD(l, c.fd, c, c.ev != 0)
+	c.ev = 0
 	_ = sysClose(c.fd)
 	c.fd = -1
 	if was == connOpen {

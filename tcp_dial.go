@@ -154,7 +154,7 @@ func (n *dialNode) connect(ap netip.AddrPort) {
 			c.closeWith(fmt.Errorf("aio: dial tcp %s: poll: %w", ap, err))
 			return
 		}
-		c.inPoll, c.ev = true, poll.Writable
+		c.ev = poll.Writable
 	default:
 		c.closeWith(fmt.Errorf("aio: dial tcp %s: connect: %w", ap, err))
 	}

@@ -47,7 +47,7 @@ func sysWritev(t *tcpLoop, fd int, bufs [][]byte) (int, error) {
 	if errno != 0 {
 		return 0, errno
 	}
-	for left, i := int(n), 0; left > 0 && i < len(bufs); i++ { // what the kernel copied
+	for left, i := int(n), 0; raceEnabled && left > 0 && i < len(bufs); i++ { // what the kernel copied
 		k := min(left, len(bufs[i]))
 		raceRead(bufs[i][:k])
 		left -= k
