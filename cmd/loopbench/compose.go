@@ -56,10 +56,7 @@ func chainAIO(o options) (result, error) {
 	if err != nil {
 		f.finish(err)
 	}
-	err = await(f.done, o.sectionLimit(10*time.Second), "chain: waiting for the last link", l)
-	if err == nil {
-		err = f.err
-	}
+	err = f.wait(o.sectionLimit(10*time.Second), "chain: waiting for the last link", l)
 	var r result
 	if err == nil {
 		r = m.finish("chain", "aio", int64(n), m.start, f.end)
@@ -181,10 +178,7 @@ func cancelTreeAIO(o options, name string, fan int, aged bool) (result, error) {
 	if err != nil {
 		f.finish(err)
 	}
-	err = await(f.done, o.sectionLimit(10*time.Second), name+": cancelling", l)
-	if err == nil {
-		err = f.err
-	}
+	err = f.wait(o.sectionLimit(10*time.Second), name+": cancelling", l)
 	var r result
 	handles := int64(fan*fan + fan + 1)
 	if err == nil {
@@ -240,6 +234,7 @@ func runDoAwait(o options) ([]result, error) {
 	}
 	l := ls[0]
 	n := o.Awaits
+	want := n * (n - 1) / 2 // the sum of the values awaited, both sides
 	m := startMeter()
 	h := aio.Do(l, func(co *aio.Co) (int, error) {
 		sum := 0
@@ -260,8 +255,8 @@ func runDoAwait(o options) ([]result, error) {
 	sum, err := h.Wait(ctx)
 	cancel()
 	end := time.Now()
-	if err == nil && sum != n*(n-1)/2 {
-		err = fmt.Errorf("do-await: sum %d, want %d", sum, n*(n-1)/2)
+	if err == nil && sum != want {
+		err = fmt.Errorf("do-await: sum %d, want %d", sum, want)
 	}
 	if err == nil {
 		r := m.finish("do-await", "aio", int64(n), m.start, end)
@@ -289,8 +284,8 @@ func runDoAwait(o options) ([]result, error) {
 	}
 	end = time.Now()
 	close(req)
-	if sum != n*(n-1)/2 {
-		return rs, fmt.Errorf("do-await/gostd: sum %d, want %d", sum, n*(n-1)/2)
+	if sum != want {
+		return rs, fmt.Errorf("do-await/gostd: sum %d, want %d", sum, want)
 	}
 	r := m.finish("do-await", "gostd", int64(n), m.start, end)
 	r.Config = "request/reply over unbuffered chans"

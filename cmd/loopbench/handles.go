@@ -107,10 +107,7 @@ func handlesAIO(o options, name string, cycle cycleFunc) (result, error) {
 	if err := l.Post(batch); err != nil {
 		f.finish(err)
 	}
-	err = await(f.done, o.sectionLimit(o.handlesCap()), name+": waiting for the continuations", l)
-	if err == nil {
-		err = f.err
-	}
+	err = f.wait(o.sectionLimit(o.handlesCap()), name+": waiting for the continuations", l)
 	var r result
 	if err == nil {
 		r = m.finish(name, "aio", conts, m.start, f.end)

@@ -51,10 +51,7 @@ func runLoopIter(o options) ([]result, error) {
 	if err := l.Post(self); err != nil {
 		f.finish(err)
 	}
-	err = await(f.done, o.sectionLimit(o.Duration), "loop-iter: waiting for the loop", l)
-	if err == nil {
-		err = f.err
-	}
+	err = f.wait(o.sectionLimit(o.Duration), "loop-iter: waiting for the loop", l)
 	var rs []result
 	if err == nil {
 		// Timed on the loop, from the first callback to the last, so that

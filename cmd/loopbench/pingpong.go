@@ -73,10 +73,7 @@ func pingPongAIO(o options, name string, spin time.Duration) (result, error) {
 	if err := b.Post(pong); err != nil { // the first serve; ping counts the trips that follow
 		f.finish(err)
 	}
-	err = await(f.done, o.sectionLimit(o.Duration), name+": waiting for the rally to end", a, b)
-	if err == nil {
-		err = f.err
-	}
+	err = f.wait(o.sectionLimit(o.Duration), name+": waiting for the rally to end", a, b)
 	var r result
 	if err == nil {
 		r = m.finish(name, "aio", rounds, m.start, f.end)

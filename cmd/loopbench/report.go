@@ -1,7 +1,6 @@
 package main
 
 import (
-	"cmp"
 	"encoding/json"
 	"fmt"
 	"io"
@@ -191,8 +190,8 @@ func group(v float64) string {
 	return b.String()
 }
 
-// median returns the median of xs (the upper one of an even count), or nil
-// for none.
+// median returns the median of xs (the mean of the two middle values of an
+// even count), or nil for none.
 func median(xs []float64) *float64 {
 	if len(xs) == 0 {
 		return nil
@@ -200,12 +199,19 @@ func median(xs []float64) *float64 {
 	s := slices.Clone(xs)
 	slices.Sort(s)
 	m := s[len(s)/2]
+	if len(s)%2 == 0 {
+		m = (s[len(s)/2-1] + m) / 2
+	}
 	return &m
 }
 
-// medianRound returns the round with the median throughput.
-func medianRound(rs []result) result {
-	s := slices.Clone(rs)
-	slices.SortFunc(s, func(a, b result) int { return cmp.Compare(a.OpsPerSec, b.OpsPerSec) })
-	return s[len(s)/2]
+// nearest returns the index of the value of xs nearest to m.
+func nearest(xs []float64, m float64) int {
+	best := 0
+	for i, x := range xs {
+		if math.Abs(x-m) < math.Abs(xs[best]-m) {
+			best = i
+		}
+	}
+	return best
 }

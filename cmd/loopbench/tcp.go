@@ -41,7 +41,6 @@ import (
 	"os"
 	"os/exec"
 	"runtime"
-	"slices"
 	"strconv"
 	"strings"
 	"sync"
@@ -72,10 +71,13 @@ func listenEcho(l *aio.Loop, cfg aio.ListenConfig) (*aio.Listener, error) {
 }
 
 // netServer is the gostd server: a goroutine accepting on 127.0.0.1 and one
-// per connection running serve, then closing the connection. open reports
-// the connections being served; stop closes the listener and every
-// connection and waits for every goroutine.
-func netServer(serve func(c net.Conn)) (addr string, open func() int, stop func(), err error) {
+// per connection running serve, then closing the connection. With track,
+// open reports the connections being served and stop closes them too;
+// without (tcp-pound: a mutex and a map per connection are not part of Go's
+// cost, and its clients close every connection), open reports 0 and stop
+// waits for the clients to close theirs. stop closes the listener and waits
+// for every goroutine.
+func netServer(serve func(c net.Conn), track bool) (addr string, open func() int, stop func(), err error) {
 	ln, err := net.Listen("tcp", "127.0.0.1:0")
 	if err != nil {
 		return "", nil, nil, err
@@ -92,22 +94,26 @@ func netServer(serve func(c net.Conn)) (addr string, open func() int, stop func(
 			if err != nil {
 				return
 			}
-			mu.Lock()
-			if stopped {
+			if track {
+				mu.Lock()
+				if stopped {
+					mu.Unlock()
+					c.Close()
+					return
+				}
+				conns[c] = struct{}{}
 				mu.Unlock()
-				c.Close()
-				return
 			}
-			conns[c] = struct{}{}
-			mu.Unlock()
 			wg.Add(1)
 			go func() {
 				defer wg.Done()
 				serve(c)
 				c.Close()
-				mu.Lock()
-				delete(conns, c)
-				mu.Unlock()
+				if track {
+					mu.Lock()
+					delete(conns, c)
+					mu.Unlock()
+				}
 			}()
 		}
 	}()
@@ -182,12 +188,12 @@ func runTCPPound(o options) ([]result, error) {
 	if o.TCPConns <= 0 {
 		return nil, errors.New("tcp-pound: need TCPConns > 0")
 	}
-	// Both sections should start from the same kernel state: each closed
+	// Sections should start from the same kernel state: each closed
 	// connection leaves a TIME_WAIT entry for 60 s, and with tens of
 	// thousands of them connect's search for a free ephemeral port costs
 	// more than everything else together (2x between a clean and a loaded
-	// table). The gostd section runs right after the aio one's 20,000; an
-	// unmeasured round of the same size gives the aio section the same.
+	// table). An unmeasured section of the same size first fills the table
+	// as the measured ones will find it.
 	if _, err := tcpPoundGo(o); err != nil {
 		return nil, fmt.Errorf("tcp-pound warm-up: %w", err)
 	}
@@ -195,66 +201,71 @@ func runTCPPound(o options) ([]result, error) {
 	// once net.ipv4.tcp_max_tw_buckets TIME_WAIT entries exist no new ones
 	// are made and connect gets ~2x cheaper, so a section that fills the
 	// table makes the next one cheap, and each entry expires 60 s after it
-	// was made. One section alone can meet the dear state while its
-	// baseline meets the cheap one. So the variants take turns for
-	// poundRounds rounds, aio and gostd alternating which goes first, and
-	// each aio row's ratio is the median of its per-round ratios (its
-	// figures are its median round's).
-	var aio1, gostd, aio2 []result
-	var ratio1, ratio2 []float64
-	var tws []string // TIME_WAIT entries at each round's start
-	for round := range poundRounds {
-		tws = append(tws, timeWaitEntries())
-		var r, g result
-		oneLoop := func() (err error) {
-			if r, err = tcpPoundAIO(o, "tcp-pound", 1); err != nil {
-				err = fmt.Errorf("tcp-pound/aio: %w", err)
+	// was made. So the three variants take turns: one round per order of
+	// the three, each variant before and after each other one equally
+	// often, and a row's ratio is the median of its per-round ratios to
+	// gostd (its figures are from the round whose ratio is nearest that
+	// median).
+	variants := []struct {
+		name  string
+		loops int // 0: gostd
+	}{{"tcp-pound", 1}, {"gostd", 0}, {"tcp-pound-2loops", 2}}
+	orders := [][3]int{{0, 1, 2}, {1, 2, 0}, {2, 0, 1}, {0, 2, 1}, {1, 0, 2}, {2, 1, 0}}
+	var runs [3][]result // by variant, one per round
+	var tws []string     // TIME_WAIT entries as each round's sections began
+	for _, order := range orders {
+		var tw [3]string
+		for _, v := range order {
+			tw[v] = timeWaitEntries()
+			var r result
+			var err error
+			if variants[v].loops == 0 {
+				r, err = tcpPoundGo(o)
+			} else {
+				r, err = tcpPoundAIO(o, variants[v].name, variants[v].loops)
 			}
-			return err
-		}
-		goNet := func() (err error) {
-			if g, err = tcpPoundGo(o); err != nil {
-				err = fmt.Errorf("tcp-pound/gostd: %w", err)
+			if err != nil {
+				return nil, fmt.Errorf("%s: %w", variants[v].name, err)
 			}
-			return err
+			runs[v] = append(runs[v], r)
 		}
-		steps := []func() error{oneLoop, goNet}
-		if round%2 == 1 {
-			slices.Reverse(steps)
-		}
-		for _, step := range steps {
-			if err := step(); err != nil {
-				return nil, err
-			}
-		}
-		// The server on one loop, the clients on a second, both cores busy
-		// as Go's are.
-		r2, err := tcpPoundAIO(o, "tcp-pound-2loops", 2)
-		if err != nil {
-			return nil, fmt.Errorf("tcp-pound-2loops/aio: %w", err)
-		}
-		aio1, gostd, aio2 = append(aio1, r), append(gostd, g), append(aio2, r2)
-		if g.OpsPerSec > 0 {
-			ratio1 = append(ratio1, r.OpsPerSec/g.OpsPerSec)
-			ratio2 = append(ratio2, r2.OpsPerSec/g.OpsPerSec)
-		}
+		tws = append(tws, strings.Join(tw[:], "/"))
 	}
-	pairs := make([]string, len(ratio1))
-	for i, x := range ratio1 {
-		pairs[i] = fmt.Sprintf("%.2f", x)
+	gostd := runs[1]
+	row := func(v int, config string) result {
+		ratios := ratiosTo(runs[v], gostd)
+		m := *median(ratios)
+		r := runs[v][nearest(ratios, m)]
+		r.Ratio = &m
+		r.Config = fmt.Sprintf("%s; %d rounds, ratio = median of aio/gostd per round (%s)",
+			config, len(orders), formatRatios(ratios))
+		return r
 	}
-	rounds := fmt.Sprintf("%d rounds, ratio = median of aio/gostd per round (%s), TIME_WAIT entries at their start (%s)",
-		poundRounds, strings.Join(pairs, " "), strings.Join(tws, " "))
-	r := medianRound(aio1)
-	r.Config = fmt.Sprintf("one loop: server + %d client slots, %d conns; %s", poundSlots, o.TCPConns, rounds)
+	r := row(0, fmt.Sprintf("one loop: server + %d client slots, %d conns, TIME_WAIT entries at each section's start, aio/gostd/2loops per round (%s)",
+		poundSlots, o.TCPConns, strings.Join(tws, " ")))
 	r.Reference = "libuv tcp_pound 12746 conns/s, 1.5 cpu_s; Go net 12191 conns/s, 3.1 cpu_s (20000 conns)"
-	r.Ratio = median(ratio1)
-	g := medianRound(gostd)
-	g.Config = fmt.Sprintf("net: goroutine per conn + %d client goroutines, %d conns; median of %d rounds", poundSlots, o.TCPConns, poundRounds)
-	r2 := medianRound(aio2)
-	r2.Config = fmt.Sprintf("server loop + client loop (%d slots), %d conns; %d rounds, ratio = median per round", poundSlots, o.TCPConns, poundRounds)
-	r2.Ratio = median(ratio2)
+	g := gostd[nearest(ratiosTo(runs[0], gostd), *r.Ratio)] // the round of the aio row
+	g.Config = fmt.Sprintf("net: goroutine per conn + %d client goroutines, %d conns; from the aio row's round", poundSlots, o.TCPConns)
+	r2 := row(2, fmt.Sprintf("server loop + client loop (%d slots), %d conns", poundSlots, o.TCPConns))
 	return []result{r, g, r2}, nil
+}
+
+// ratiosTo returns a[i]/b[i] ops/s, round by round.
+func ratiosTo(a, b []result) []float64 {
+	rs := make([]float64, len(a))
+	for i := range a {
+		rs[i] = a[i].OpsPerSec / b[i].OpsPerSec
+	}
+	return rs
+}
+
+// formatRatios prints ratios with two decimals, space separated.
+func formatRatios(rs []float64) string {
+	s := make([]string, len(rs))
+	for i, x := range rs {
+		s[i] = fmt.Sprintf("%.2f", x)
+	}
+	return strings.Join(s, " ")
 }
 
 // timeWaitEntries returns how many TIME_WAIT sockets the kernel holds, from
@@ -278,9 +289,6 @@ func timeWaitEntries() string {
 	}
 	return "?"
 }
-
-// poundRounds is how many times tcp-pound measures each variant.
-const poundRounds = 4
 
 // pound is the state tcp-pound's aio clients share. Owned by the clients'
 // loop.
@@ -369,7 +377,6 @@ func tcpPoundAIO(o options, workload string, loops int) (result, error) {
 			return result{}, err
 		}
 		p := &pound{l: l, addr: ln.Addr().String(), n: n, f: newFinisher()}
-		f := p.f
 		clients := make([]poundClient, poundSlots)
 		for i := range clients {
 			clients[i].init(p)
@@ -380,16 +387,13 @@ func tcpPoundAIO(o options, workload string, loops int) (result, error) {
 				clients[i].connect()
 			}
 		}); err != nil {
-			f.finish(err)
+			p.f.finish(err)
 		}
-		err = await(f.done, o.sectionLimit(10*time.Second), "tcp-pound: waiting for the connections", l)
-		if err == nil {
-			err = f.err
-		}
+		err = p.f.wait(o.sectionLimit(10*time.Second), workload+": waiting for the connections", l)
 		if err != nil {
 			return result{}, err
 		}
-		r := m.finish(workload, "aio", int64(p.completed), m.start, f.end)
+		r := m.finish(workload, "aio", int64(p.completed), m.start, p.f.end)
 		if p.failed > 0 {
 			return r, fmt.Errorf("%d of %d connections failed", p.failed, n)
 		}
@@ -402,7 +406,7 @@ func tcpPoundAIO(o options, workload string, loops int) (result, error) {
 }
 
 func tcpPoundGo(o options) (result, error) {
-	addr, _, stop, err := netServer(netEcho(64))
+	addr, _, stop, err := netServer(netEcho(64), false)
 	if err != nil {
 		return result{}, err
 	}
@@ -419,12 +423,15 @@ func tcpPoundGo(o options) (result, error) {
 	// connect completes or is refused.)
 	var (
 		expired  atomic.Bool
-		inFlight [poundSlots]atomic.Pointer[net.TCPConn]
+		inFlight [poundSlots]struct {
+			c atomic.Pointer[net.TCPConn]
+			_ [56]byte // a cache line per client goroutine
+		}
 	)
 	watchdog := time.AfterFunc(o.sectionLimit(10*time.Second), func() {
 		expired.Store(true)
 		for i := range inFlight {
-			if c := inFlight[i].Load(); c != nil {
+			if c := inFlight[i].c.Load(); c != nil {
 				_ = c.SetDeadline(time.Unix(1, 0))
 			}
 		}
@@ -442,13 +449,13 @@ func tcpPoundGo(o options) (result, error) {
 					continue
 				}
 				c := nc.(*net.TCPConn)
-				inFlight[w].Store(c)
+				inFlight[w].c.Store(c)
 				if expired.Load() { // the watchdog may have missed it
 					_ = c.SetDeadline(time.Unix(1, 0))
 				}
 				_, werr := c.Write(poundMsg)
 				k, rerr := c.Read(buf[:])
-				inFlight[w].Store(nil)
+				inFlight[w].c.Store(nil)
 				c.Close()
 				if werr == nil && rerr == nil && k > 0 {
 					completed.Add(1)
@@ -463,7 +470,7 @@ func tcpPoundGo(o options) (result, error) {
 	watchdog.Stop()
 	r := m.finish("tcp-pound", "gostd", completed.Load(), m.start, end)
 	if expired.Load() && completed.Load()+failed.Load() < n {
-		return r, fmt.Errorf("tcp-pound: gostd still running after %v", o.sectionLimit(10*time.Second))
+		return r, fmt.Errorf("still running after %v", o.sectionLimit(10*time.Second))
 	}
 	if failed.Load() > 0 {
 		return r, fmt.Errorf("%d of %d connections failed", failed.Load(), n)
@@ -559,10 +566,7 @@ func rallyAIO(o options, workload string, conns int, msg []byte, loops int) (res
 		}); err != nil {
 			f.finish(err)
 		}
-		err = await(f.done, o.sectionLimit(o.Duration), workload+": waiting for the clients", ls...)
-		if err == nil {
-			err = f.err
-		}
+		err = f.wait(o.sectionLimit(o.Duration), workload+": waiting for the clients", ls...)
 		if err != nil {
 			return result{}, err
 		}
@@ -577,7 +581,7 @@ func rallyAIO(o options, workload string, conns int, msg []byte, loops int) (res
 // rallyGo is rallyAIO with Go's net package: an echo server goroutine per
 // connection and a client goroutine per connection.
 func rallyGo(o options, workload string, conns int, msg []byte) (result, error) {
-	addr, _, stop, err := netServer(netEcho(64 << 10))
+	addr, _, stop, err := netServer(netEcho(64<<10), true)
 	if err != nil {
 		return result{}, err
 	}
@@ -813,7 +817,7 @@ func tcpIdleAIO(o options) (result, float64, error) {
 }
 
 func tcpIdleGo(o options) (result, float64, error) {
-	addr, open, stop, err := netServer(netDiscard)
+	addr, open, stop, err := netServer(netDiscard, true)
 	if err != nil {
 		return result{}, 0, err
 	}

@@ -71,10 +71,7 @@ func timersAIO(o options) (result, error) {
 	if err := l.Post(create); err != nil {
 		f.finish(err)
 	}
-	err = await(f.done, o.sectionLimit(timerDelay(n)), fmt.Sprintf("timers: waiting for %d timers", n), l)
-	if err == nil {
-		err = f.err
-	}
+	err = f.wait(o.sectionLimit(timerDelay(n)), fmt.Sprintf("timers: waiting for %d timers", n), l)
 	var r result
 	if err == nil {
 		r = m.finish("timers", "aio", int64(n), m.start, f.end)

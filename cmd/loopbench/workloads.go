@@ -182,6 +182,15 @@ type finisher struct {
 
 func newFinisher() *finisher { return &finisher{done: make(chan struct{})} }
 
+// wait waits for finish, up to limit (see await), and returns the error it
+// was given.
+func (f *finisher) wait(limit time.Duration, what string, ls ...*aio.Loop) error {
+	if err := await(f.done, limit, what, ls...); err != nil {
+		return err
+	}
+	return f.err
+}
+
 func (f *finisher) finish(err error) {
 	f.once.Do(func() {
 		f.end = time.Now()

@@ -118,16 +118,14 @@ func (s *shard) accept(c *aio.Conn) {
 // connections to finish, closes those that did not, and returns how many it
 // closed. Any goroutine but the loops'.
 func (srv *server) shutdown(grace time.Duration) int {
-	deadline := time.NewTimer(grace)
-	defer deadline.Stop()
+	ctx, cancel := context.WithTimeout(context.Background(), grace) // the one bound of both waits
+	defer cancel()
 	closing := make([]*aio.Handle[struct{}], len(srv.shards))
 	for i, s := range srv.shards {
 		closing[i] = s.ln.Close()
 	}
 	for _, h := range closing {
-		select {
-		case <-h.Done():
-		case <-deadline.C:
+		if _, _ = h.Wait(ctx); ctx.Err() != nil {
 			return srv.closeAll()
 		}
 	}
@@ -147,7 +145,7 @@ func (srv *server) shutdown(grace time.Duration) int {
 	for range srv.shards {
 		select {
 		case <-drained:
-		case <-deadline.C:
+		case <-ctx.Done():
 			return srv.closeAll()
 		}
 	}
