@@ -25,18 +25,27 @@ const goexitStopWithin = 3 * time.Second
 // goroutines at the end of a passing test.
 func goexitStart(t *testing.T, cfg Config) (*Loop, *Runtime) {
 	t.Helper()
-	rt := NewRuntime(RuntimeConfig{})
 	if cfg.Name == "" {
 		cfg.Name = t.Name()
 	}
-	l, err := rt.Start(cfg)
-	require.NoError(t, err)
-	t.Cleanup(func() {
+	t.Cleanup(func() { // after startOwnLoop's Stop (cleanups run last-in first-out)
 		if !t.Failed() {
 			goleak.VerifyNone(t)
 		}
 	})
-	return l, rt
+	return startOwnLoop(t, cfg)
+}
+
+// requireStops requires Stop's handle to complete within goexitStopWithin;
+// if it does not, rescue first undoes what the regression left (so that the
+// failure leaks nothing into the run), then the test fails with msg.
+func requireStops(t *testing.T, l *Loop, rescue func(), msg string) {
+	t.Helper()
+	if doneWithin(l.Stop()) {
+		return
+	}
+	rescue()
+	t.Fatal(msg)
 }
 
 // doneWithin reports whether h is done within goexitStopWithin.
@@ -54,7 +63,7 @@ func doneWithin[T any](h *Handle[T]) bool {
 // work pool's goroutines exit, the poller closes, the slot comes back and
 // Stop's handle completes. Only for loops without Do bodies (a coroutine
 // cannot be resumed off its thread).
-func rescueStop(l *Loop) {
+func rescueStop(t *testing.T, l *Loop) {
 	done := make(chan struct{})
 	go func() {
 		defer close(done)
@@ -69,7 +78,7 @@ func rescueStop(l *Loop) {
 		l.teardown()
 		l.finishStop()
 	}()
-	<-done
+	recv(t, done)
 }
 
 // goexited reported the Goexit through OnPanic before it tears the
@@ -88,13 +97,11 @@ func TestGoexitInOnPanicStillStops(t *testing.T) {
 	p := NewPromise[int](l)
 	onLoop(t, l, func() {})
 	require.NoError(t, l.Post(func() { panic("boom") }))
-	require.Equal(t, "boom", <-reports)
-	require.ErrorIs(t, (<-reports).(error), errGoexit) // the guard's report: its OnPanic Goexits too
-	stopped := doneWithin(l.Stop())
-	if !stopped {
-		rescueStop(l)
-	}
-	require.True(t, stopped, "Stop's handle did not complete: the loop goroutine died in OnPanic during the guard")
+	require.Equal(t, "boom", recv(t, reports))
+	err, _ := recv(t, reports).(error)
+	require.ErrorIs(t, err, errGoexit) // the guard's report: its OnPanic Goexits too
+	requireStops(t, l, func() { rescueStop(t, l) },
+		"Stop's handle did not complete: the loop goroutine died in OnPanic during the guard")
 	require.Equal(t, Cancelled, p.Handle().Status())
 	require.Equal(t, 0, rt.Running())
 }
@@ -112,12 +119,9 @@ func TestSecondGoexitDuringTeardownStillStops(t *testing.T) {
 	second := NewPromise[int](l)
 	onLoop(t, l, func() {})
 	require.NoError(t, l.Post(func() { runtime.Goexit() })) // the loop stops itself: no Stop yet
-	<-dying
-	stopped := doneWithin(l.Stop())
-	if !stopped {
-		rescueStop(l)
-	}
-	require.True(t, stopped, "Stop's handle did not complete: a Goexit in an OnCancel run by the guard's teardown killed the loop goroutine")
+	recv(t, dying)
+	requireStops(t, l, func() { rescueStop(t, l) },
+		"Stop's handle did not complete: a Goexit in an OnCancel run by the guard's teardown killed the loop goroutine")
 	require.Equal(t, Cancelled, second.Handle().Status())
 	require.Equal(t, 0, rt.Running())
 }
@@ -131,32 +135,39 @@ func TestSecondGoexitDuringTeardownStillStops(t *testing.T) {
 // from another goroutine while Stop closes the sockets, which is when a Work
 // result or another loop's notification can land.
 func TestGoexitUnderDeadMuStillStops(t *testing.T) {
-	l, rt := goexitStart(t, Config{OnPanic: func(any) {}})
+	reports := make(chan any, 1)
+	l, rt := goexitStart(t, Config{OnPanic: func(v any) {
+		select {
+		case reports <- v:
+		default: // one report is the assertion; more must not block the loop
+		}
+	}})
 	ln, err := Listen(l, "127.0.0.1:0", ListenConfig{}, func(*Conn) {})
 	require.NoError(t, err)
 	c, err := wait(t, Dial(l, ln.Addr().String(), ConnConfig{}))
 	require.NoError(t, err)
 	finished := Pure(l, 1)
+	hit := make(chan struct{}) // the Goexit under deadMu happened
 	c.Closed().OnCancel(func() {
 		// Runs in closeFDs, after the last pass: the registration is
 		// posted, and teardown runs it under deadMu.
 		registered := make(chan struct{})
 		go func() {
 			defer close(registered)
-			finished.OnCleanup(func() { runtime.Goexit() })
+			finished.OnCleanup(func() { close(hit); runtime.Goexit() })
 		}()
-		<-registered
+		<-registered // the loop's own callback: bounded by the goroutine above
 	})
 	onLoop(t, l, func() {})
-	stopped := doneWithin(l.Stop())
-	if !stopped {
+	requireStops(t, l, func() {
 		// The loop goroutine is blocked in the second teardown's
 		// deadMu.Lock, held by the first: let it finish.
 		l.deadMu.Unlock()
-		_, err := l.Stop().Wait(testCtx(t))
-		require.NoError(t, err)
-	}
-	require.True(t, stopped, "Stop's handle did not complete: the guard's teardown locked deadMu, already held by the teardown the Goexit interrupted")
+		_, _ = l.Stop().Wait(testCtx(t))
+	}, "Stop's handle did not complete: the guard's teardown locked deadMu, already held by the teardown the Goexit interrupted")
+	recv(t, hit)
+	err, _ = recv(t, reports).(error)
+	require.ErrorIs(t, err, errGoexit)
 	require.Equal(t, 0, rt.Running())
 }
 
@@ -180,19 +191,16 @@ func TestGoexitMidTransitionDoesNotSpinTeardown(t *testing.T) {
 	p.Handle().OnCancel(func() { close(goexiting); runtime.Goexit() })
 	onLoop(t, l, func() {})
 	require.True(t, p.Handle().Cancel())
-	<-goexiting
-	stopped := doneWithin(l.Stop())
-	if !stopped {
+	recv(t, goexiting)
+	requireStops(t, l, func() {
 		// Rescue: the spinning teardown still runs posted internal work;
 		// have it finish the stale record (its cleanup runs then), so the
 		// pass finds nothing and the loop stops. The handle itself cannot
 		// be collected instead: the Goexit's frames, finishRest's with its
 		// core, stay on the stack under the guard.
-		require.NoError(t, l.enqueue(func() { p.h.x.rec.finish() }, stateStopping))
-		_, err := l.Stop().Wait(testCtx(t))
-		require.NoError(t, err)
-	}
-	require.True(t, stopped, "Stop's handle did not complete: teardown spun on the record of a handle whose transition a Goexit cut short")
+		_ = l.enqueue(func() { p.h.x.rec.finish() }, stateStopping)
+		_, _ = l.Stop().Wait(testCtx(t))
+	}, "Stop's handle did not complete: teardown spun on the record of a handle whose transition a Goexit cut short")
 	require.True(t, cleaned.Load(), "the handle's cleanup never ran")
 	require.Equal(t, 0, rt.Running())
 }
@@ -211,14 +219,14 @@ func TestGoexitInDeadLoopRunnerReleasesDeadMu(t *testing.T) {
 
 	entered := make(chan struct{})
 	finished.OnCleanup(func() { close(entered); runtime.Goexit() })
-	<-entered // its runner holds deadMu from here on
+	recv(t, entered) // its runner holds deadMu from here on
 	ran := make(chan struct{})
 	finished.OnCleanup(func() { close(ran) })
 	select {
 	case <-ran:
 	case <-time.After(goexitStopWithin):
 		l.deadMu.Unlock() // left locked by the Goexited runner: release the waiters
-		<-ran
+		recv(t, ran)
 		t.Fatal("a callback on the dead loop never ran: deadMu stayed locked after a Goexit in runDead")
 	}
 }

@@ -555,10 +555,7 @@ func TestWorkRunsOffLoopAndCancelsContext(t *testing.T) {
 // no runtime cleanup of its own, and Stop (or a sweep of the loop's records)
 // finds its weak pointer dead and counts it as abandoned.
 func TestAbandonedWithoutCleanupsCountedAtStop(t *testing.T) {
-	rt := NewRuntime(RuntimeConfig{})
-	l, err := rt.Start(Config{})
-	require.NoError(t, err)
-	stopAtEnd(t, l) // also after a failure before the test's own Stop
+	l, _ := startOwnLoop(t, Config{})
 	onLoop(t, l, func() {
 		for i := 0; i < 10; i++ {
 			NewPromise[int](l)
@@ -569,7 +566,7 @@ func TestAbandonedWithoutCleanupsCountedAtStop(t *testing.T) {
 	}
 	runtime.GC()
 	runtime.GC()
-	_, err = l.Stop().Wait(testCtx(t))
+	_, err := l.Stop().Wait(testCtx(t))
 	require.NoError(t, err)
 	require.Equal(t, uint64(10), l.Stats().Abandoned)
 	require.Equal(t, 0, l.Stats().Handles)

@@ -66,6 +66,32 @@ func stopAtEnd(t testing.TB, l *Loop) {
 	})
 }
 
+// startOwnLoop starts a loop on a runtime of its own, for tests that stop it
+// themselves and check the runtime; it is stopped at the test's end as well
+// (bounded), should the test fail before its own Stop.
+func startOwnLoop(t testing.TB, cfg Config) (*Loop, *Runtime) {
+	t.Helper()
+	rt := NewRuntime(RuntimeConfig{})
+	l, err := rt.Start(cfg)
+	require.NoError(t, err)
+	stopAtEnd(t, l)
+	return l, rt
+}
+
+// holdLoop blocks l in a posted callback until release is called (at the
+// latest when the test ends), and returns once that callback runs: what
+// happens meanwhile lands in l's next poll batch.
+func holdLoop(t testing.TB, l *Loop) (release func()) {
+	t.Helper()
+	held, hold := make(chan struct{}), make(chan struct{})
+	require.NoError(t, l.Post(func() { close(held); <-hold }))
+	var once sync.Once
+	release = func() { once.Do(func() { close(hold) }) }
+	t.Cleanup(release)
+	recv(t, held)
+	return release
+}
+
 // onLoop runs fn on l and waits for it.
 func onLoop(t testing.TB, l *Loop, fn func()) {
 	t.Helper()

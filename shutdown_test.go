@@ -3,7 +3,6 @@ package aio
 import (
 	"context"
 	"os"
-	"sync"
 	"sync/atomic"
 	"testing"
 	"time"
@@ -205,14 +204,8 @@ func TestWaitOnRaceWithStopFromOwnLoop(t *testing.T) {
 // heldStop starts a loop, holds it in a callback and stops it: Stop's handle
 // stays pending until release lets the callback return.
 func heldStop(t *testing.T) (rt *Runtime, stop *Handle[struct{}], release func()) {
-	rt = NewRuntime(RuntimeConfig{})
-	l, err := rt.Start(Config{})
-	require.NoError(t, err)
-	hold := make(chan struct{})
-	require.NoError(t, l.Post(func() { <-hold })) // teardown waits behind this callback
-	var once sync.Once
-	release = func() { once.Do(func() { close(hold) }) }
-	t.Cleanup(release) // a failing test does not leave the loop held
+	l, rt := startOwnLoop(t, Config{})
+	release = holdLoop(t, l) // teardown waits behind this callback
 	return rt, l.Stop(), release
 }
 

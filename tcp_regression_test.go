@@ -165,12 +165,10 @@ func staleEventDial(t *testing.T) (*Loop, staleDial) {
 	onLoop(t, l, func() {}) // the OnRead interest is registered
 
 	// Hold the loop so that both readiness events land in one poll batch.
-	held, release := make(chan struct{}), make(chan struct{})
-	require.NoError(t, l.Post(func() { close(held); <-release }))
-	recv(t, held)
+	release := holdLoop(t, l)
 	_, errA := a.Write([]byte("x"))
 	_, errB := b.Write([]byte("y"))
-	close(release)
+	release()
 	require.NoError(t, errA)
 	require.NoError(t, errB)
 	return l, recv(t, res)
@@ -183,10 +181,7 @@ func staleEventDial(t *testing.T) (*Loop, staleDial) {
 func TestTCPStopClosesConnectingAndLateConns(t *testing.T) {
 	stuck := stuckAddr(t)
 	fds := fdCount(t)
-	rt := NewRuntime(RuntimeConfig{})
-	l, err := rt.Start(Config{Name: "stop-late"})
-	require.NoError(t, err)
-	stopAtEnd(t, l) // also after a failure before the test's own Stop
+	l, rt := startOwnLoop(t, Config{Name: "stop-late"})
 	var mu sync.Mutex
 	var closed []*Handle[struct{}]
 	n := 0 // on the loop
@@ -204,19 +199,12 @@ func TestTCPStopClosesConnectingAndLateConns(t *testing.T) {
 	require.GreaterOrEqual(t, onLoopValue(t, l, func() int { return connectingFD(l) }), 0, "the dial is not connecting")
 	// Hold the loop so that several connections are pending in one batch:
 	// the kernel completes their handshakes from the backlog meanwhile.
-	held, release := make(chan struct{}), make(chan struct{})
-	require.NoError(t, l.Post(func() { close(held); <-release }))
-	recv(t, held)
+	release := holdLoop(t, l)
 	var ncs []net.Conn
 	for i := 0; i < 3; i++ {
-		nc, err := net.DialTimeout("tcp", ln.Addr().String(), waitTimeout)
-		if err != nil {
-			close(release)
-		}
-		require.NoError(t, err)
-		ncs = append(ncs, nc)
+		ncs = append(ncs, netDial(t, ln))
 	}
-	close(release)
+	release()
 	_, err = l.Stop().Wait(testCtx(t))
 	require.NoError(t, err)
 	for _, nc := range ncs {
@@ -244,10 +232,7 @@ func TestTCPStopClosesConnectingAndLateConns(t *testing.T) {
 // handles, while one without a timer closed after them.
 func TestTCPStopClosesSocketsAfterCancelling(t *testing.T) {
 	for _, cfg := range []ConnConfig{{}, {IdleTimeout: time.Hour}} {
-		rt := NewRuntime(RuntimeConfig{})
-		l, err := rt.Start(Config{Name: "stop-order"})
-		require.NoError(t, err)
-		stopAtEnd(t, l) // also after a failure before the test's own Stop
+		l, rt := startOwnLoop(t, Config{Name: "stop-order"})
 		ln, err := Listen(l, "127.0.0.1:0", ListenConfig{Conn: cfg}, func(c *Conn) { _ = c.OnRead(tcpEcho) })
 		require.NoError(t, err)
 		c, err := wait(t, Dial(l, ln.Addr().String(), cfg))
@@ -261,6 +246,7 @@ func TestTCPStopClosesSocketsAfterCancelling(t *testing.T) {
 		require.Equal(t, Cancelled, c.Closed().Status())
 		require.Zero(t, l.Stats().TCPOpen)
 		require.Zero(t, l.Stats().Timers)
+		require.Equal(t, 0, rt.Running())
 	}
 }
 
@@ -270,11 +256,7 @@ func TestTCPStopClosesSocketsAfterCancelling(t *testing.T) {
 func TestTCPAcceptedNoDelay(t *testing.T) {
 	for _, host := range []string{"127.0.0.1", "::1"} {
 		t.Run(host, func(t *testing.T) {
-			if probe, err := net.Listen("tcp", net.JoinHostPort(host, "0")); err != nil {
-				t.Skipf("no %s loopback here: %v", host, err)
-			} else {
-				require.NoError(t, probe.Close())
-			}
+			skipWithoutLoopback(t, host)
 			for _, nagle := range []bool{false, true} {
 				l := startLoop(t)
 				accepted := make(chan *Conn, 1)
@@ -350,12 +332,7 @@ func TestTCPCloseOnLoopReturnsCompletedHandle(t *testing.T) {
 // on first use) work as configured ones do, and 0 turns one off.
 func TestTCPTimeoutsSetLater(t *testing.T) {
 	l := startLoop(t)
-	conns := make(chan *Conn, 3)
-	ln, err := Listen(l, "127.0.0.1:0", ListenConfig{}, func(c *Conn) {
-		_ = c.OnRead(tcpEcho)
-		conns <- c
-	})
-	require.NoError(t, err)
+	ln, conns := echoListenConns(t, l, "127.0.0.1:0", ListenConfig{}, 3)
 	_ = netDial(t, ln)
 	idle := recv(t, conns)
 	_ = netDial(t, ln)
@@ -369,7 +346,7 @@ func TestTCPTimeoutsSetLater(t *testing.T) {
 	require.Equal(t, [2]error{}, errs)
 	require.NoError(t, idle.SetIdleTimeout(100*time.Millisecond))
 	require.NoError(t, read.SetReadTimeout(150*time.Millisecond))
-	_, err = wait(t, idle.Closed())
+	_, err := wait(t, idle.Closed())
 	require.ErrorIs(t, err, ErrIdleTimeout)
 	_, err = wait(t, read.Closed())
 	require.ErrorIs(t, err, ErrReadTimeout)
@@ -410,18 +387,9 @@ func TestTCPAcceptSetsNoDelayWhenNotInherited(t *testing.T) {
 // IPv6: a Dial to a listener on ::1 echoes, and both ends see the
 // right addresses.
 func TestTCPIPv6Echo(t *testing.T) {
-	if probe, err := net.Listen("tcp", "[::1]:0"); err != nil {
-		t.Skipf("no IPv6 loopback here: %v", err)
-	} else {
-		require.NoError(t, probe.Close())
-	}
+	skipWithoutLoopback(t, "::1")
 	l := startLoop(t)
-	accepted := make(chan *Conn, 1)
-	ln, err := Listen(l, "[::1]:0", ListenConfig{}, func(c *Conn) {
-		_ = c.OnRead(tcpEcho)
-		accepted <- c
-	})
-	require.NoError(t, err)
+	ln, accepted := echoListenConns(t, l, "[::1]:0", ListenConfig{}, 1)
 	require.True(t, ln.Addr().Addr().Is6())
 	c, err := wait(t, Dial(l, ln.Addr().String(), ConnConfig{}))
 	require.NoError(t, err)

@@ -123,7 +123,6 @@ func TestSignalDoesNotEndWaitEarly(t *testing.T) {
 			elapsed := time.Since(start)
 			sent := stop()
 			require.Positive(t, sent, "no signal reached the waiting thread")
-			require.Positive(t, sent, "no signal reached the waiting thread")
 			require.NoError(t, err)
 			require.Zero(t, n)
 			require.False(t, woken)
