@@ -60,9 +60,12 @@ type Conn struct {
 	full    bool        // the queue went above hw and has not come down to lw: not reading
 	eof     bool        // the peer's FIN was read
 	wdone   bool        // shutdown(SHUT_WR) done
-	onRead  func(c *Conn, b []byte)
-	onEOF   func(c *Conn)
-	onDrain func(c *Conn)
+	// noDelayDue says TCP_NODELAY is still to be set, before the second
+	// write system call (see noDelayAfterFirst).
+	noDelayDue uint8
+	onRead     func(c *Conn, b []byte)
+	onEOF      func(c *Conn)
+	onDrain    func(c *Conn)
 
 	// What most connections never need is allocated on first use: a
 	// connection whose writes the kernel takes at once and that has no
@@ -158,9 +161,10 @@ func (c *Conn) init(l *Loop, tl *tcpLoop, fd int, cfg ConnConfig, state uint8) {
 }
 
 // setConnOptions applies cfg's socket options to fd; TCP_NODELAY only if
-// the socket does not have it already (inherited from its listener).
-func setConnOptions(fd int, cfg ConnConfig, hasNoDelay bool) error {
-	if !cfg.Nagle && !hasNoDelay {
+// the socket does not have it already (inherited from its listener) or gets
+// it later (see noDelayAfterFirst).
+func setConnOptions(fd int, cfg ConnConfig, skipNoDelay bool) error {
+	if !cfg.Nagle && !skipNoDelay {
 		if err := sysSetsockoptInt(fd, unix.IPPROTO_TCP, unix.TCP_NODELAY, 1); err != nil {
 			return fmt.Errorf("setsockopt TCP_NODELAY: %w", err)
 		}
@@ -171,6 +175,30 @@ func setConnOptions(fd int, cfg ConnConfig, hasNoDelay bool) error {
 		}
 	}
 	return nil
+}
+
+// Values of Conn.noDelayDue. A dialed connection gets TCP_NODELAY just
+// before its second write system call rather than before connecting:
+// Nagle's algorithm only holds back a small segment while an earlier small
+// one is unacknowledged (Linux applies Minshall's variant), which the first
+// write on a connection never finds, so it goes out at once either way. A
+// connection that writes once (a request, a reply) saves a system call.
+const (
+	noDelayNone       = iota // nothing to do: set, inherited, or Nagle wanted
+	noDelayAfterFirst        // no write yet
+	noDelayNow               // one write made: set it before the next
+)
+
+// beforeWrite runs before every write system call on c. On the loop.
+func (c *Conn) beforeWrite() {
+	switch c.noDelayDue {
+	case noDelayAfterFirst:
+		c.noDelayDue = noDelayNow
+	case noDelayNow:
+		c.noDelayDue = noDelayNone
+		// An error here (the connection failed) is the write's to report.
+		_ = sysSetsockoptInt(c.fd, unix.IPPROTO_TCP, unix.TCP_NODELAY, 1)
+	}
 }
 
 func setKeepAlive(fd int, d time.Duration) error {
@@ -557,6 +585,7 @@ func (c *Conn) write(b []byte, owned bool) (queued bool, err error) {
 		q.total += uint64(len(b))
 	}
 	if c.queued.Load() == 0 {
+		c.beforeWrite()
 		n, err := sysWrite(c.fd, b)
 		if err != nil {
 			if !errnoIs(err, unix.EAGAIN) && !errnoIs(err, unix.EINTR) {
@@ -660,6 +689,7 @@ func (c *Conn) flush() {
 		off := q.offered()
 		var n int
 		var err error
+		c.beforeWrite()
 		if len(segs) == 1 {
 			n, err = sysWrite(c.fd, segs[0][q.woff:])
 		} else {
@@ -941,7 +971,10 @@ func (c *Conn) SetNoDelay(on bool) *Handle[struct{}] {
 	if on {
 		v = 1
 	}
-	return c.sockopt(func() error { return unix.SetsockoptInt(c.fd, unix.IPPROTO_TCP, unix.TCP_NODELAY, v) })
+	return c.sockopt(func() error {
+		c.noDelayDue = noDelayNone // the caller's choice stands
+		return unix.SetsockoptInt(c.fd, unix.IPPROTO_TCP, unix.TCP_NODELAY, v)
+	})
 }
 
 // SetKeepAlive turns TCP keep-alive on with idle time and probe interval d,

@@ -123,13 +123,16 @@ func (n *dialNode) connect(ap netip.AddrPort) {
 		fail("socket", err)
 		return
 	}
-	if err := setConnOptions(fd, n.cfg, false); err != nil {
+	if err := setConnOptions(fd, n.cfg, true); err != nil {
 		unix.Close(fd)
 		fail("options", err)
 		return
 	}
 	c := &n.conn
 	c.init(l, &l.tcp, fd, n.cfg, connConnecting)
+	if !n.cfg.Nagle {
+		c.noDelayDue = noDelayAfterFirst // see noDelayAfterFirst
+	}
 	c.raddr = ap
 	c.dial = n
 	n.c = c

@@ -406,3 +406,53 @@ func TestTCPIPv6Echo(t *testing.T) {
 	_, err = wait(t, sc.Closed())
 	require.NoError(t, err)
 }
+
+// A dialed connection gets TCP_NODELAY before its second write system call
+// (the first is never held back by Nagle's algorithm), and not at all with
+// ConnConfig.Nagle or after SetNoDelay(false).
+func TestTCPDialNoDelayBeforeSecondWrite(t *testing.T) {
+	l := startLoop(t)
+	ln := echoListen(t, l, ListenConfig{})
+	noDelay := func(c *Conn) int {
+		type opt struct {
+			v   int
+			err error
+		}
+		got := onLoopValue(t, l, func() opt {
+			v, err := unix.GetsockoptInt(c.fd, unix.IPPROTO_TCP, unix.TCP_NODELAY)
+			return opt{v, err}
+		})
+		require.NoError(t, got.err)
+		return got.v
+	}
+	for _, tc := range []struct {
+		name   string
+		cfg    ConnConfig
+		before func(c *Conn)
+		want   int
+	}{
+		{"default", ConnConfig{}, nil, 1},
+		{"Nagle", ConnConfig{Nagle: true}, nil, 0},
+		{"SetNoDelay(false)", ConnConfig{}, func(c *Conn) {
+			_, err := wait(t, c.SetNoDelay(false))
+			require.NoError(t, err)
+		}, 0},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			c, err := wait(t, Dial(l, ln.Addr().String(), tc.cfg))
+			require.NoError(t, err)
+			defer c.Close()
+			if tc.before != nil {
+				tc.before(c)
+			}
+			_, err = wait(t, c.Write([]byte("one")))
+			require.NoError(t, err)
+			if tc.want == 0 {
+				require.Zero(t, noDelay(c), "TCP_NODELAY after the first write")
+			}
+			_, err = wait(t, c.Write([]byte("two")))
+			require.NoError(t, err)
+			require.Equal(t, tc.want, noDelay(c), "TCP_NODELAY after the second write")
+		})
+	}
+}
