@@ -266,12 +266,7 @@ func TestTCPAcceptedNoDelay(t *testing.T) {
 				require.NoError(t, err)
 				c := recv(t, accepted)
 				require.Equal(t, nc.LocalAddr().String(), c.RemoteAddr().String())
-				var noDelay int
-				err = onLoopValue(t, l, func() (err error) {
-					noDelay, err = unix.GetsockoptInt(c.fd, unix.IPPROTO_TCP, unix.TCP_NODELAY)
-					return err
-				})
-				require.NoError(t, err)
+				noDelay := noDelayOf(t, c)
 				require.Equal(t, !nagle, noDelay != 0, "Nagle %v: TCP_NODELAY on the accepted socket is %d", nagle, noDelay)
 				require.NoError(t, nc.Close())
 			}
@@ -370,16 +365,7 @@ func TestTCPAcceptSetsNoDelayWhenNotInherited(t *testing.T) {
 		nc, err := net.DialTimeout("tcp", ln.Addr().String(), waitTimeout)
 		require.NoError(t, err)
 		c := recv(t, accepted)
-		type opt struct {
-			v   int
-			err error
-		}
-		got := onLoopValue(t, l, func() opt {
-			v, err := unix.GetsockoptInt(c.fd, unix.IPPROTO_TCP, unix.TCP_NODELAY)
-			return opt{v, err}
-		})
-		require.NoError(t, got.err)
-		require.NotZero(t, got.v, "the accepted socket has no TCP_NODELAY")
+		require.NotZero(t, noDelayOf(t, c), "the accepted socket has no TCP_NODELAY")
 		require.NoError(t, nc.Close())
 	}
 }
@@ -413,18 +399,6 @@ func TestTCPIPv6Echo(t *testing.T) {
 func TestTCPDialNoDelayBeforeSecondWrite(t *testing.T) {
 	l := startLoop(t)
 	ln := echoListen(t, l, ListenConfig{})
-	noDelay := func(c *Conn) int {
-		type opt struct {
-			v   int
-			err error
-		}
-		got := onLoopValue(t, l, func() opt {
-			v, err := unix.GetsockoptInt(c.fd, unix.IPPROTO_TCP, unix.TCP_NODELAY)
-			return opt{v, err}
-		})
-		require.NoError(t, got.err)
-		return got.v
-	}
 	for _, tc := range []struct {
 		name   string
 		cfg    ConnConfig
@@ -448,11 +422,26 @@ func TestTCPDialNoDelayBeforeSecondWrite(t *testing.T) {
 			_, err = wait(t, c.Write([]byte("one")))
 			require.NoError(t, err)
 			if tc.want == 0 {
-				require.Zero(t, noDelay(c), "TCP_NODELAY after the first write")
+				require.Zero(t, noDelayOf(t, c), "TCP_NODELAY after the first write")
 			}
 			_, err = wait(t, c.Write([]byte("two")))
 			require.NoError(t, err)
-			require.Equal(t, tc.want, noDelay(c), "TCP_NODELAY after the second write")
+			require.Equal(t, tc.want, noDelayOf(t, c), "TCP_NODELAY after the second write")
 		})
 	}
+}
+
+// noDelayOf reads TCP_NODELAY of c's socket, on its loop.
+func noDelayOf(t *testing.T, c *Conn) int {
+	t.Helper()
+	type opt struct {
+		v   int
+		err error
+	}
+	got := onLoopValue(t, c.l, func() opt {
+		v, err := unix.GetsockoptInt(c.fd, unix.IPPROTO_TCP, unix.TCP_NODELAY)
+		return opt{v, err}
+	})
+	require.NoError(t, got.err)
+	return got.v
 }
