@@ -65,7 +65,7 @@ type Conn struct {
 	noDelayDue uint8
 	onRead     func(c *Conn, b []byte)
 	onEOF      func(c *Conn)
-	onDrain    func(c *Conn)
+	onClose    func(c *Conn, err error)
 
 	// What most connections never need is allocated on first use: a
 	// connection whose writes the kernel takes at once and that has no
@@ -91,6 +91,7 @@ type writeQueue struct {
 	waiters []writeWaiter       // Write handles by end position, oldest first, from ww
 	ww      int                 //
 	shutHs  []*Handle[struct{}] // CloseWrite handles waiting for the queue to flush
+	onDrain func(c *Conn)       // OnDrain, kept here with what it is about
 }
 
 // queue returns c's write queue, making it on first use. On the loop.
@@ -323,7 +324,7 @@ func (c *Conn) OnDrain(fn func(c *Conn)) error {
 	if fn == nil {
 		return ErrNilFunc
 	}
-	return c.onLoopDo(func() { c.onDrain = fn })
+	return c.onLoopDo(func() { c.queue().onDrain = fn })
 }
 
 // PauseRead stops reading until ResumeRead: the kernel's receive buffer fills
@@ -731,8 +732,8 @@ func (c *Conn) flush() {
 	if c.full && left <= c.lw {
 		c.full = false
 		c.update()
-		if c.onDrain != nil {
-			c.callback(c.onDrain)
+		if fn := c.q.onDrain; fn != nil { // full: the queue exists
+			c.callback(fn)
 		}
 	}
 }
@@ -923,7 +924,7 @@ func (c *Conn) closeWith(err error) {
 		}
 	}
 	c.tl.release(l)
-	c.onRead, c.onEOF, c.onDrain = nil, nil, nil
+	c.onRead, c.onEOF = nil, nil
 
 	cancelled := errors.Is(err, ErrCancelled)
 	werr := err
@@ -959,6 +960,49 @@ func (c *Conn) closeWith(err error) {
 		}
 	}
 	settleClosed(&c.closed, err)
+	if c.onClose != nil {
+		l.jobs.push(job{d: (*connCloseCall)(c)})
+	}
+}
+
+// OnClose sets the callback that runs, on the loop, once the connection has
+// closed, however it closed. err is Closed's error: nil after Close or an
+// orderly end, the cause otherwise (a reset, a timeout, a panicking
+// callback), ErrCancelled when Loop.Stop closed it. It runs once, after
+// Closed's own continuations, never inside this call; on a connection that
+// is already closed it runs soon. Setting it again before it ran replaces
+// it. Unlike Finally(c.Closed(), ...) it allocates nothing: for code that
+// makes many short connections. Any goroutine; ErrNilFunc for nil.
+func (c *Conn) OnClose(fn func(c *Conn, err error)) error {
+	if fn == nil {
+		return ErrNilFunc
+	}
+	c.l.exec(func() {
+		if c.state == connClosed {
+			c.callOnClose(fn)
+			return
+		}
+		c.onClose = fn
+	})
+	return nil
+}
+
+// connCloseCall is a Conn as the job that runs its OnClose callback: a job
+// of its own type, so that queueing it allocates nothing.
+type connCloseCall Conn
+
+func (cc *connCloseCall) inputDone() {
+	c := (*Conn)(cc)
+	if fn := c.onClose; fn != nil {
+		c.onClose = nil
+		c.callOnClose(fn)
+	}
+}
+
+// callOnClose runs fn with Closed's outcome. On the loop, after the close.
+func (c *Conn) callOnClose(fn func(c *Conn, err error)) {
+	_, err := c.closed.Result()
+	c.l.call(func() { fn(c, err) })
 }
 
 // ---- options and timeouts ----

@@ -958,3 +958,106 @@ func TestTCPIdleConnMemory(t *testing.T) {
 	t.Logf("idle connections: %d, HeapInuse delta %.0f B per connection", n, per)
 	require.Less(t, per, 4096.0)
 }
+
+// ---- OnClose ----
+
+// closeReport is what an OnClose callback saw.
+type closeReport struct {
+	err    error
+	onLoop bool
+	order  []string // what had run on the loop when it ran
+}
+
+// onCloseReports sets an OnClose on c that reports on the returned channel,
+// after which calls are counted (a second report fails the test).
+func onCloseReports(t *testing.T, c *Conn, order *[]string) <-chan closeReport {
+	t.Helper()
+	reports := make(chan closeReport, 2)
+	require.NoError(t, c.OnClose(func(cc *Conn, err error) {
+		assert.Same(t, c, cc) // on the loop: no FailNow
+		var seen []string
+		if order != nil {
+			seen = append(seen, *order...)
+		}
+		reports <- closeReport{err: err, onLoop: c.l.OnLoop(), order: seen}
+	}))
+	return reports
+}
+
+// OnClose runs once, on the loop, after Closed's continuations, with
+// Closed's outcome: nil after Close.
+func TestTCPOnCloseAfterClose(t *testing.T) {
+	l := startLoop(t)
+	ln := echoListen(t, l, ListenConfig{})
+	c, err := wait(t, Dial(l, ln.Addr().String(), ConnConfig{}))
+	require.NoError(t, err)
+	var order []string // on the loop
+	Finally(c.Closed(), func() { order = append(order, "Closed's Finally") })
+	reports := onCloseReports(t, c, &order)
+	_, err = wait(t, c.Close())
+	require.NoError(t, err)
+	r := recv(t, reports)
+	require.NoError(t, r.err)
+	require.True(t, r.onLoop)
+	require.Equal(t, []string{"Closed's Finally"}, r.order)
+	onLoop(t, l, func() {}) // a later iteration: a second call would have run
+	require.Empty(t, reports, "OnClose ran twice")
+}
+
+// A connection that a reset closed hands OnClose the same error as Closed.
+func TestTCPOnCloseAfterReset(t *testing.T) {
+	l := startLoop(t)
+	conns := make(chan *Conn, 1)
+	ln, err := Listen(l, "127.0.0.1:0", ListenConfig{}, func(c *Conn) {
+		_ = c.OnRead(tcpEcho)
+		conns <- c
+	})
+	require.NoError(t, err)
+	nc := netDial(t, ln)
+	c := recv(t, conns)
+	reports := onCloseReports(t, c, nil)
+	require.NoError(t, nc.SetLinger(0))
+	require.NoError(t, nc.Close()) // RST
+	r := recv(t, reports)
+	_, cerr := wait(t, c.Closed())
+	require.Error(t, cerr)
+	require.Equal(t, cerr, r.err)
+	require.ErrorIs(t, r.err, unix.ECONNRESET)
+}
+
+// On a connection already closed, OnClose still runs, but not inside the
+// call that sets it; set twice before the close, only the second runs.
+func TestTCPOnCloseLateAndReplaced(t *testing.T) {
+	l := startLoop(t)
+	ln := echoListen(t, l, ListenConfig{})
+	c, err := wait(t, Dial(l, ln.Addr().String(), ConnConfig{}))
+	require.NoError(t, err)
+	first := onCloseReports(t, c, nil)
+	second := onCloseReports(t, c, nil)
+	_, err = wait(t, c.Close())
+	require.NoError(t, err)
+	require.NoError(t, recv(t, second).err)
+	onLoop(t, l, func() {})
+	require.Empty(t, first, "the replaced callback ran")
+
+	ran := false // on the loop
+	during := onLoopValue(t, l, func() bool {
+		assert.NoError(t, c.OnClose(func(*Conn, error) { ran = true }))
+		return ran
+	})
+	require.False(t, during, "OnClose ran inside the call that set it")
+	require.True(t, onLoopValue(t, l, func() bool { return ran }))
+	require.ErrorIs(t, c.OnClose(nil), ErrNilFunc)
+}
+
+// Loop.Stop closes an open connection: OnClose gets ErrCancelled.
+func TestTCPOnCloseAtStop(t *testing.T) {
+	l, _ := startOwnLoop(t, Config{Name: "onclose-stop"})
+	ln := echoListen(t, l, ListenConfig{})
+	c, err := wait(t, Dial(l, ln.Addr().String(), ConnConfig{}))
+	require.NoError(t, err)
+	reports := onCloseReports(t, c, nil)
+	_, err = l.Stop().Wait(testCtx(t))
+	require.NoError(t, err)
+	require.ErrorIs(t, recv(t, reports).err, ErrCancelled)
+}

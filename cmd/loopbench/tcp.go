@@ -310,7 +310,7 @@ type poundClient struct {
 	echoed   bool                   // the echo arrived on the current connection
 	onDialed func()
 	onRead   func(*aio.Conn, []byte)
-	onClosed func()
+	onClosed func(*aio.Conn, error)
 }
 
 func (cl *poundClient) init(p *pound) {
@@ -343,7 +343,7 @@ func (cl *poundClient) dialed() {
 	}
 	_ = c.OnRead(cl.onRead)
 	_ = c.Send(poundMsg)
-	aio.Finally(c.Closed(), cl.onClosed)
+	_ = c.OnClose(cl.onClosed)
 }
 
 func (cl *poundClient) read(c *aio.Conn, _ []byte) {
@@ -351,7 +351,7 @@ func (cl *poundClient) read(c *aio.Conn, _ []byte) {
 	c.Close()
 }
 
-func (cl *poundClient) closed() {
+func (cl *poundClient) closed(*aio.Conn, error) {
 	if cl.echoed {
 		cl.p.completed++
 	} else {
