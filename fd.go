@@ -13,32 +13,31 @@ type ioHandler interface {
 // setFD routes fd's readiness to h. On the loop.
 func setFD(l *Loop, fd int, h ioHandler) {
 	for fd >= len(l.fds) {
-		l.fds = append(l.fds, make([]ioHandler, len(l.fds)+64)...)
+		more := len(l.fds) + 64
+		l.fds = append(l.fds, make([]ioHandler, more)...)
+		l.fdClosedIn = append(l.fdClosedIn, make([]uint64, more)...)
 	}
 	l.fds[fd] = h
 }
 
 // clearFD forgets fd's handler if it is h, and unregisters fd from the poller
 // if inPoll. On the loop, before closing fd.
+//
+// It also marks fd closed in the poll batch being dispatched (if any), whose
+// remaining events for fd pollIO then drops. A callback that closes one
+// socket and opens another may be handed the same fd number; without this,
+// the old socket's readiness, still ahead in the batch, would be delivered
+// to the new one (a connect seen as finished before it is, say). libuv's
+// uv__platform_invalidate_fd scans the rest of the batch for the fd instead:
+// a cost per close that grows with the batch, where this is one store.
 func clearFD(l *Loop, fd int, h ioHandler, inPoll bool) {
-	l.forgetEvents(fd)
 	if inPoll {
 		_ = l.poller.Delete(fd)
 	}
-	if fd < len(l.fds) && l.fds[fd] == h {
-		l.fds[fd] = nil
-	}
-}
-
-// forgetEvents drops the events for fd still ahead in the batch being
-// dispatched. A callback that closes one socket and opens another may be
-// handed the same fd number; without this, the old socket's readiness would
-// be delivered to the new one (a connect seen as finished before it is, say),
-// as libuv guards against in uv__platform_invalidate_fd. On the loop.
-func (l *Loop) forgetEvents(fd int) {
-	for i := l.evPos + 1; i < l.evN; i++ {
-		if int(l.evs[i].FD) == fd {
-			l.evs[i].FD = -1
+	if fd < len(l.fds) {
+		l.fdClosedIn[fd] = l.batch
+		if l.fds[fd] == h {
+			l.fds[fd] = nil
 		}
 	}
 }

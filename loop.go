@@ -94,13 +94,14 @@ type Loop struct {
 	records    recordList  // handles tracked weakly for Stop and abandonment
 	youngCap   int         // young's length that triggers a compaction
 	fds        []ioHandler // by fd number
+	fdClosedIn []uint64    // by fd number: the poll batch during which it was last closed (see clearFD)
+	batch      uint64      // poll batches dispatched so far, this one included
 	closing    []func()    // run after I/O dispatch
 	evs        []poll.Event
 	pool       *workPool
 	tcp        tcpLoop // shared read buffer, write chunks and TCP counters
 	busy       bool    // this iteration ran a callback (decides whether to spin)
 	pollFailed bool    // the poller returned an error once (reported once)
-	evPos, evN int     // the event being dispatched and the batch's length (0 outside dispatch)
 
 	now        atomic.Int64 // cached monotonic time in ns since base; written by the loop
 	iterations atomic.Uint64
@@ -469,18 +470,18 @@ func (l *Loop) pollIO(timeout time.Duration) {
 		}
 		return
 	}
-	l.evN = n
-	for l.evPos = 0; l.evPos < l.evN; l.evPos++ {
-		ev := l.evs[l.evPos]
+	l.batch++
+	for _, ev := range l.evs[:n] {
+		// An fd closed earlier in this batch has left events of its old
+		// socket behind (see clearFD).
 		if ev.FD >= 0 && int(ev.FD) < len(l.fds) {
-			if h := l.fds[ev.FD]; h != nil {
+			if h := l.fds[ev.FD]; h != nil && l.fdClosedIn[ev.FD] != l.batch {
 				l.busy = true
 				h.onIO(ev.Events)
 				l.drain()
 			}
 		}
 	}
-	l.evN = 0
 	if n == len(l.evs) && n < 4096 {
 		l.evs = make([]poll.Event, 2*n) // a full batch: take more next time
 	}

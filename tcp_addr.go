@@ -15,6 +15,10 @@ import (
 // interface; Dial: 127.0.0.1). Any other host is returned in name, for Dial to
 // resolve off the loop; Listen refuses it.
 func splitAddr(addr string, listen bool) (ap netip.AddrPort, name string, err error) {
+	// The common case, an IP literal without a zone, in one parse.
+	if ap, err := netip.ParseAddrPort(addr); err == nil && ap.Addr().Zone() == "" {
+		return netip.AddrPortFrom(ap.Addr().Unmap(), ap.Port()), "", nil
+	}
 	host, port, err := net.SplitHostPort(addr)
 	if err != nil {
 		return ap, "", err

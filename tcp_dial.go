@@ -151,7 +151,7 @@ func (n *dialNode) connect(ap netip.AddrPort, cfg *ConnConfig) {
 		// the first connect; a second one then returns 0 (or EISCONN),
 		// which saves waiting for writability (an epoll_ctl, a poll round
 		// and a getsockopt). Elsewhere it would only cost an EALREADY.
-		switch err2 := sysConnect(fd, ap); {
+		switch err2 := sysConnectAgain(fd, ap); {
 		case err2 == nil, errnoIs(err2, unix.EISCONN):
 			err = nil
 		case !errnoIs(err2, unix.EALREADY) && !errnoIs(err2, unix.EINPROGRESS):

@@ -88,6 +88,20 @@ func sysConnect(fd int, ap netip.AddrPort) error {
 	return nil
 }
 
+// sysConnectAgain repeats connect on a socket already connecting, to learn
+// whether it is connected yet (0 or EISCONN), still connecting (EALREADY) or
+// failed. Raw: the port is chosen already, and a non-blocking socket in this
+// state answers at once, without waiting or searching.
+func sysConnectAgain(fd int, ap netip.AddrPort) error {
+	var rsa unix.RawSockaddrAny
+	n := rawSockaddr(&rsa, ap)
+	_, _, e := unix.RawSyscall(unix.SYS_CONNECT, uintptr(fd), uintptr(unsafe.Pointer(&rsa)), uintptr(n))
+	if e != 0 {
+		return e
+	}
+	return nil
+}
+
 // sysClose closes a socket fd.
 func sysClose(fd int) error {
 	_, _, e := unix.RawSyscall(unix.SYS_CLOSE, uintptr(fd), 0, 0)

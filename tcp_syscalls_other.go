@@ -14,6 +14,9 @@ func sysConnect(fd int, ap netip.AddrPort) error {
 	return unix.Connect(fd, sa)
 }
 
+// sysConnectAgain asks a connecting socket whether it is connected yet.
+func sysConnectAgain(fd int, ap netip.AddrPort) error { return sysConnect(fd, ap) }
+
 // sysClose closes a socket fd.
 func sysClose(fd int) error { return unix.Close(fd) }
 
