@@ -145,13 +145,13 @@ func (n *dialNode) connect(ap netip.AddrPort, cfg *ConnConfig) {
 	c.raddr = ap
 	c.dial = n
 	n.c = c
-	err = sysConnect(fd, ap)
+	err = sysConnect(fd, ap, false)
 	if errnoIs(err, unix.EINPROGRESS) && loopbackRetry && ap.Addr().IsLoopback() {
 		// Over loopback the kernel usually completes the handshake inside
 		// the first connect; a second one then returns 0 (or EISCONN),
 		// which saves waiting for writability (an epoll_ctl, a poll round
 		// and a getsockopt). Elsewhere it would only cost an EALREADY.
-		switch err2 := sysConnectAgain(fd, ap); {
+		switch err2 := sysConnect(fd, ap, true); {
 		case err2 == nil, errnoIs(err2, unix.EISCONN):
 			err = nil
 		case !errnoIs(err2, unix.EALREADY) && !errnoIs(err2, unix.EINPROGRESS):

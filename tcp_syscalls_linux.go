@@ -76,26 +76,21 @@ func sysSocketError(fd int) (int, error) {
 	return int(v), nil
 }
 
-// sysConnect starts connecting fd to ap. Not raw (see above); made here
-// only to skip building a unix.Sockaddr.
-func sysConnect(fd int, ap netip.AddrPort) error {
+// sysConnect starts connecting fd to ap (again: asks a socket already
+// connecting whether it is connected yet: 0 or EISCONN, still connecting:
+// EALREADY, or failed). The first connect is not raw (see above), made here
+// only to skip building a unix.Sockaddr. A repeated one is: the port is chosen
+// already, and a non-blocking socket in that state answers at once, without
+// waiting or searching.
+func sysConnect(fd int, ap netip.AddrPort, again bool) error {
 	var rsa unix.RawSockaddrAny
 	n := rawSockaddr(&rsa, ap)
-	_, _, e := unix.Syscall(unix.SYS_CONNECT, uintptr(fd), uintptr(unsafe.Pointer(&rsa)), uintptr(n))
-	if e != 0 {
-		return e
+	var e unix.Errno
+	if again {
+		_, _, e = unix.RawSyscall(unix.SYS_CONNECT, uintptr(fd), uintptr(unsafe.Pointer(&rsa)), uintptr(n))
+	} else {
+		_, _, e = unix.Syscall(unix.SYS_CONNECT, uintptr(fd), uintptr(unsafe.Pointer(&rsa)), uintptr(n))
 	}
-	return nil
-}
-
-// sysConnectAgain repeats connect on a socket already connecting, to learn
-// whether it is connected yet (0 or EISCONN), still connecting (EALREADY) or
-// failed. Raw: the port is chosen already, and a non-blocking socket in this
-// state answers at once, without waiting or searching.
-func sysConnectAgain(fd int, ap netip.AddrPort) error {
-	var rsa unix.RawSockaddrAny
-	n := rawSockaddr(&rsa, ap)
-	_, _, e := unix.RawSyscall(unix.SYS_CONNECT, uintptr(fd), uintptr(unsafe.Pointer(&rsa)), uintptr(n))
 	if e != 0 {
 		return e
 	}

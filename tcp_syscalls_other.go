@@ -8,14 +8,12 @@ import (
 	"golang.org/x/sys/unix"
 )
 
-// sysConnect starts connecting fd to ap.
-func sysConnect(fd int, ap netip.AddrPort) error {
+// sysConnect starts connecting fd to ap (again: asks whether it is
+// connected yet).
+func sysConnect(fd int, ap netip.AddrPort, _ bool) error {
 	sa, _ := sockaddrOf(ap)
 	return unix.Connect(fd, sa)
 }
-
-// sysConnectAgain asks a connecting socket whether it is connected yet.
-func sysConnectAgain(fd int, ap netip.AddrPort) error { return sysConnect(fd, ap) }
 
 // sysClose closes a socket fd.
 func sysClose(fd int) error { return unix.Close(fd) }
