@@ -5,6 +5,7 @@ import (
 	"errors"
 	"fmt"
 	"strings"
+	"time"
 
 	"github.com/valkyria/aio"
 )
@@ -79,4 +80,40 @@ func ExampleConn_Scope() {
 
 	fmt.Println(errors.Is(<-result, aio.ErrCancelled))
 	// Output: true
+}
+
+// OnClose tells a server why each connection ended: here the client closes
+// after its first reply (an orderly end: nil), and the server's read timeout
+// ends the second, which never sends.
+func ExampleConn_OnClose() {
+	rt, l := start()
+	defer stop(rt)
+
+	ended := make(chan error, 2)
+	cfg := aio.ListenConfig{Conn: aio.ConnConfig{ReadTimeout: 200 * time.Millisecond}}
+	ln, err := aio.Listen(l, "127.0.0.1:0", cfg, func(c *aio.Conn) {
+		_ = c.OnRead(func(c *aio.Conn, b []byte) { _ = c.Send(b) })
+		_ = c.OnClose(func(_ *aio.Conn, err error) { ended <- err })
+	})
+	if err != nil {
+		panic(err)
+	}
+
+	polite, err := aio.Dial(l, ln.Addr().String(), aio.ConnConfig{}).Wait(context.Background())
+	if err != nil {
+		panic(err)
+	}
+	_ = polite.OnRead(func(c *aio.Conn, _ []byte) { c.Close() })
+	_ = polite.Send([]byte("hi"))
+	fmt.Println("first:", <-ended)
+
+	silent, err := aio.Dial(l, ln.Addr().String(), aio.ConnConfig{}).Wait(context.Background())
+	if err != nil {
+		panic(err)
+	}
+	defer silent.Close()
+	fmt.Println("second:", errors.Is(<-ended, aio.ErrReadTimeout))
+	// Output:
+	// first: <nil>
+	// second: true
 }
