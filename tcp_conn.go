@@ -977,14 +977,22 @@ func (c *Conn) OnClose(fn func(c *Conn, err error)) error {
 	if fn == nil {
 		return ErrNilFunc
 	}
-	c.l.exec(func() {
-		if c.state == connClosed {
-			c.callOnClose(fn)
-			return
-		}
-		c.onClose = fn
-	})
+	if c.l.OnLoop() { // set at once: a closure less per connection
+		c.setOnClose(fn)
+		return nil
+	}
+	c.l.exec(func() { c.setOnClose(fn) })
 	return nil
+}
+
+// setOnClose keeps fn for the close, or queues it if the connection is
+// closed already. On the loop.
+func (c *Conn) setOnClose(fn func(c *Conn, err error)) {
+	if c.state != connClosed {
+		c.onClose = fn
+		return
+	}
+	c.l.jobs.push(job{f: func() { c.callOnClose(fn) }})
 }
 
 // connCloseCall is a Conn as the job that runs its OnClose callback: a job
