@@ -90,7 +90,7 @@ func ExampleConn_OnClose() {
 	defer stop(rt)
 
 	ended := make(chan error, 2)
-	cfg := aio.ListenConfig{Conn: aio.ConnConfig{ReadTimeout: 200 * time.Millisecond}}
+	cfg := aio.ListenConfig{Conn: aio.ConnConfig{ReadTimeout: 500 * time.Millisecond}}
 	ln, err := aio.Listen(l, "127.0.0.1:0", cfg, func(c *aio.Conn) {
 		_ = c.OnRead(func(c *aio.Conn, b []byte) { _ = c.Send(b) })
 		_ = c.OnClose(func(_ *aio.Conn, err error) { ended <- err })

@@ -23,8 +23,9 @@ func setFD(l *Loop, fd int, h ioHandler) {
 // clearFD forgets fd's handler if it is h, and unregisters fd from the poller
 // if inPoll. On the loop, before closing fd.
 //
-// It also marks fd closed in the poll batch being dispatched (if any), whose
-// remaining events for fd pollIO then drops. A callback that closes one
+// It also marks fd closed in the poll batch being dispatched, whose
+// remaining events for fd pollIO then drops. (Outside dispatch it marks the
+// batch already dispatched, which no event will be compared with again.) A callback that closes one
 // socket and opens another may be handed the same fd number; without this,
 // the old socket's readiness, still ahead in the batch, would be delivered
 // to the new one (a connect seen as finished before it is, say). libuv's

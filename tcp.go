@@ -52,8 +52,9 @@ const (
 // value is ready to use.
 type ConnConfig struct {
 	// Nagle leaves Nagle's algorithm on. By default TCP_NODELAY is set, as Go's
-	// net package does: small writes go out at once. (A dialed connection gets
-	// it just before its second write: Nagle never holds back the first.)
+	// net package does: small writes go out at once. (A dialed connection whose
+	// first write is small gets it just before its second write system call:
+	// Nagle never holds back such a first write.)
 	Nagle bool
 	// KeepAlive > 0 turns TCP keep-alive on with this idle time before the
 	// first probe and between probes (where the platform lets it be set;

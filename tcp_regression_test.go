@@ -393,40 +393,47 @@ func TestTCPIPv6Echo(t *testing.T) {
 	require.NoError(t, err)
 }
 
-// A dialed connection gets TCP_NODELAY before its second write system call
-// (the first is never held back by Nagle's algorithm), and not at all with
+// A dialed connection whose first write is small gets TCP_NODELAY before
+// its second write system call (Nagle never holds back such a first write),
+// one whose first write is larger before that write, and none at all with
 // ConnConfig.Nagle or after SetNoDelay(false).
 func TestTCPDialNoDelayBeforeSecondWrite(t *testing.T) {
 	l := startLoop(t)
 	ln := echoListen(t, l, ListenConfig{})
+	small, large := []byte("one"), make([]byte, noDelayLateMax+1)
 	for _, tc := range []struct {
-		name   string
-		cfg    ConnConfig
-		before func(c *Conn)
-		want   int
+		name        string
+		cfg         ConnConfig
+		before      func(c *Conn)
+		first       []byte
+		beforeWrite int // TCP_NODELAY before any write; -1: not checked
+		afterFirst  int
+		afterSecond int
 	}{
-		{"default", ConnConfig{}, nil, 1},
-		{"Nagle", ConnConfig{Nagle: true}, nil, 0},
+		{"small first write", ConnConfig{}, nil, small, 0, 0, 1},
+		{"large first write", ConnConfig{}, nil, large, 0, 1, 1},
+		{"Nagle", ConnConfig{Nagle: true}, nil, small, 0, 0, 0},
 		{"SetNoDelay(false)", ConnConfig{}, func(c *Conn) {
 			_, err := wait(t, c.SetNoDelay(false))
 			require.NoError(t, err)
-		}, 0},
+		}, large, -1, 0, 0},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
 			c, err := wait(t, Dial(l, ln.Addr().String(), tc.cfg))
 			require.NoError(t, err)
 			defer c.Close()
+			if tc.beforeWrite >= 0 {
+				require.Equal(t, tc.beforeWrite, noDelayOf(t, c), "TCP_NODELAY before any write")
+			}
 			if tc.before != nil {
 				tc.before(c)
 			}
-			_, err = wait(t, c.Write([]byte("one")))
+			_, err = wait(t, c.Write(tc.first))
 			require.NoError(t, err)
-			if tc.want == 0 {
-				require.Zero(t, noDelayOf(t, c), "TCP_NODELAY after the first write")
-			}
+			require.Equal(t, tc.afterFirst, noDelayOf(t, c), "TCP_NODELAY after the first write")
 			_, err = wait(t, c.Write([]byte("two")))
 			require.NoError(t, err)
-			require.Equal(t, tc.want, noDelayOf(t, c), "TCP_NODELAY after the second write")
+			require.Equal(t, tc.afterSecond, noDelayOf(t, c), "TCP_NODELAY after the second write")
 		})
 	}
 }

@@ -1050,6 +1050,27 @@ func TestTCPOnCloseLateAndReplaced(t *testing.T) {
 	require.ErrorIs(t, c.OnClose(nil), ErrNilFunc)
 }
 
+// Set again between the close and the queued call, OnClose still runs once,
+// the last callback set; and setting it on the loop allocates nothing.
+func TestTCPOnCloseReplacedAfterClose(t *testing.T) {
+	l := startLoop(t)
+	ln := echoListen(t, l, ListenConfig{})
+	c, err := wait(t, Dial(l, ln.Addr().String(), ConnConfig{}))
+	require.NoError(t, err)
+	var ran []string // on the loop
+	first := func(*Conn, error) { ran = append(ran, "first") }
+	allocs := onLoopValue(t, l, func() float64 {
+		return testing.AllocsPerRun(10, func() { _ = c.OnClose(first) })
+	})
+	require.Zero(t, allocs, "OnClose on the loop allocated")
+	onLoop(t, l, func() {
+		c.Close()
+		assert.NoError(t, c.OnClose(func(*Conn, error) { ran = append(ran, "second") }))
+	})
+	onLoop(t, l, func() {}) // a later callback: both calls, if queued, have run
+	require.Equal(t, []string{"second"}, onLoopValue(t, l, func() []string { return ran }))
+}
+
 // Loop.Stop closes an open connection: OnClose gets ErrCancelled.
 func TestTCPOnCloseAtStop(t *testing.T) {
 	l, _ := startOwnLoop(t, Config{Name: "onclose-stop"})
