@@ -2,7 +2,7 @@
 # Everything here needs only Go; targets install what else they use.
 GO ?= go
 PKGS := ./...
-CROSS := darwin/amd64 darwin/arm64 freebsd/amd64 netbsd/amd64 openbsd/amd64 linux/arm64 linux/riscv64
+CROSS := darwin/amd64 darwin/arm64 freebsd/amd64 netbsd/amd64 openbsd/amd64 linux/arm64 linux/riscv64 linux/386 linux/arm
 
 .PHONY: all build test race short debug vet lint cross bench fuzz clean
 

@@ -35,14 +35,18 @@ type slabSlot[T any] struct {
 // that is not in use (a double release).
 var ErrSlabRelease = errors.New("aio: slab release of a slot not in use")
 
-// NewSlab returns a slab of capacity slots, all free. capacity <= 0 means 1.
+// maxSlabCapacity is the most slots a slab holds: a slot's index plus one must
+// fit the 32 low bits of the head word, and the constant must fit an int on
+// 32-bit platforms.
+const maxSlabCapacity = 1<<31 - 1
+
+// NewSlab returns a slab of capacity slots, all free. capacity <= 0 means 1;
+// a capacity above 2^31-1 means 2^31-1.
 func NewSlab[T any](capacity int) *Slab[T] {
 	if capacity <= 0 {
 		capacity = 1
 	}
-	if capacity >= 1<<31 {
-		capacity = 1<<31 - 1
-	}
+	capacity = min(capacity, maxSlabCapacity)
 	s := &Slab[T]{slots: make([]slabSlot[T], capacity)}
 	for i := range s.slots {
 		s.slots[i].next.Store(uint32(i + 2)) // i+1 is next, stored plus one
