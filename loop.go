@@ -431,19 +431,22 @@ func (l *Loop) hasWork() bool {
 }
 
 // pollTimeout returns how long the poll phase may block: 0 with work queued,
-// until the next timer when one is armed, else -1 (until woken).
+// until the next timer when one is armed, else -1 (until woken); and no
+// longer than youngAging while young producers are held (see trackYoung).
 func (l *Loop) pollTimeout() time.Duration {
 	if l.hasWork() || l.state.Load() != stateRunning {
 		return 0
 	}
+	d := time.Duration(-1)
 	if t := l.timers.peek(); t != nil {
-		d := t.when - l.clock()
-		if d <= 0 {
+		if d = t.when - l.clock(); d <= 0 {
 			return 0
 		}
-		return d
 	}
-	return -1
+	if (len(l.young) > 0 || len(l.older) > 0) && (d < 0 || d > youngAging) {
+		d = youngAging
+	}
+	return d
 }
 
 // pollIO waits for I/O up to timeout and dispatches it.

@@ -3,6 +3,7 @@ package aio
 import (
 	"runtime"
 	"sync/atomic"
+	"time"
 	"weak"
 )
 
@@ -153,7 +154,10 @@ func (r *record) abandon() {
 // simply forgotten. The ones still pending after two iteration boundaries are
 // tracked weakly. Tracking lazily keeps weak pointers off the fast path;
 // holding the young ones strongly for two iterations only delays the
-// collection of an abandoned one by as much. On the loop.
+// collection of an abandoned one by as much. An idle loop must not hold them
+// for as long as it sleeps: while any are held, the poll phase wakes after
+// youngAging at the latest (pollTimeout), so the two boundaries come within
+// twice that, work or no work. On the loop.
 func (l *Loop) trackYoung() {
 	for i, c := range l.older {
 		l.older[i] = nil
@@ -171,6 +175,13 @@ func (l *Loop) trackYoung() {
 	l.young = l.young[:0]
 	l.youngCap = youngCompact
 }
+
+// youngAging bounds how long an idle loop sleeps while it holds young
+// producers strongly: an abandoned one becomes collectable within twice this.
+// A loop with work passes its iteration boundaries sooner and never waits
+// for it; a loop whose young producers all finish sleeps as long as it
+// likes.
+const youngAging = 50 * time.Millisecond
 
 // pendingProducer reports whether c may still need Stop to cancel it. A
 // terminal handle has its finish job queued already.
