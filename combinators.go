@@ -529,10 +529,16 @@ func (n *bracketNode[R, T]) onInput(idx int) {
 		n.unhold(&n.holdUse)
 		return
 	}
-	if n.ended() || n.use.reported {
+	if n.use.reported {
 		return
 	}
 	n.use.reported = true
+	if n.ended() {
+		// Cancelled from another goroutine, its terminal transition still
+		// queued: use has ended, so stop releases at once instead of
+		// holding for a report that has come already.
+		return
+	}
 	if err := n.doRelease(); err != nil {
 		var zero T
 		n.settle(zero, err)
@@ -548,7 +554,11 @@ func (n *bracketNode[R, T]) acquireDone() {
 		n.res, n.acquired = in.val, true
 	}
 	if n.ended() || n.acq.reported {
-		// Cancelled while acquiring: give back a resource that arrived anyway.
+		// Cancelled while acquiring: give back a resource that arrived
+		// anyway. If the terminal transition is still queued (a Cancel
+		// from another goroutine), the report marks acquire as consumed,
+		// so that stop does not hold for a report that has come already.
+		n.acq.reported = true
 		_ = n.doRelease()
 		n.unhold(&n.holdAcq)
 		return
