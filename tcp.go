@@ -8,6 +8,7 @@ import (
 	"sync/atomic"
 	"time"
 
+	"github.com/valkyria/aio/internal/sock"
 	"golang.org/x/sys/unix"
 )
 
@@ -47,6 +48,10 @@ const (
 	DefaultHighWater   = 256 << 10 // write-queue bytes above which reading pauses
 	ReadBufferSize     = 64 << 10  // the loop's shared read buffer
 )
+
+// A read into the whole read buffer is made raw where reads are (see
+// internal/sock): this fails to compile if the two sizes part.
+var _ = [1]struct{}{}[ReadBufferSize-sock.RawCopyMax]
 
 // ConnConfig holds the options of a connection, accepted or dialed. The zero
 // value is ready to use.
@@ -146,10 +151,10 @@ type tcpLoop struct {
 	queued    atomic.Int64
 
 	// Owned by the loop.
-	refs   int      // listeners and connections alive: the buffer is held while > 0
-	buf    *[]byte  // the shared read buffer, from readBufs while refs > 0
-	chunks [][]byte // free write-queue chunks (chunkSize), at most maxFreeChunks
-	iov    iovecs   // writev scratch (platforms that make the system call directly)
+	refs   int         // listeners and connections alive: the buffer is held while > 0
+	buf    *[]byte     // the shared read buffer, from readBufs while refs > 0
+	chunks [][]byte    // free write-queue chunks (chunkSize), at most maxFreeChunks
+	iov    sock.Iovecs // writev scratch (platforms that make the system call directly)
 }
 
 // readBufs recycles read buffers between loops, and for a loop whose last

@@ -1,12 +1,15 @@
 package aio
 
-import "golang.org/x/sys/unix"
+import (
+	"github.com/valkyria/aio/internal/sock"
+	"golang.org/x/sys/unix"
+)
 
 // acceptFn is the accept system call the listener makes. A variable only so
 // that tests can inject accept errors the kernel gives on demand only under
 // real fd or memory exhaustion or firewall rules; tests replace it while no
 // loop runs and put it back before the next one starts.
-var acceptFn = sysAccept
+var acceptFn = sock.Accept
 
 // acceptAction is what the listener does after a failed accept. The errno
 // says whose failure it is: one pending connection's, the process's or
@@ -64,7 +67,7 @@ func acceptActionOf(err error) acceptAction {
 	case unix.ENOBUFS, unix.ENOMEM, unix.EPERM, unix.EACCES:
 		return acceptWait
 	}
-	if connErrno(en) {
+	if sock.AcceptConnErrno(en) {
 		return acceptDrop
 	}
 	return acceptFail

@@ -5,8 +5,6 @@ import (
 	"net"
 	"net/netip"
 	"strconv"
-
-	"golang.org/x/sys/unix"
 )
 
 // splitAddr parses "host:port" for Listen (listen) or Dial. The port must be a
@@ -52,58 +50,4 @@ func splitAddr(addr string, listen bool) (ap netip.AddrPort, name string, err er
 		ip = ip.Unmap()
 	}
 	return netip.AddrPortFrom(ip, uint16(p)), "", nil
-}
-
-// sockaddrOf converts ap to a socket address and its address family.
-func sockaddrOf(ap netip.AddrPort) (unix.Sockaddr, int) {
-	ip := ap.Addr()
-	if ip.Is4() {
-		return &unix.SockaddrInet4{Port: int(ap.Port()), Addr: ip.As4()}, unix.AF_INET
-	}
-	return &unix.SockaddrInet6{Port: int(ap.Port()), Addr: ip.As16(), ZoneId: zoneID(ip)}, unix.AF_INET6
-}
-
-// familyOf is the socket family for ap: AF_INET or AF_INET6.
-func familyOf(ap netip.AddrPort) int {
-	if ap.Addr().Is4() {
-		return unix.AF_INET
-	}
-	return unix.AF_INET6
-}
-
-// zoneID is the numeric zone of an IPv6 address (0 for none). splitAddr has
-// refused every zone that is not a number.
-func zoneID(ip netip.Addr) uint32 {
-	id, _ := strconv.ParseUint(ip.Zone(), 10, 32)
-	return uint32(id)
-}
-
-// addrPortOf converts a socket address to an AddrPort (the zero AddrPort for
-// anything but IPv4 and IPv6).
-func addrPortOf(sa unix.Sockaddr) netip.AddrPort {
-	switch sa := sa.(type) {
-	case *unix.SockaddrInet4:
-		return netip.AddrPortFrom(netip.AddrFrom4(sa.Addr), uint16(sa.Port))
-	case *unix.SockaddrInet6:
-		return netip.AddrPortFrom(withZone(netip.AddrFrom16(sa.Addr), sa.ZoneId).Unmap(), uint16(sa.Port))
-	}
-	return netip.AddrPort{}
-}
-
-// withZone gives ip the numeric zone id, if not 0.
-func withZone(ip netip.Addr, id uint32) netip.Addr {
-	if id == 0 {
-		return ip
-	}
-	return ip.WithZone(strconv.FormatUint(uint64(id), 10))
-}
-
-// sockLocalAddr returns the address fd is bound to, through
-// golang.org/x/sys (see localAddr).
-func sockLocalAddr(fd int) (netip.AddrPort, error) {
-	sa, err := unix.Getsockname(fd)
-	if err != nil {
-		return netip.AddrPort{}, err
-	}
-	return addrPortOf(sa), nil
 }

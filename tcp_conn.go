@@ -8,6 +8,7 @@ import (
 	"time"
 
 	"github.com/valkyria/aio/internal/poll"
+	"github.com/valkyria/aio/internal/sock"
 	"golang.org/x/sys/unix"
 )
 
@@ -166,12 +167,12 @@ func (c *Conn) init(l *Loop, tl *tcpLoop, fd int, cfg ConnConfig, state uint8) {
 // it later (see noDelayAfterFirst).
 func setConnOptions(fd int, cfg ConnConfig, skipNoDelay bool) error {
 	if !cfg.Nagle && !skipNoDelay {
-		if err := sysSetsockoptInt(fd, unix.IPPROTO_TCP, unix.TCP_NODELAY, 1); err != nil {
+		if err := sock.SetsockoptInt(fd, unix.IPPROTO_TCP, unix.TCP_NODELAY, 1); err != nil {
 			return fmt.Errorf("setsockopt TCP_NODELAY: %w", err)
 		}
 	}
 	if cfg.KeepAlive > 0 {
-		if err := setKeepAlive(fd, cfg.KeepAlive); err != nil {
+		if err := sock.SetKeepAlive(fd, cfg.KeepAlive); err != nil {
 			return err
 		}
 	}
@@ -211,24 +212,8 @@ func (c *Conn) beforeWrite(n int) {
 	case noDelayNow:
 		c.noDelayDue = noDelayNone
 		// An error here (the connection failed) is the write's to report.
-		_ = sysSetsockoptInt(c.fd, unix.IPPROTO_TCP, unix.TCP_NODELAY, 1)
+		_ = sock.SetsockoptInt(c.fd, unix.IPPROTO_TCP, unix.TCP_NODELAY, 1)
 	}
-}
-
-func setKeepAlive(fd int, d time.Duration) error {
-	on := 0
-	if d > 0 {
-		on = 1
-	}
-	if err := unix.SetsockoptInt(fd, unix.SOL_SOCKET, unix.SO_KEEPALIVE, on); err != nil {
-		return fmt.Errorf("setsockopt SO_KEEPALIVE: %w", err)
-	}
-	if d > 0 {
-		if err := setKeepAliveTimes(fd, d); err != nil {
-			return fmt.Errorf("setsockopt keep-alive times: %w", err)
-		}
-	}
-	return nil
 }
 
 // ---- accessors ----
@@ -454,7 +439,7 @@ func (c *Conn) onIO(ev poll.Events) {
 	}
 	if ev&poll.Error != 0 {
 		// Not reading, nothing to write: only SO_ERROR tells what happened.
-		if e, err := sysSocketError(c.fd); err == nil && e != 0 {
+		if e, err := sock.SocketError(c.fd); err == nil && e != 0 {
 			c.closeWith(c.ioError("read", unix.Errno(e)))
 		}
 	}
@@ -465,7 +450,7 @@ func (c *Conn) onIO(ev poll.Events) {
 func (c *Conn) readSome() {
 	buf := *c.tl.buf
 	for i := 0; i < maxReadsPerEvent; i++ {
-		n, err := sysRead(c.fd, buf)
+		n, err := sock.Read(c.fd, buf)
 		switch {
 		case err == nil && n > 0:
 			c.tl.bytesIn.Add(uint64(n))
@@ -601,7 +586,7 @@ func (c *Conn) write(b []byte, owned bool) (queued bool, err error) {
 	}
 	if c.queued.Load() == 0 {
 		c.beforeWrite(len(b))
-		n, err := sysWrite(c.fd, b)
+		n, err := sock.Write(c.fd, b)
 		if err != nil {
 			if !errnoIs(err, unix.EAGAIN) && !errnoIs(err, unix.EINTR) {
 				err = c.ioError("write", err)
@@ -706,11 +691,11 @@ func (c *Conn) flush() {
 		var err error
 		c.beforeWrite(noDelayLateMax + 1) // a write was made before: the queue is its rest
 		if len(segs) == 1 {
-			n, err = sysWrite(c.fd, segs[0][q.woff:])
+			n, err = sock.Write(c.fd, segs[0][q.woff:])
 		} else {
 			first := segs[0]
 			segs[0] = first[q.woff:]
-			n, err = sysWritev(c.tl, c.fd, segs)
+			n, err = sock.Writev(c.fd, segs, &c.tl.iov)
 			segs[0] = first
 		}
 		if err != nil {
@@ -753,11 +738,11 @@ func (c *Conn) flush() {
 }
 
 // offered returns the bytes one flush attempt hands the kernel: up to
-// maxIovecs segments from the front of the queue.
+// sock.MaxIovecs segments from the front of the queue.
 func (q *writeQueue) offered() int {
 	segs := q.wq[q.wh:]
-	if len(segs) > maxIovecs {
-		segs = segs[:maxIovecs]
+	if len(segs) > sock.MaxIovecs {
+		segs = segs[:sock.MaxIovecs]
 	}
 	n := -q.woff
 	for _, s := range segs {
@@ -923,7 +908,7 @@ func (c *Conn) closeWith(err error) {
 	}
 	clearFD(l, c.fd, c, c.ev != 0)
 	c.ev = 0
-	_ = sysClose(c.fd)
+	_ = sock.Close(c.fd)
 	c.fd = -1
 	if was == connOpen {
 		c.tl.open.Add(-1)
@@ -1052,7 +1037,7 @@ func (c *Conn) SetKeepAlive(d time.Duration) *Handle[struct{}] {
 	if d < 0 {
 		return Fail[struct{}](c.l, fmt.Errorf("aio: tcp: negative KeepAlive %v", d))
 	}
-	return c.sockopt(func() error { return setKeepAlive(c.fd, d) })
+	return c.sockopt(func() error { return sock.SetKeepAlive(c.fd, d) })
 }
 
 func (c *Conn) sockopt(set func() error) *Handle[struct{}] {

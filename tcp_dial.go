@@ -7,6 +7,7 @@ import (
 	"net/netip"
 
 	"github.com/valkyria/aio/internal/poll"
+	"github.com/valkyria/aio/internal/sock"
 	"golang.org/x/sys/unix"
 )
 
@@ -127,7 +128,7 @@ func (n *dialNode) connect(ap netip.AddrPort, cfg *ConnConfig) {
 	fail := func(what string, err error) {
 		n.settle(nil, fmt.Errorf("aio: dial tcp %s: %s: %w", ap, what, err))
 	}
-	fd, err := sysSocket(familyOf(ap))
+	fd, err := sock.Socket(sock.Family(ap))
 	if err != nil {
 		fail("socket", err)
 		return
@@ -145,13 +146,13 @@ func (n *dialNode) connect(ap netip.AddrPort, cfg *ConnConfig) {
 	c.raddr = ap
 	c.dial = n
 	n.c = c
-	err = sysConnect(fd, ap, false)
+	err = sock.Connect(fd, ap)
 	if errnoIs(err, unix.EINPROGRESS) && loopbackRetry && ap.Addr().IsLoopback() {
 		// Over loopback the kernel usually completes the handshake inside
 		// the first connect; a second one then returns 0 (or EISCONN),
 		// which saves waiting for writability (an epoll_ctl, a poll round
 		// and a getsockopt). Elsewhere it would only cost an EALREADY.
-		switch err2 := sysConnect(fd, ap, true); {
+		switch err2 := sock.ConnectAgain(fd, ap); {
 		case err2 == nil, errnoIs(err2, unix.EISCONN):
 			err = nil
 		case !errnoIs(err2, unix.EALREADY) && !errnoIs(err2, unix.EINPROGRESS):
@@ -192,7 +193,7 @@ func (n *dialNode) stop() {
 // finishConnect runs when a connecting socket becomes writable (or reports
 // an error): SO_ERROR says how the connect ended. On the loop.
 func (c *Conn) finishConnect() {
-	e, err := sysSocketError(c.fd)
+	e, err := sock.SocketError(c.fd)
 	if err == nil && e != 0 {
 		err = unix.Errno(e)
 	}
@@ -210,7 +211,7 @@ func (c *Conn) finishConnect() {
 // the Dial handle. On the loop.
 func (c *Conn) connected() {
 	c.state = connOpen
-	c.laddr, _ = localAddr(c.fd)
+	c.laddr, _ = sock.LocalAddr(c.fd)
 	c.tl.dialed.Add(1)
 	c.tl.open.Add(1)
 	c.startTimeouts()

@@ -8,6 +8,7 @@ import (
 	"time"
 
 	"github.com/valkyria/aio/internal/poll"
+	"github.com/valkyria/aio/internal/sock"
 	"golang.org/x/sys/unix"
 )
 
@@ -122,8 +123,8 @@ func Listen(l *Loop, addr string, cfg ListenConfig, onConn func(c *Conn)) (*List
 // listenSocket opens, binds and listens; it returns the fd and the bound
 // address.
 func listenSocket(ap netip.AddrPort, cfg ListenConfig) (int, netip.AddrPort, error) {
-	sa, family := sockaddrOf(ap)
-	fd, err := sysSocket(family)
+	sa, family := sock.Sockaddr(ap)
+	fd, err := sock.Socket(family)
 	if err != nil {
 		return -1, ap, fmt.Errorf("socket: %w", err)
 	}
@@ -139,8 +140,8 @@ func listenSocket(ap netip.AddrPort, cfg ListenConfig) (int, netip.AddrPort, err
 			return fail("setsockopt SO_REUSEPORT", err)
 		}
 	}
-	if acceptInheritsNoDelay && !cfg.Conn.Nagle {
-		if err := sysSetsockoptInt(fd, unix.IPPROTO_TCP, unix.TCP_NODELAY, 1); err != nil {
+	if sock.AcceptInheritsNoDelay && !cfg.Conn.Nagle {
+		if err := sock.SetsockoptInt(fd, unix.IPPROTO_TCP, unix.TCP_NODELAY, 1); err != nil {
 			return fail("setsockopt TCP_NODELAY", err)
 		}
 	}
@@ -150,7 +151,7 @@ func listenSocket(ap netip.AddrPort, cfg ListenConfig) (int, netip.AddrPort, err
 	if err := unix.Listen(fd, cfg.Backlog); err != nil {
 		return fail("listen", err)
 	}
-	bound, err := localAddr(fd)
+	bound, err := sock.LocalAddr(fd)
 	if err != nil {
 		return fail("getsockname", err)
 	}
@@ -272,7 +273,7 @@ func (ln *Listener) serve(fd int, peer netip.AddrPort) {
 	c.raddr = peer
 	c.laddr = ln.addr
 	if ln.addr.Addr().IsUnspecified() {
-		c.laddr, _ = localAddr(fd)
+		c.laddr, _ = sock.LocalAddr(fd)
 	}
 	ln.tl.accepted.Add(1)
 	ln.tl.open.Add(1)
@@ -281,10 +282,10 @@ func (ln *Listener) serve(fd int, peer netip.AddrPort) {
 }
 
 // inheritsNoDelay reports whether fd, accepted, has TCP_NODELAY from the
-// listener (see acceptInheritsNoDelay), reading it back from the first
+// listener (see sock.AcceptInheritsNoDelay), reading it back from the first
 // accepted socket only.
 func (ln *Listener) inheritsNoDelay(fd int) bool {
-	if !acceptInheritsNoDelay || ln.cfg.Conn.Nagle {
+	if !sock.AcceptInheritsNoDelay || ln.cfg.Conn.Nagle {
 		return false
 	}
 	if !ln.noDelayChecked {

@@ -17,6 +17,7 @@ import (
 
 	"github.com/stretchr/testify/assert"
 	"github.com/stretchr/testify/require"
+	"github.com/valkyria/aio/internal/sock"
 	"golang.org/x/sys/unix"
 )
 
@@ -481,7 +482,7 @@ func stuckAddr(t *testing.T) string {
 	t.Cleanup(func() { unix.Close(fd) })
 	require.NoError(t, unix.Bind(fd, &unix.SockaddrInet4{Addr: [4]byte{127, 0, 0, 1}}))
 	require.NoError(t, unix.Listen(fd, 0))
-	ap, err := localAddr(fd)
+	ap, err := sock.LocalAddr(fd)
 	require.NoError(t, err)
 	for i := 0; i < 8; i++ {
 		nc, err := net.DialTimeout("tcp", ap.String(), 200*time.Millisecond)

@@ -1,6 +1,6 @@
 //go:build darwin
 
-package aio
+package sock
 
 import "golang.org/x/sys/unix"
 

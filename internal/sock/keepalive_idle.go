@@ -1,6 +1,6 @@
 //go:build linux || freebsd || netbsd
 
-package aio
+package sock
 
 import "golang.org/x/sys/unix"
 

@@ -1,6 +1,6 @@
 //go:build !race
 
-package aio
+package sock
 
 // raceEnabled: the race detector is off; annotation loops compile away.
 const raceEnabled = false

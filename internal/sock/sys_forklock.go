@@ -1,6 +1,6 @@
 //go:build darwin || netbsd || openbsd
 
-package aio
+package sock
 
 import (
 	"net/netip"
@@ -13,8 +13,10 @@ import (
 // close-on-exec under syscall.ForkLock, as Go's net package does, so that a
 // concurrent fork+exec cannot inherit it, and non-blocking afterwards.
 
-// sysSocket opens a non-blocking, close-on-exec stream socket.
-func sysSocket(family int) (int, error) {
+// Socket opens a non-blocking, close-on-exec stream socket of family
+// (AF_INET, AF_INET6). Its errors are socket(2)'s or fcntl(2)'s (the fd is
+// closed then). Through the scheduler (x/sys).
+func Socket(family int) (int, error) {
 	syscall.ForkLock.RLock()
 	fd, err := unix.Socket(family, unix.SOCK_STREAM, 0)
 	if err == nil {
@@ -27,9 +29,11 @@ func sysSocket(family int) (int, error) {
 	return fd, nonblock(fd)
 }
 
-// sysAccept accepts a connection as a non-blocking, close-on-exec fd and
-// returns the peer's address.
-func sysAccept(fd int) (int, netip.AddrPort, error) {
+// Accept accepts a connection on the listening socket fd as a
+// non-blocking, close-on-exec fd and returns it with the peer's address.
+// Its errors are accept(2)'s (EAGAIN when nothing is pending) or fcntl(2)'s
+// (the new fd is closed then). Through the scheduler (x/sys).
+func Accept(fd int) (nfd int, peer netip.AddrPort, err error) {
 	syscall.ForkLock.RLock()
 	nfd, sa, err := unix.Accept(fd)
 	if err == nil {
@@ -39,11 +43,12 @@ func sysAccept(fd int) (int, netip.AddrPort, error) {
 	if err != nil {
 		return -1, netip.AddrPort{}, err
 	}
-	return nfd, addrPortOf(sa), nonblock(nfd)
+	return nfd, AddrPortOf(sa), nonblock(nfd)
 }
 
-// localAddr returns the address fd is bound to.
-func localAddr(fd int) (netip.AddrPort, error) { return sockLocalAddr(fd) }
+// LocalAddr returns the address fd is bound to (getsockname(2)). Through the
+// scheduler (x/sys).
+func LocalAddr(fd int) (netip.AddrPort, error) { return xLocalAddr(fd) }
 
 // nonblock sets O_NONBLOCK on fd, closing it if that fails.
 func nonblock(fd int) error {

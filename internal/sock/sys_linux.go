@@ -1,6 +1,6 @@
 //go:build linux && !386 && !s390x
 
-package aio
+package sock
 
 import (
 	"net/netip"
@@ -12,28 +12,32 @@ import (
 // On Linux accept4 and getsockname are called directly: golang.org/x/sys
 // follows both with a getsockopt(SO_PROTOCOL) on every IPv4 socket (to tell
 // L2TP sockets apart), one system call per connection for nothing here.
-// getsockname is raw (see tcp_syscalls_linux.go); accept4 is not: the new fd
+// getsockname is raw (see syscalls_linux.go); accept4 is not: the new fd
 // may not fit the fd table, and growing it waits for an RCU grace period
 // (expand_fdtable), milliseconds during which a raw call would hold the P.
 
-// sysAccept accepts a connection as a non-blocking, close-on-exec fd and
-// returns the peer's address.
-func sysAccept(fd int) (int, netip.AddrPort, error) {
+// Accept accepts a connection on the listening socket fd as a
+// non-blocking, close-on-exec fd and returns it with the peer's address.
+// Its errors are accept4(2)'s (EAGAIN when nothing is pending). Through the
+// scheduler (see above).
+func Accept(fd int) (nfd int, peer netip.AddrPort, err error) {
 	var rsa unix.RawSockaddrAny
 	n := uint32(unix.SizeofSockaddrAny)
-	nfd, _, e := unix.Syscall6(unix.SYS_ACCEPT4, uintptr(fd), uintptr(unsafe.Pointer(&rsa)),
+	r, _, e := unix.Syscall6(unix.SYS_ACCEPT4, uintptr(fd), uintptr(unsafe.Pointer(&rsa)),
 		uintptr(unsafe.Pointer(&n)), unix.SOCK_NONBLOCK|unix.SOCK_CLOEXEC, 0, 0)
 	if e != 0 {
 		return -1, netip.AddrPort{}, e
 	}
-	return int(nfd), rawAddrPort(&rsa), nil
+	return int(r), rawAddrPort(&rsa), nil
 }
 
-// localAddr returns the address fd is bound to.
-func localAddr(fd int) (netip.AddrPort, error) {
+// LocalAddr returns the address fd is bound to (getsockname(2)). Raw (see
+// above).
+func LocalAddr(fd int) (netip.AddrPort, error) {
 	var rsa unix.RawSockaddrAny
 	n := uint32(unix.SizeofSockaddrAny)
-	_, _, e := unix.RawSyscall(unix.SYS_GETSOCKNAME, uintptr(fd), uintptr(unsafe.Pointer(&rsa)), uintptr(unsafe.Pointer(&n)))
+	_, _, e := unix.RawSyscall(unix.SYS_GETSOCKNAME, uintptr(fd), uintptr(unsafe.Pointer(&rsa)),
+		uintptr(unsafe.Pointer(&n)))
 	if e != 0 {
 		return netip.AddrPort{}, e
 	}
@@ -49,7 +53,8 @@ func rawAddrPort(rsa *unix.RawSockaddrAny) netip.AddrPort {
 		return netip.AddrPortFrom(netip.AddrFrom4(sa.Addr), netPort(sa.Port))
 	case unix.AF_INET6:
 		sa := (*unix.RawSockaddrInet6)(unsafe.Pointer(rsa))
-		return netip.AddrPortFrom(withZone(netip.AddrFrom16(sa.Addr), sa.Scope_id).Unmap(), netPort(sa.Port))
+		ip := withZone(netip.AddrFrom16(sa.Addr), sa.Scope_id).Unmap()
+		return netip.AddrPortFrom(ip, netPort(sa.Port))
 	}
 	return netip.AddrPort{}
 }

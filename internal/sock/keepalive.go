@@ -1,6 +1,6 @@
 //go:build !openbsd
 
-package aio
+package sock
 
 import (
 	"time"

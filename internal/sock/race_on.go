@@ -1,6 +1,6 @@
 //go:build race
 
-package aio
+package sock
 
 import (
 	"runtime"
