@@ -1,6 +1,10 @@
 package aio
 
-import "runtime"
+import (
+	"runtime"
+
+	"github.com/valkyria/aio/internal/goid"
+)
 
 // lockThread pins the loop goroutine to its OS thread for the loop's life, as
 // libuv runs a loop on one thread: thread-affine resources (signal masks,
@@ -8,3 +12,7 @@ import "runtime"
 func lockThread() { runtime.LockOSThread() }
 
 func unlockThread() { runtime.UnlockOSThread() }
+
+// getg returns the running goroutine's identity (see goid.Get): what OnLoop
+// compares with the loop's goroutine.
+func getg() uintptr { return goid.Get() }

@@ -1,8 +1,8 @@
 //go:build amd64 || arm64
 
-package aio
+package goid
 
-// getg returns the address of the running goroutine's runtime g structure. It is
+// Get returns the address of the running goroutine's runtime g structure. It is
 // the cheapest identity a goroutine has (two instructions, no syscall), which is
 // what OnLoop needs: it sits on every hot path that decides between running on the
 // loop directly and posting to it. A g is recycled only after its goroutine exits,
@@ -10,4 +10,4 @@ package aio
 // goroutine itself, or a Do body it is running), so a recycled g cannot match.
 //
 // Implemented in goid_amd64.s and goid_arm64.s.
-func getg() uintptr
+func Get() uintptr

@@ -1,7 +1,7 @@
 #include "textflag.h"
 
-// func getg() uintptr
-TEXT ·getg(SB),NOSPLIT,$0-8
+// func Get() uintptr
+TEXT ·Get(SB),NOSPLIT,$0-8
 	MOVD g, R0
 	MOVD R0, ret+0(FP)
 	RET

@@ -1,6 +1,6 @@
 //go:build !amd64 && !arm64
 
-package aio
+package goid
 
 import (
 	"runtime"
@@ -8,10 +8,10 @@ import (
 	"strings"
 )
 
-// getg returns an identity of the running goroutine. On architectures without an
-// assembly getg it parses the goroutine id out of runtime.Stack: correct, but about
+// Get returns an identity of the running goroutine. On architectures without an
+// assembly Get it parses the goroutine id out of runtime.Stack: correct, but about
 // a microsecond, so OnLoop is slow there.
-func getg() uintptr {
+func Get() uintptr {
 	var buf [64]byte
 	s := string(buf[:runtime.Stack(buf[:], false)])
 	s = strings.TrimPrefix(s, "goroutine ")
