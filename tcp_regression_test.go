@@ -13,8 +13,8 @@ import (
 )
 
 // A connection whose write queue never fully empties (steady streaming to a
-// slower reader) keeps every consumed segment slot of the queue's wq: wh only
-// resets when the queue is empty, so len(wq) grows with the bytes ever queued.
+// slower reader) keeps every consumed segment slot of the queue's segs: head only
+// resets when the queue is empty, so len(segs) grows with the bytes ever queued.
 func TestTCPWriteQueueStaysBounded(t *testing.T) {
 	l := startLoop(t)
 	conns := make(chan *Conn, 1)
@@ -70,11 +70,11 @@ func TestTCPWriteQueueStaysBounded(t *testing.T) {
 				sent += len(chunk)
 			}
 			if q := c.q; q != nil {
-				if live := len(q.wq) - q.wh; live > maxLive {
+				if live := len(q.segs) - q.head; live > maxLive {
 					maxLive = live
 				}
-				if len(q.wq) > maxLen {
-					maxLen = len(q.wq)
+				if len(q.segs) > maxLen {
+					maxLen = len(q.segs)
 				}
 			}
 		})
@@ -86,9 +86,9 @@ func TestTCPWriteQueueStaysBounded(t *testing.T) {
 	}
 	tick.Cancel()
 	onLoop(t, l, func() {})
-	t.Logf("live segments max %d, len(wq) max %d, queue emptied %d times", maxLive, maxLen, emptied)
+	t.Logf("live segments max %d, len(segs) max %d, queue emptied %d times", maxLive, maxLen, emptied)
 	require.Less(t, emptied, 10, "the queue kept emptying: the stream never exercised a queue that stays non-empty")
-	require.Less(t, maxLen, 4*maxLive+64, "wq kept %d slots for at most %d live segments", maxLen, maxLive)
+	require.Less(t, maxLen, 4*maxLive+64, "segs kept %d slots for at most %d live segments", maxLen, maxLive)
 }
 
 // An epoll batch can hold an event for an fd that an earlier callback of the

@@ -1,0 +1,239 @@
+package aio
+
+import (
+	"errors"
+
+	"github.com/valkyria/aio/internal/sock"
+	"golang.org/x/sys/unix"
+)
+
+// CloseWrite half-closes the connection: once the write queue is flushed it
+// sends FIN (shutdown(SHUT_WR)); reading goes on. It returns a handle that
+// completes when FIN was sent (fails if the connection closes first). Write
+// and Send fail with ErrWriteClosed afterwards. If EOF was already read, the
+// connection closes once FIN is sent. Idempotent; any goroutine.
+func (c *Conn) CloseWrite() *Handle[struct{}] {
+	l := c.l
+	if !l.OnLoop() {
+		h := runningHandle(c.l)
+		l.exec(func() { c.closeWrite(h) })
+		return h
+	}
+	switch {
+	case c.state != connOpen:
+		return Fail[struct{}](l, ErrConnClosed)
+	case c.wdone:
+		return Pure(l, struct{}{})
+	case c.queued.Load() == 0:
+		c.wshut.Store(true)
+		c.shutdown()
+		if c.wdone {
+			return Pure(l, struct{}{})
+		}
+		return Fail[struct{}](l, ErrConnClosed) // shutdown failed and closed it
+	}
+	h := runningHandle(c.l)
+	c.closeWrite(h)
+	return h
+}
+
+// closeWrite half-closes now or after the flush; h (may be nil) completes
+// then. On the loop.
+func (c *Conn) closeWrite(h *Handle[struct{}]) {
+	switch {
+	case c.state != connOpen:
+		if h != nil {
+			h.settle(struct{}{}, ErrConnClosed)
+		}
+		return
+	case c.wdone:
+		if h != nil {
+			h.settle(struct{}{}, nil)
+		}
+		return
+	}
+	c.wshut.Store(true)
+	if h != nil {
+		q := c.queue()
+		q.shutWaiters = append(q.shutWaiters, h)
+	}
+	if c.queued.Load() == 0 {
+		c.shutdown()
+	}
+}
+
+// shutdown sends FIN and completes the CloseWrite handles. On the loop.
+func (c *Conn) shutdown() {
+	if err := unix.Shutdown(c.fd, unix.SHUT_WR); err != nil {
+		c.closeWith(c.ioError("shutdown", err))
+		return
+	}
+	c.wdone = true
+	if q := c.q; q != nil {
+		hs := q.shutWaiters
+		q.shutWaiters = nil
+		for _, h := range hs {
+			h.settle(struct{}{}, nil)
+		}
+	}
+	c.maybeFinish()
+}
+
+// maybeFinish closes a connection whose both directions are finished.
+func (c *Conn) maybeFinish() {
+	if c.state == connOpen && c.eof && c.wdone {
+		c.closeWith(nil)
+	}
+}
+
+// Close closes the connection at once: queued writes that have not reached
+// the kernel are dropped (their handles fail with ErrConnClosed), the fd is
+// closed, handles adopted by the scope are cancelled, and Closed completes.
+// It returns a handle that completes when all that is done: at once on the
+// loop (Closed's own handle when this call closed the connection, so that
+// the common case allocates nothing), after a posted job elsewhere.
+// Idempotent: closing a connection that is already closed, for whatever
+// reason, completes. Any goroutine. To let the queue flush first, use
+// CloseWrite (and let the peer close).
+func (c *Conn) Close() *Handle[struct{}] {
+	if c.l.OnLoop() { // the common case, without runOnLoop's closure
+		c.closeWith(nil)
+		if c.closed.state.Load() == uint32(Completed) {
+			return &c.closed // this Close completed it: no handle to allocate
+		}
+		return Pure(c.l, struct{}{})
+	}
+	return runOnLoop(c.l, func() error { c.closeWith(nil); return nil })
+}
+
+// stop is the producer side of Closed: cancelling it (Loop.Stop does)
+// closes the connection.
+func (c *Conn) stop() { c.closeWith(ErrCancelled) }
+
+// closeFD is Stop's last resort for an fd still registered at teardown.
+func (c *Conn) closeFD() {
+	c.closeWith(ErrCancelled)
+	c.l.drain()
+}
+
+// closeWith closes the connection once: the fd, the queue, the timer, the
+// pending handles (failed with err, or ErrConnClosed for nil, or cancelled
+// for ErrCancelled), the scope, and last Closed. On the loop.
+func (c *Conn) closeWith(err error) {
+	if c.state == connClosed {
+		return
+	}
+	was := c.state
+	c.state = connClosed
+	c.gone.Store(true)
+	l := c.l
+	if to := c.to; to != nil {
+		l.removeTimer(&to.t)
+	}
+	clearFD(l, c.fd, c, c.ev != 0)
+	c.ev = 0
+	_ = sock.Close(c.fd)
+	c.fd = -1
+	if was == connOpen {
+		c.tl.open.Add(-1)
+		c.tl.closed.Add(1)
+	}
+	c.tl.queued.Add(-c.queued.Swap(0))
+	q := c.q
+	c.q = nil
+	if q != nil {
+		for _, s := range q.segs[q.head:] {
+			c.tl.recycle(s)
+		}
+	}
+	c.tl.release(l)
+	c.onRead, c.onEOF = nil, nil
+
+	cancelled := errors.Is(err, ErrCancelled)
+	werr := err
+	if werr == nil {
+		werr = ErrConnClosed
+	}
+	end := func(h *Handle[struct{}]) {
+		if cancelled {
+			h.cancel()
+		} else {
+			h.settle(struct{}{}, werr)
+		}
+	}
+	if q != nil {
+		for _, w := range q.waiters[q.waitHead:] {
+			end(w.h)
+		}
+		for _, h := range q.shutWaiters {
+			end(h)
+		}
+		q.waiters, q.waitHead, q.shutWaiters = nil, 0, nil
+	}
+	if s := c.scope.Load(); s != nil {
+		s.close()
+	}
+	if d := c.dial; d != nil {
+		c.dial = nil
+		d.c = nil
+		if cancelled {
+			d.cancel()
+		} else {
+			d.settle(nil, err)
+		}
+	}
+	settleClosed(&c.closed, err)
+	if c.onClose != nil {
+		l.jobs.push(job{d: (*connCloseCall)(c)})
+	}
+}
+
+// OnClose sets the callback that runs, on the loop, once the connection has
+// closed, however it closed. err is Closed's error: nil after Close or an
+// orderly end, the cause otherwise (a reset, a timeout, a panicking
+// callback), ErrCancelled when Loop.Stop closed it. It runs once, after
+// Closed's direct continuations (those registered on Closed itself; what
+// they start, and Wait or Done on Closed, may see the close before it),
+// never inside this call; on a connection that
+// is already closed it runs soon. Setting it again before it ran replaces
+// it. Unlike Finally(c.Closed(), ...) it allocates nothing: for code that
+// makes many short connections. Any goroutine; ErrNilFunc for nil.
+func (c *Conn) OnClose(fn func(c *Conn, err error)) error {
+	if fn == nil {
+		return ErrNilFunc
+	}
+	if c.l.OnLoop() { // set at once: a closure less per connection
+		c.setOnClose(fn)
+		return nil
+	}
+	c.l.exec(func() { c.setOnClose(fn) })
+	return nil
+}
+
+// setOnClose keeps fn for the close, or queues it if the connection is
+// closed already. On the loop.
+func (c *Conn) setOnClose(fn func(c *Conn, err error)) {
+	if c.state != connClosed || c.onClose != nil { // not closed, or its call is queued and will take fn
+		c.onClose = fn
+		return
+	}
+	c.l.jobs.push(job{f: func() { c.callOnClose(fn) }})
+}
+
+// connCloseCall is a Conn as the job that runs its OnClose callback: a job
+// of its own type, so that queueing it allocates nothing.
+type connCloseCall Conn
+
+func (cc *connCloseCall) inputDone() {
+	c := (*Conn)(cc)
+	if fn := c.onClose; fn != nil {
+		c.onClose = nil
+		c.callOnClose(fn)
+	}
+}
+
+// callOnClose runs fn with Closed's outcome. On the loop, after the close.
+func (c *Conn) callOnClose(fn func(c *Conn, err error)) {
+	_, err := c.closed.Result()
+	c.l.call(func() { fn(c, err) })
+}

@@ -1,0 +1,214 @@
+package aio
+
+import (
+	"fmt"
+	"time"
+
+	"github.com/valkyria/aio/internal/sock"
+	"golang.org/x/sys/unix"
+)
+
+// setConnOptions applies cfg's socket options to fd; TCP_NODELAY only if
+// the socket does not have it already (inherited from its listener) or gets
+// it later (see noDelayAfterFirst).
+func setConnOptions(fd int, cfg ConnConfig, skipNoDelay bool) error {
+	if !cfg.Nagle && !skipNoDelay {
+		if err := sock.SetsockoptInt(fd, unix.IPPROTO_TCP, unix.TCP_NODELAY, 1); err != nil {
+			return fmt.Errorf("setsockopt TCP_NODELAY: %w", err)
+		}
+	}
+	if cfg.KeepAlive > 0 {
+		if err := sock.SetKeepAlive(fd, cfg.KeepAlive); err != nil {
+			return err
+		}
+	}
+	return nil
+}
+
+// Values of Conn.noDelayDue. A dialed connection whose first write system
+// call is small (up to noDelayLateMax bytes) gets TCP_NODELAY just before its
+// second write system call rather than before connecting: Nagle's algorithm
+// holds a small segment back only while earlier data is unacknowledged, and
+// a first write of one segment on a fresh connection never finds any, so it
+// goes out at once either way, on every TCP stack (classic Nagle as on the
+// BSDs or gVisor's netstack, or Linux's Minshall variant). A larger first
+// write could leave a small tail behind its earlier segments, so the option
+// is set before it. A connection that writes once (a request, a reply)
+// saves a system call.
+const (
+	noDelayNone       = iota // nothing to do: set, inherited, or Nagle wanted
+	noDelayAfterFirst        // no write yet
+	noDelayNow               // one write made: set it before the next
+)
+
+// noDelayLateMax is the largest first write that leaves TCP_NODELAY for
+// later: one segment under the smallest MSS (536 bytes for IPv4).
+const noDelayLateMax = 512
+
+// beforeWrite runs before every write system call on c, of n bytes. On the
+// loop.
+func (c *Conn) beforeWrite(n int) {
+	switch c.noDelayDue {
+	case noDelayAfterFirst:
+		if n <= noDelayLateMax {
+			c.noDelayDue = noDelayNow
+			return
+		}
+		fallthrough
+	case noDelayNow:
+		c.noDelayDue = noDelayNone
+		// An error here (the connection failed) is the write's to report.
+		_ = sock.SetsockoptInt(c.fd, unix.IPPROTO_TCP, unix.TCP_NODELAY, 1)
+	}
+}
+
+// SetNoDelay sets or clears TCP_NODELAY (set by default; see
+// ConnConfig.Nagle). The handle completes once the option is set: at once on
+// the loop, after a posted job elsewhere. Any goroutine.
+func (c *Conn) SetNoDelay(on bool) *Handle[struct{}] {
+	v := 0
+	if on {
+		v = 1
+	}
+	return c.sockopt(func() error {
+		c.noDelayDue = noDelayNone // the caller's choice stands
+		return unix.SetsockoptInt(c.fd, unix.IPPROTO_TCP, unix.TCP_NODELAY, v)
+	})
+}
+
+// SetKeepAlive turns TCP keep-alive on with idle time and probe interval d,
+// or off for d == 0 (see ConnConfig.KeepAlive). The handle completes once the
+// options are set. Any goroutine.
+func (c *Conn) SetKeepAlive(d time.Duration) *Handle[struct{}] {
+	if d < 0 {
+		return Fail[struct{}](c.l, fmt.Errorf("aio: tcp: negative KeepAlive %v", d))
+	}
+	return c.sockopt(func() error { return sock.SetKeepAlive(c.fd, d) })
+}
+
+func (c *Conn) sockopt(set func() error) *Handle[struct{}] {
+	return runOnLoop(c.l, func() error {
+		if c.state != connOpen {
+			return ErrConnClosed
+		}
+		return set()
+	})
+}
+
+// connTimeouts are a connection's read and idle timeouts: one timer, armed
+// for the earliest deadline. Activity only moves lastRead/lastIO; a timer
+// that fires early re-arms itself, so a busy connection costs no timer-heap
+// work per read. Owned by the loop.
+type connTimeouts struct {
+	t          timer
+	read, idle time.Duration
+	lastRead   time.Duration // loop clock of the last read, or of reading (re)starting
+	lastIO     time.Duration // loop clock of the last byte read or written
+}
+
+// timeouts returns c's timeouts, making them on first use. On the loop (or
+// before c is shared).
+func (c *Conn) timeouts() *connTimeouts {
+	if c.to == nil {
+		c.to = &connTimeouts{}
+		c.to.t.owner = c
+		c.to.t.index = -1
+	}
+	return c.to
+}
+
+// SetReadTimeout sets ConnConfig.ReadTimeout (0 turns it off); it counts
+// from the call. Any goroutine; an error for negative d or a closed
+// connection.
+func (c *Conn) SetReadTimeout(d time.Duration) error {
+	return c.setTimeout("read", d, func(to *connTimeouts, now time.Duration) { to.read, to.lastRead = d, now })
+}
+
+// SetIdleTimeout sets ConnConfig.IdleTimeout (0 turns it off); it counts
+// from the call. Any goroutine; an error for negative d or a closed
+// connection.
+func (c *Conn) SetIdleTimeout(d time.Duration) error {
+	return c.setTimeout("idle", d, func(to *connTimeouts, now time.Duration) { to.idle, to.lastIO = d, now })
+}
+
+// setTimeout sets one of the timeouts and its reference time (set, given
+// the loop's clock), on the loop.
+func (c *Conn) setTimeout(what string, d time.Duration, set func(to *connTimeouts, now time.Duration)) error {
+	if d < 0 {
+		return fmt.Errorf("aio: tcp: negative %s timeout %v", what, d)
+	}
+	return c.onLoopDo(func() {
+		if d == 0 && c.to == nil {
+			return // off already: nothing to allocate
+		}
+		set(c.timeouts(), c.l.clock())
+		c.armTimeouts()
+	})
+}
+
+// startTimeouts starts the configured timeouts of a connection that just
+// opened. On the loop.
+func (c *Conn) startTimeouts() {
+	if to := c.to; to != nil {
+		now := c.l.clock()
+		to.lastRead, to.lastIO = now, now
+		c.armTimeouts()
+	}
+}
+
+// deadline returns the earliest timeout deadline, if any is on.
+func (c *Conn) deadline(to *connTimeouts) (time.Duration, bool) {
+	var dl time.Duration
+	ok := false
+	if to.read > 0 && c.reading() {
+		dl, ok = to.lastRead+to.read, true
+	}
+	if to.idle > 0 {
+		if d := to.lastIO + to.idle; !ok || d < dl {
+			dl, ok = d, true
+		}
+	}
+	return dl, ok
+}
+
+// armTimeouts arms the timer for the earliest deadline. A timer already armed
+// for an earlier time is left alone: it fires, sees the deadline moved, and
+// re-arms. On the loop.
+func (c *Conn) armTimeouts() {
+	to := c.to
+	if c.state != connOpen || to == nil {
+		return
+	}
+	dl, ok := c.deadline(to)
+	armed := to.t.index >= 0
+	switch {
+	case !ok:
+		if armed {
+			c.l.removeTimer(&to.t)
+		}
+		return
+	case armed && to.t.when <= dl:
+		return
+	case armed:
+		c.l.removeTimer(&to.t)
+	}
+	to.t.when = dl
+	c.l.addTimer(&to.t)
+}
+
+// fire runs when the timer is due: the connection closes if a deadline
+// really passed, else the timer is re-armed. On the loop.
+func (c *Conn) fire() {
+	if c.state != connOpen {
+		return
+	}
+	now, to := c.l.Now(), c.to
+	switch {
+	case to.read > 0 && c.reading() && now >= to.lastRead+to.read:
+		c.closeWith(ErrReadTimeout)
+	case to.idle > 0 && now >= to.lastIO+to.idle:
+		c.closeWith(ErrIdleTimeout)
+	default:
+		c.armTimeouts()
+	}
+}

@@ -1,0 +1,108 @@
+package aio
+
+import (
+	"github.com/valkyria/aio/internal/sock"
+	"golang.org/x/sys/unix"
+)
+
+// maxReadsPerEvent bounds the reads of one connection per readiness event, so
+// that a fast sender cannot keep the loop on one socket.
+const maxReadsPerEvent = 16
+
+// OnRead sets the read callback and starts reading. fn runs on the loop with
+// the bytes that arrived; b is the loop's shared read buffer (ReadBufferSize
+// bytes, used by every connection of the loop) and is valid only until fn
+// returns: copy what you keep. Passing b to Write or Send is fine (they copy
+// what the kernel does not take at once). A panic in fn closes the
+// connection with a *PanicError. Any goroutine; ErrNilFunc for nil,
+// ErrConnClosed after the connection closed.
+func (c *Conn) OnRead(fn func(c *Conn, b []byte)) error {
+	if fn == nil {
+		return ErrNilFunc
+	}
+	if c.l.OnLoop() { // the common case (an accept callback) without a closure
+		if c.state == connClosed {
+			return ErrConnClosed
+		}
+		c.onRead = fn
+		c.update()
+		return nil
+	}
+	return c.onLoopDo(func() { c.onRead = fn; c.update() })
+}
+
+// OnEOF sets the callback that runs, on the loop, when the peer has finished
+// sending (its FIN arrived after the last byte). The connection stays open
+// for writing: fn may write a reply, then CloseWrite or Close. Once both
+// directions are finished (EOF seen and CloseWrite flushed) the connection
+// closes by itself. Without OnEOF, EOF closes the connection once the write
+// queue is flushed. Any goroutine; ErrNilFunc for nil.
+func (c *Conn) OnEOF(fn func(c *Conn)) error {
+	if fn == nil {
+		return ErrNilFunc
+	}
+	return c.onLoopDo(func() { c.onEOF = fn })
+}
+
+// PauseRead stops reading until ResumeRead: the kernel's receive buffer fills
+// and TCP flow control slows the peer down. Any goroutine.
+func (c *Conn) PauseRead() error { return c.onLoopDo(func() { c.paused = true; c.update() }) }
+
+// ResumeRead undoes PauseRead. Any goroutine.
+func (c *Conn) ResumeRead() error { return c.onLoopDo(func() { c.paused = false; c.update() }) }
+
+func (c *Conn) callRead(b []byte) {
+	defer c.guard()
+	c.onRead(c, b)
+}
+
+// reading reports whether the connection wants to read. On the loop.
+func (c *Conn) reading() bool {
+	return c.state == connOpen && c.onRead != nil && !c.paused && !c.full && !c.eof
+}
+
+// readSome reads until the socket is drained, the connection stops reading,
+// or maxReadsPerEvent reads were made.
+func (c *Conn) readSome() {
+	buf := *c.tl.buf
+	for i := 0; i < maxReadsPerEvent; i++ {
+		n, err := sock.Read(c.fd, buf)
+		switch {
+		case err == nil && n > 0:
+			c.tl.bytesIn.Add(uint64(n))
+			if to := c.to; to != nil {
+				now := c.l.clock()
+				to.lastRead, to.lastIO = now, now
+			}
+			c.callRead(buf[:n])
+			if n < len(buf) || !c.reading() {
+				return
+			}
+		case err == nil:
+			c.gotEOF()
+			return
+		case errnoIs(err, unix.EAGAIN):
+			return
+		case errnoIs(err, unix.EINTR):
+		default:
+			c.closeWith(c.ioError("read", err))
+			return
+		}
+	}
+}
+
+// gotEOF handles the peer's FIN.
+func (c *Conn) gotEOF() {
+	c.eof = true
+	if c.onEOF == nil && c.queued.Load() == 0 {
+		c.closeWith(nil) // no interest update to queue for a closed fd
+		return
+	}
+	c.update() // reading stops
+	if c.onEOF != nil {
+		c.callback(c.onEOF)
+		c.maybeFinish()
+		return
+	}
+	c.closeWrite(nil)
+}

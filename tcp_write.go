@@ -1,0 +1,341 @@
+package aio
+
+import (
+	"github.com/valkyria/aio/internal/sock"
+	"golang.org/x/sys/unix"
+)
+
+// writeQueue is a connection's write queue: the bytes still to send are
+// segs[head:], of which the first, segs[head], is sent from headOff on.
+// Small writes are copied into chunks of chunkSize, larger ones into a
+// segment of their own. Positions count the bytes of the stream since the
+// queue was made: total were accepted by Write/Send, written reached the
+// kernel. Owned by the loop.
+type writeQueue struct {
+	segs    [][]byte // queued segments; those before head are sent (nil)
+	head    int      // index of the first segment not fully sent
+	headOff int      // bytes of segs[head] already sent
+	total   uint64
+	written uint64
+	// waiters[waitHead:] are the Write handles not completed yet, by end
+	// position, oldest first.
+	waiters     []writeWaiter
+	waitHead    int
+	shutWaiters []*Handle[struct{}] // CloseWrite handles waiting for the queue to flush
+	onDrain     func(c *Conn)       // OnDrain, kept here with what it is about
+}
+
+// queue returns c's write queue, making it on first use. On the loop.
+func (c *Conn) queue() *writeQueue {
+	if c.q == nil {
+		c.q = &writeQueue{}
+	}
+	return c.q
+}
+
+// writeWaiter is a Write handle waiting for the stream to reach end.
+type writeWaiter struct {
+	end uint64
+	h   *Handle[struct{}]
+}
+
+// OnDrain sets the callback that runs, on the loop, when the write queue,
+// after growing above the high-water mark (which paused reading), has come
+// down to the low-water mark (and reading resumed). Any goroutine;
+// ErrNilFunc for nil.
+func (c *Conn) OnDrain(fn func(c *Conn)) error {
+	if fn == nil {
+		return ErrNilFunc
+	}
+	return c.onLoopDo(func() { c.queue().onDrain = fn })
+}
+
+// Write queues a copy of b for sending and returns a handle that completes
+// once all of b has reached the kernel (written to the socket; not
+// acknowledged by the peer). b may be reused as soon as Write returns. On the
+// loop the bytes are written at once if the queue is empty, and only the
+// rest is copied and queued; elsewhere b is copied and the write posted. The
+// handle fails with ErrConnClosed, ErrWriteClosed or the socket's error if
+// the bytes cannot be sent; cancelling it does not take them back (Close
+// does). Writing past the high-water mark is allowed, but the connection
+// stops reading until the queue drains (see OnDrain). Any goroutine.
+func (c *Conn) Write(b []byte) *Handle[struct{}] {
+	l := c.l
+	if l.OnLoop() {
+		queued, err := c.write(b, false)
+		switch {
+		case err != nil:
+			return Fail[struct{}](l, err)
+		case !queued:
+			return Pure(l, struct{}{})
+		}
+		h := runningHandle(c.l)
+		c.addWaiter(h)
+		return h
+	}
+	if err := c.writeCheck(); err != nil {
+		return Fail[struct{}](l, err)
+	}
+	own := append([]byte(nil), b...)
+	h := runningHandle(c.l)
+	l.exec(func() {
+		queued, err := c.write(own, true)
+		switch {
+		case err != nil:
+			h.settle(struct{}{}, err)
+		case !queued:
+			h.settle(struct{}{}, nil)
+		default:
+			c.addWaiter(h)
+		}
+	})
+	return h
+}
+
+// Send is Write without a handle, for code that does not need to know when
+// the bytes reach the kernel: it copies what it queues just the same, and
+// allocates nothing when the kernel takes b at once. It returns
+// ErrConnClosed or ErrWriteClosed when the write is refused up front; an
+// error that happens later closes the connection (see Closed). Any
+// goroutine.
+func (c *Conn) Send(b []byte) error {
+	if c.l.OnLoop() {
+		_, err := c.write(b, false)
+		return err
+	}
+	if err := c.writeCheck(); err != nil {
+		return err
+	}
+	own := append([]byte(nil), b...)
+	c.l.exec(func() { _, _ = c.write(own, true) })
+	return nil
+}
+
+// writeCheck is the up-front check of a write made off the loop.
+func (c *Conn) writeCheck() error {
+	switch {
+	case c.gone.Load():
+		return ErrConnClosed
+	case c.wshut.Load():
+		return ErrWriteClosed
+	}
+	return nil
+}
+
+// write sends b, queueing what the kernel does not take; owned says b is the
+// connection's to keep. It reports whether anything was queued. On the loop.
+func (c *Conn) write(b []byte, owned bool) (queued bool, err error) {
+	switch {
+	case c.state != connOpen:
+		return false, ErrConnClosed
+	case c.wshut.Load():
+		return false, ErrWriteClosed
+	case len(b) == 0:
+		return false, nil
+	}
+	if q := c.q; q != nil {
+		q.total += uint64(len(b))
+	}
+	if c.queued.Load() == 0 {
+		c.beforeWrite(len(b))
+		n, err := sock.Write(c.fd, b)
+		if err != nil {
+			if !errnoIs(err, unix.EAGAIN) && !errnoIs(err, unix.EINTR) {
+				err = c.ioError("write", err)
+				c.closeWith(err)
+				return false, err
+			}
+			n = 0
+		}
+		if n > 0 {
+			c.wrote(n)
+		}
+		if n == len(b) {
+			return false, nil
+		}
+		b = b[n:]
+	}
+	c.enqueue(b, owned)
+	return true, nil
+}
+
+// wrote accounts for n bytes that reached the kernel.
+func (c *Conn) wrote(n int) {
+	if q := c.q; q != nil {
+		q.written += uint64(n)
+	}
+	c.tl.bytesOut.Add(uint64(n))
+	if to := c.to; to != nil && to.idle != 0 {
+		to.lastIO = c.l.clock()
+	}
+}
+
+// addWaiter queues h to complete when the bytes written so far have reached
+// the kernel. On the loop.
+func (c *Conn) addWaiter(h *Handle[struct{}]) {
+	q := c.q // write queued something: q exists
+	q.waiters, q.waitHead = compactFront(q.waiters, q.waitHead)
+	q.waiters = append(q.waiters, writeWaiter{end: q.total, h: h})
+}
+
+// compactFront drops a queue's consumed prefix s[:head] once it is at least
+// half of s, so that a queue that never quite empties (a stream to a reader a
+// little slower than the writer) does not grow with everything that ever
+// passed through it.
+func compactFront[E any](s []E, head int) ([]E, int) {
+	if head == 0 || head < len(s)/2 {
+		return s, head
+	}
+	n := copy(s, s[head:])
+	clear(s[n:])
+	return s[:n], 0
+}
+
+// enqueue appends b to the write queue, copying it unless owned.
+func (c *Conn) enqueue(b []byte, owned bool) {
+	n := len(b)
+	q := c.q
+	if q == nil {
+		q = c.queue()
+		q.total = uint64(n) // the positions start with these bytes
+	}
+	q.segs, q.head = compactFront(q.segs, q.head)
+	if k := len(q.segs); k > q.head && !owned {
+		last := q.segs[k-1]
+		if cap(last) == chunkSize && len(last) < chunkSize {
+			m := copy(last[len(last):chunkSize], b)
+			q.segs[k-1] = last[:len(last)+m]
+			b = b[m:]
+		}
+	}
+	for len(b) > 0 {
+		var seg []byte
+		switch {
+		case owned:
+			seg = b
+		case len(b) < chunkSize:
+			seg = c.tl.chunk()
+			seg = seg[:copy(seg[:chunkSize], b)]
+		default:
+			seg = append([]byte(nil), b...)
+		}
+		q.segs = append(q.segs, seg)
+		b = b[len(seg):]
+	}
+	if c.queued.Add(int64(n)) == int64(n) {
+		c.update() // the queue was empty: ask for Writable
+	}
+	c.tl.queued.Add(int64(n))
+	if !c.full && int(c.queued.Load()) > c.hw {
+		c.full = true // stop reading until the queue drains
+		c.update()
+	}
+}
+
+// flush writes the queue until it is empty or the kernel is full. On the
+// loop.
+func (c *Conn) flush() {
+	q := c.q // bytes are queued: q exists
+	for c.queued.Load() > 0 {
+		segs := q.segs[q.head:]
+		off := q.offered()
+		var n int
+		var err error
+		c.beforeWrite(noDelayLateMax + 1) // a write was made before: the queue is its rest
+		if len(segs) == 1 {
+			n, err = sock.Write(c.fd, segs[0][q.headOff:])
+		} else {
+			first := segs[0]
+			segs[0] = first[q.headOff:]
+			n, err = sock.Writev(c.fd, segs, &c.tl.iov)
+			segs[0] = first
+		}
+		if err != nil {
+			if errnoIs(err, unix.EAGAIN) {
+				break
+			}
+			if errnoIs(err, unix.EINTR) {
+				continue
+			}
+			c.closeWith(c.ioError("write", err))
+			return
+		}
+		c.wrote(n)
+		c.consume(n)
+		if n < off {
+			break // the kernel took less than offered: it is full
+		}
+	}
+	q.completeWrites()
+	if c.state != connOpen {
+		return
+	}
+	left := int(c.queued.Load())
+	if left == 0 {
+		c.update() // no more Writable
+		if c.wshut.Load() && !c.wdone {
+			c.shutdown()
+			if c.state != connOpen {
+				return
+			}
+		}
+	}
+	if c.full && left <= c.lw {
+		c.full = false
+		c.update()
+		if fn := c.q.onDrain; fn != nil { // full: the queue exists
+			c.callback(fn)
+		}
+	}
+}
+
+// offered returns the bytes one flush attempt hands the kernel: up to
+// sock.MaxIovecs segments from the front of the queue.
+func (q *writeQueue) offered() int {
+	segs := q.segs[q.head:]
+	if len(segs) > sock.MaxIovecs {
+		segs = segs[:sock.MaxIovecs]
+	}
+	n := -q.headOff
+	for _, s := range segs {
+		n += len(s)
+	}
+	return n
+}
+
+// consume drops n written bytes from the front of the queue.
+func (c *Conn) consume(n int) {
+	c.queued.Add(-int64(n))
+	c.tl.queued.Add(-int64(n))
+	q := c.q
+	for n > 0 {
+		seg := q.segs[q.head]
+		rest := len(seg) - q.headOff
+		if n < rest {
+			q.headOff += n
+			break
+		}
+		n -= rest
+		c.tl.recycle(seg)
+		q.segs[q.head] = nil
+		q.head++
+		q.headOff = 0
+	}
+	if q.head == len(q.segs) {
+		q.segs, q.head = q.segs[:0], 0
+	}
+}
+
+// completeWrites completes the Write handles whose bytes all reached the
+// kernel.
+func (q *writeQueue) completeWrites() {
+	for q.waitHead < len(q.waiters) && q.waiters[q.waitHead].end <= q.written {
+		h := q.waiters[q.waitHead].h
+		q.waiters[q.waitHead] = writeWaiter{}
+		q.waitHead++
+		h.settle(struct{}{}, nil)
+	}
+	if q.waitHead == len(q.waiters) {
+		q.waiters, q.waitHead = q.waiters[:0], 0
+	}
+}
