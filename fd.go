@@ -12,6 +12,7 @@ type ioHandler interface {
 
 // setFD routes fd's readiness to h. On the loop.
 func setFD(l *Loop, fd int, h ioHandler) {
+	l.checkOnLoop()
 	for fd >= len(l.fds) {
 		more := len(l.fds) + 64
 		l.fds = append(l.fds, make([]ioHandler, more)...)
@@ -32,6 +33,7 @@ func setFD(l *Loop, fd int, h ioHandler) {
 // uv__platform_invalidate_fd scans the rest of the batch for the fd instead:
 // a cost per close that grows with the batch, where this is one store.
 func clearFD(l *Loop, fd int, h ioHandler, inPoll bool) {
+	l.checkOnLoop()
 	if inPoll {
 		_ = l.poller.Delete(fd)
 	}

@@ -174,6 +174,7 @@ func (t *tcpLoop) acquire() {
 // connection still holds the read buffer until it returns), unless a new
 // socket took them meanwhile. On the loop.
 func (t *tcpLoop) release(l *Loop) {
+	l.checkOnLoop()
 	t.refs--
 	if t.refs == 0 {
 		l.jobs.push(job{f: t.free})

@@ -40,6 +40,7 @@ func (c *Conn) CloseWrite() *Handle[struct{}] {
 // closeWrite half-closes now or after the flush; h (may be nil) completes
 // then. On the loop.
 func (c *Conn) closeWrite(h *Handle[struct{}]) {
+	c.l.checkOnLoop()
 	switch {
 	case c.state != connOpen:
 		if h != nil {
@@ -64,6 +65,7 @@ func (c *Conn) closeWrite(h *Handle[struct{}]) {
 
 // shutdown sends FIN and completes the CloseWrite handles. On the loop.
 func (c *Conn) shutdown() {
+	c.l.checkOnLoop()
 	if err := unix.Shutdown(c.fd, unix.SHUT_WR); err != nil {
 		c.closeWith(c.ioError("shutdown", err))
 		return
@@ -120,6 +122,7 @@ func (c *Conn) closeFD() {
 // pending handles (failed with err, or ErrConnClosed for nil, or cancelled
 // for ErrCancelled), the scope, and last Closed. On the loop.
 func (c *Conn) closeWith(err error) {
+	c.l.checkOnLoop()
 	if c.state == connClosed {
 		return
 	}
@@ -213,6 +216,7 @@ func (c *Conn) OnClose(fn func(c *Conn, err error)) error {
 // setOnClose keeps fn for the close, or queues it if the connection is
 // closed already. On the loop.
 func (c *Conn) setOnClose(fn func(c *Conn, err error)) {
+	c.l.checkOnLoop()
 	if c.state != connClosed || c.onClose != nil { // not closed, or its call is queued and will take fn
 		c.onClose = fn
 		return
@@ -234,6 +238,7 @@ func (cc *connCloseCall) inputDone() {
 
 // callOnClose runs fn with Closed's outcome. On the loop, after the close.
 func (c *Conn) callOnClose(fn func(c *Conn, err error)) {
+	c.l.checkOnLoop()
 	_, err := c.closed.Result()
 	c.l.call(func() { fn(c, err) })
 }

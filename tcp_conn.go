@@ -200,6 +200,7 @@ func (s *connSync) inputDone() { (*Conn)(s).syncInterest() }
 // the changes a callback makes (OnRead, a write that queued, a pause) cost at
 // most one epoll_ctl. On the loop.
 func (c *Conn) update() {
+	c.l.checkOnLoop()
 	if !c.syncing {
 		c.syncing = true
 		c.l.jobs.push(job{d: (*connSync)(c)})
@@ -249,6 +250,7 @@ func (c *Conn) ioError(op string, err error) error {
 
 // onIO handles readiness. On the loop.
 func (c *Conn) onIO(ev poll.Events) {
+	c.l.checkOnLoop()
 	switch c.state {
 	case connConnecting:
 		c.finishConnect()

@@ -100,6 +100,7 @@ func resolve(ctx context.Context, name string, port uint16) (netip.AddrPort, err
 
 // inputDone runs on the loop when the name resolution finished.
 func (n *dialNode) inputDone() {
+	n.loop.checkOnLoop()
 	r := n.r
 	n.r = nil
 	if r == nil || n.ended() {
@@ -117,6 +118,7 @@ func (n *dialNode) inputDone() {
 
 // connect opens the socket and starts connecting. On the loop.
 func (n *dialNode) connect(ap netip.AddrPort, cfg *ConnConfig) {
+	n.loop.checkOnLoop()
 	if n.ended() {
 		return
 	}
@@ -193,6 +195,7 @@ func (n *dialNode) stop() {
 // finishConnect runs when a connecting socket becomes writable (or reports
 // an error): SO_ERROR says how the connect ended. On the loop.
 func (c *Conn) finishConnect() {
+	c.l.checkOnLoop()
 	e, err := sock.SocketError(c.fd)
 	if err == nil && e != 0 {
 		err = unix.Errno(e)
@@ -210,6 +213,7 @@ func (c *Conn) finishConnect() {
 // connected turns a connecting socket into an open connection and completes
 // the Dial handle. On the loop.
 func (c *Conn) connected() {
+	c.l.checkOnLoop()
 	c.state = connOpen
 	c.laddr, _ = sock.LocalAddr(c.fd)
 	c.tl.dialed.Add(1)

@@ -169,6 +169,7 @@ func openSpare() int {
 
 // start registers the listener with the loop. On the loop.
 func (ln *Listener) start() {
+	ln.l.checkOnLoop()
 	if ln.gone.Load() {
 		return // closed before it started
 	}
@@ -188,6 +189,7 @@ func (ln *Listener) start() {
 // watch registers the socket with the poller, closing the listener if that
 // fails. On the loop.
 func (ln *Listener) watch() {
+	ln.l.checkOnLoop()
 	if err := ln.l.poller.Add(ln.fd, poll.Readable); err != nil {
 		ln.closeWith(fmt.Errorf("aio: listen tcp %s: %w", ln.addr, err))
 		return
@@ -220,6 +222,7 @@ func (ln *Listener) Closed() *Handle[struct{}] { return &ln.closed }
 // empty, accepting is paused, or the listener closed; acceptActionOf and
 // Listen's doc say which error does what. On the loop.
 func (ln *Listener) onIO(poll.Events) {
+	ln.l.checkOnLoop()
 	served := false
 	for i := 0; i < ln.cfg.AcceptBatch && ln.fd >= 0; i++ {
 		fd, peer, err := acceptFn(ln.fd)
@@ -257,6 +260,7 @@ func (ln *Listener) onIO(poll.Events) {
 // acceptFailed closes the listener for an accept error that means its socket
 // is broken. On the loop.
 func (ln *Listener) acceptFailed(err error) {
+	ln.l.checkOnLoop()
 	ln.closeWith(fmt.Errorf("aio: tcp accept on %s: %w", ln.addr, err))
 }
 
@@ -309,6 +313,7 @@ func (ln *Listener) deliver(c *Conn) {
 // another thread took the freed fd, or the system table is full), since the
 // pending connection keeps the socket readable. On the loop.
 func (ln *Listener) shed() {
+	ln.l.checkOnLoop()
 	if ln.spare >= 0 {
 		unix.Close(ln.spare)
 		ln.spare = -1
@@ -330,6 +335,7 @@ func (ln *Listener) shed() {
 // then the socket is not readable for the same connection again. It returns
 // the error if the listening socket turned out broken. On the loop.
 func (ln *Listener) dropPending() (progress bool, broken error) {
+	ln.l.checkOnLoop()
 	for i := 0; i < ln.cfg.AcceptBatch; i++ {
 		fd, _, err := acceptFn(ln.fd)
 		if err == nil {
@@ -357,6 +363,7 @@ func (ln *Listener) dropPending() (progress bool, broken error) {
 // pause stops accepting for acceptPause: the socket leaves the poller, so
 // its readiness no longer wakes the loop, and fire puts it back. On the loop.
 func (ln *Listener) pause() {
+	ln.l.checkOnLoop()
 	if ln.inPoll {
 		_ = ln.l.poller.Delete(ln.fd)
 		ln.inPoll = false
@@ -369,6 +376,7 @@ func (ln *Listener) pause() {
 
 // fire ends a pause in accepting. On the loop.
 func (ln *Listener) fire() {
+	ln.l.checkOnLoop()
 	if ln.fd < 0 {
 		return
 	}
@@ -393,6 +401,7 @@ func (ln *Listener) closeFD() {
 // closeWith closes the listener once: err nil completes Closed, ErrCancelled
 // cancels it, anything else fails it. On the loop.
 func (ln *Listener) closeWith(err error) {
+	ln.l.checkOnLoop()
 	if ln.fd < 0 {
 		return
 	}

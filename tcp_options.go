@@ -149,6 +149,7 @@ func (c *Conn) setTimeout(what string, d time.Duration, set func(to *connTimeout
 // startTimeouts starts the configured timeouts of a connection that just
 // opened. On the loop.
 func (c *Conn) startTimeouts() {
+	c.l.checkOnLoop()
 	if to := c.to; to != nil {
 		now := c.l.clock()
 		to.lastRead, to.lastIO = now, now
@@ -175,6 +176,7 @@ func (c *Conn) deadline(to *connTimeouts) (time.Duration, bool) {
 // for an earlier time is left alone: it fires, sees the deadline moved, and
 // re-arms. On the loop.
 func (c *Conn) armTimeouts() {
+	c.l.checkOnLoop()
 	to := c.to
 	if c.state != connOpen || to == nil {
 		return
@@ -199,6 +201,7 @@ func (c *Conn) armTimeouts() {
 // fire runs when the timer is due: the connection closes if a deadline
 // really passed, else the timer is re-armed. On the loop.
 func (c *Conn) fire() {
+	c.l.checkOnLoop()
 	if c.state != connOpen {
 		return
 	}

@@ -58,6 +58,7 @@ func (c *Conn) callRead(b []byte) {
 
 // reading reports whether the connection wants to read. On the loop.
 func (c *Conn) reading() bool {
+	c.l.checkOnLoop()
 	return c.state == connOpen && c.onRead != nil && !c.paused && !c.full && !c.eof
 }
 

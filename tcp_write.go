@@ -27,6 +27,7 @@ type writeQueue struct {
 
 // queue returns c's write queue, making it on first use. On the loop.
 func (c *Conn) queue() *writeQueue {
+	c.l.checkOnLoop()
 	if c.q == nil {
 		c.q = &writeQueue{}
 	}
@@ -125,6 +126,7 @@ func (c *Conn) writeCheck() error {
 // write sends b, queueing what the kernel does not take; owned says b is the
 // connection's to keep. It reports whether anything was queued. On the loop.
 func (c *Conn) write(b []byte, owned bool) (queued bool, err error) {
+	c.l.checkOnLoop()
 	switch {
 	case c.state != connOpen:
 		return false, ErrConnClosed
@@ -173,6 +175,7 @@ func (c *Conn) wrote(n int) {
 // addWaiter queues h to complete when the bytes written so far have reached
 // the kernel. On the loop.
 func (c *Conn) addWaiter(h *Handle[struct{}]) {
+	c.l.checkOnLoop()
 	q := c.q // write queued something: q exists
 	q.waiters, q.waitHead = compactFront(q.waiters, q.waitHead)
 	q.waiters = append(q.waiters, writeWaiter{end: q.total, h: h})
@@ -235,6 +238,7 @@ func (c *Conn) enqueue(b []byte, owned bool) {
 // flush writes the queue until it is empty or the kernel is full. On the
 // loop.
 func (c *Conn) flush() {
+	c.l.checkOnLoop()
 	q := c.q // bytes are queued: q exists
 	for c.queued.Load() > 0 {
 		segs := q.segs[q.head:]
