@@ -26,12 +26,13 @@ func setFD(l *Loop, fd int, h ioHandler) {
 //
 // It also marks fd closed in the poll batch being dispatched, whose
 // remaining events for fd pollIO then drops. (Outside dispatch it marks the
-// batch already dispatched, which no event will be compared with again.) A callback that closes one
-// socket and opens another may be handed the same fd number; without this,
-// the old socket's readiness, still ahead in the batch, would be delivered
-// to the new one (a connect seen as finished before it is, say). libuv's
-// uv__platform_invalidate_fd scans the rest of the batch for the fd instead:
-// a cost per close that grows with the batch, where this is one store.
+// batch already dispatched, which no event will be compared with again.) A
+// callback that closes one socket and opens another may be handed the same
+// fd number; without this, the old socket's readiness, still ahead in the
+// batch, would be delivered to the new one (a connect seen as finished
+// before it is, say). libuv's uv__platform_invalidate_fd scans the rest of
+// the batch for the fd instead: a cost per close that grows with the batch,
+// where this is one store.
 func clearFD(l *Loop, fd int, h ioHandler, inPoll bool) {
 	l.checkOnLoop()
 	if inPoll {

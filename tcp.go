@@ -22,9 +22,13 @@ import (
 // a half-close, the end of a connection) is a handle.
 //
 // Every fd has one owner, the Listener or Conn that opened or accepted it, and
-// one release path, that object's close on the loop. Stop reaches them through
-// their Closed handles, which are tracked producers of the loop: cancelling
-// one closes the socket.
+// one release path, that object's close on the loop. Loop.Stop reaches them
+// through the loop's fd table: after its last pass cancelling pending
+// handles, it closes every socket still registered there (closeFDs, see
+// fd.go), so that the cancel callbacks of that pass still find their
+// connections open. A Listener's Closed is also a tracked producer, which
+// that pass cancels, closing it earlier; a Conn's is not (see newConn).
+// Either way Closed ends cancelled.
 
 var (
 	// ErrConnClosed is the error of an operation on a Conn that is closed, and
@@ -87,9 +91,11 @@ func (c ConnConfig) withDefaults() (ConnConfig, error) {
 	case c.KeepAlive < 0:
 		return c, fmt.Errorf("aio: tcp: negative KeepAlive %v", c.KeepAlive)
 	case c.HighWater < 0 || c.LowWater < 0:
-		return c, fmt.Errorf("aio: tcp: negative water mark (high %d, low %d)", c.HighWater, c.LowWater)
+		return c, fmt.Errorf("aio: tcp: negative water mark (high %d, low %d)",
+			c.HighWater, c.LowWater)
 	case c.ReadTimeout < 0 || c.IdleTimeout < 0:
-		return c, fmt.Errorf("aio: tcp: negative timeout (read %v, idle %v)", c.ReadTimeout, c.IdleTimeout)
+		return c, fmt.Errorf("aio: tcp: negative timeout (read %v, idle %v)",
+			c.ReadTimeout, c.IdleTimeout)
 	}
 	if c.HighWater == 0 {
 		c.HighWater = DefaultHighWater
@@ -123,7 +129,8 @@ type ListenConfig struct {
 
 func (c ListenConfig) withDefaults() (ListenConfig, error) {
 	if c.Backlog < 0 || c.AcceptBatch < 0 {
-		return c, fmt.Errorf("aio: tcp listen: negative Backlog %d or AcceptBatch %d", c.Backlog, c.AcceptBatch)
+		return c, fmt.Errorf("aio: tcp listen: negative Backlog %d or AcceptBatch %d",
+			c.Backlog, c.AcceptBatch)
 	}
 	if c.Backlog == 0 {
 		c.Backlog = DefaultBacklog

@@ -13,40 +13,41 @@ var acceptFn = sock.Accept
 
 // acceptAction is what the listener does after a failed accept. The errno
 // says whose failure it is: one pending connection's, the process's or
-// system's resources', or the listening socket's.
+// system's resources', or the listening socket's. Which errno is which is
+// written once, for users, in Listen's doc, and once in code, in
+// acceptActionOf; below is why each action is the right one.
 type acceptAction uint8
 
 const (
-	// acceptDrained (EAGAIN): nothing is pending; wait for readiness.
+	// acceptDrained: nothing is pending; wait for readiness.
 	acceptDrained acceptAction = iota
-	// acceptRetry (EINTR): a signal came first; accept again now.
+	// acceptRetry: a signal came first; accept again now.
 	acceptRetry
-	// acceptDrop: one pending connection failed. ECONNABORTED and
-	// ECONNRESET (the peer left), ETIMEDOUT, and the errors Linux's
-	// accept(2) passes on from the protocol and asks callers to treat like
-	// EAGAIN. Nothing is wrong with the listener: count the connection as
-	// dropped and accept the next, as libuv does. Whether the kernel took
-	// the connection off the queue is not certain, so a batch of these that
+	// acceptDrop: one pending connection failed (the peer left, or the
+	// protocol errors Linux's accept(2) asks callers to treat like EAGAIN).
+	// Nothing is wrong with the listener: count the connection as dropped
+	// and accept the next, as libuv does. Whether the kernel took the
+	// connection off the queue is not certain, so a batch of these that
 	// serves nothing pauses (see onIO) rather than spinning.
 	acceptDrop
-	// acceptShed (EMFILE, ENFILE): out of fds. The spare fd can take the
-	// pending connection off the queue; if not, pause.
+	// acceptShed: out of fds. The spare fd can take the pending connection
+	// off the queue; if not, pause.
 	acceptShed
-	// acceptWait (ENOBUFS, ENOMEM): out of kernel memory; (EPERM, EACCES):
-	// a security policy (seccomp, an LSM) refused accept itself, which it
-	// checks before the connection leaves the queue. Freeing an fd does not
-	// help and the connection stays queued, so the level-triggered socket
-	// stays readable: pause rather than spin, and try again after the pause
-	// (a policy may change; the listener is not broken).
+	// acceptWait: out of kernel memory, or a security policy refused accept
+	// itself, which it checks before the connection leaves the queue.
+	// Freeing an fd does not help and the connection stays queued, so the
+	// level-triggered socket stays readable: pause rather than spin, and try
+	// again after the pause (a policy may change; the listener is not
+	// broken).
 	acceptWait
-	// acceptFail: the listening socket itself is broken (EBADF, EINVAL,
-	// ENOTSOCK, EFAULT, or an errno not listed here, which cannot be assumed
-	// to go away): retrying would fail the same way forever, so close the
-	// listener with the error.
+	// acceptFail: the listening socket itself is broken, or the errno is
+	// one not listed, which cannot be assumed to go away: retrying would
+	// fail the same way forever, so close the listener with the error.
 	acceptFail
 )
 
-// acceptActionOf classifies an error from acceptFn.
+// acceptActionOf classifies an error from acceptFn: the table of Listen's
+// doc.
 func acceptActionOf(err error) acceptAction {
 	en, ok := err.(unix.Errno)
 	if !ok {

@@ -217,7 +217,8 @@ func (c *Conn) OnClose(fn func(c *Conn, err error)) error {
 // closed already. On the loop.
 func (c *Conn) setOnClose(fn func(c *Conn, err error)) {
 	c.l.checkOnLoop()
-	if c.state != connClosed || c.onClose != nil { // not closed, or its call is queued and will take fn
+	// Not closed, or its call is queued and will take fn.
+	if c.state != connClosed || c.onClose != nil {
 		c.onClose = fn
 		return
 	}

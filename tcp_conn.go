@@ -89,11 +89,12 @@ type Conn struct {
 // caller sets the addresses and the counters. On the loop, while it runs
 // (Dial's connect checks; accepting happens only in the poll phase).
 //
-// Closed is not adopted for lazy tracking as other producers are
-// (adoptProducer): the fd table holds the Conn strongly while it is open, so
-// it can never be abandoned, and Stop closes whatever the table still holds
-// (closeFDs). A tracking record would cost three allocations and a weak
-// pointer for every connection that lives past two loop iterations.
+// Closed is deliberately not adopted for lazy tracking as other producers are
+// (adoptProducer), so Stop's cancelling passes do not see it: the fd table
+// holds the Conn strongly while it is open, so it can never be abandoned, and
+// Stop closes whatever the table still holds after those passes (closeFDs),
+// cancelling Closed. A tracking record would cost three allocations and a
+// weak pointer for every connection that lives past two loop iterations.
 func newConn(l *Loop, tl *tcpLoop, fd int, cfg ConnConfig, state uint8) *Conn {
 	c := new(Conn)
 	c.init(l, tl, fd, cfg, state)

@@ -54,7 +54,9 @@ func Dial(l *Loop, addr string, cfg ConnConfig) *Handle[*Conn] {
 	switch {
 	case name != "":
 		port := ap.Port()
-		res := Work(l, func(ctx context.Context) (netip.AddrPort, error) { return resolve(ctx, name, port) })
+		res := Work(l, func(ctx context.Context) (netip.AddrPort, error) {
+			return resolve(ctx, name, port)
+		})
 		n.r = &dialResolve{res: res, cfg: cfg, addr: addr}
 		res.register(n)
 	case l.OnLoop():

@@ -15,8 +15,9 @@ import (
 // acceptPause is how long a listener stops accepting when accept fails and
 // nothing can be done about the pending connection: out of kernel memory,
 // refused by a security policy, out of fds with no spare fd to shed it with
-// (or the spare did not help), or a batch of errors that served nothing. The pending connection keeps the level-triggered
-// socket readable, so without a pause the loop would spin on accept.
+// (or the spare did not help), or a batch of errors that served nothing.
+// The pending connection keeps the level-triggered socket readable, so
+// without a pause the loop would spin on accept.
 const acceptPause = 100 * time.Millisecond
 
 // A Listener accepts TCP connections on a loop and hands each one, on the
@@ -106,7 +107,8 @@ func Listen(l *Loop, addr string, cfg ListenConfig, onConn func(c *Conn)) (*List
 	if err != nil {
 		return nil, fmt.Errorf("aio: listen tcp %s: %w", ap, err)
 	}
-	ln := &Listener{l: l, tl: &l.tcp, addr: bound, cfg: cfg, onConn: onConn, fd: fd, spare: openSpare()}
+	ln := &Listener{l: l, tl: &l.tcp, addr: bound, cfg: cfg, onConn: onConn, fd: fd,
+		spare: openSpare()}
 	ln.closed.init(l)
 	ln.closed.state.Store(uint32(Running))
 	ln.closed.prod = ln

@@ -121,19 +121,24 @@ func (c *Conn) timeouts() *connTimeouts {
 // from the call. Any goroutine; an error for negative d or a closed
 // connection.
 func (c *Conn) SetReadTimeout(d time.Duration) error {
-	return c.setTimeout("read", d, func(to *connTimeouts, now time.Duration) { to.read, to.lastRead = d, now })
+	return c.setTimeout("read", d, func(to *connTimeouts, now time.Duration) {
+		to.read, to.lastRead = d, now
+	})
 }
 
 // SetIdleTimeout sets ConnConfig.IdleTimeout (0 turns it off); it counts
 // from the call. Any goroutine; an error for negative d or a closed
 // connection.
 func (c *Conn) SetIdleTimeout(d time.Duration) error {
-	return c.setTimeout("idle", d, func(to *connTimeouts, now time.Duration) { to.idle, to.lastIO = d, now })
+	return c.setTimeout("idle", d, func(to *connTimeouts, now time.Duration) {
+		to.idle, to.lastIO = d, now
+	})
 }
 
 // setTimeout sets one of the timeouts and its reference time (set, given
 // the loop's clock), on the loop.
-func (c *Conn) setTimeout(what string, d time.Duration, set func(to *connTimeouts, now time.Duration)) error {
+func (c *Conn) setTimeout(what string, d time.Duration,
+	set func(to *connTimeouts, now time.Duration)) error {
 	if d < 0 {
 		return fmt.Errorf("aio: tcp: negative %s timeout %v", what, d)
 	}

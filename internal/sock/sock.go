@@ -44,7 +44,8 @@ func Sockaddr(ap netip.AddrPort) (unix.Sockaddr, int) {
 	if ip.Is4() {
 		return &unix.SockaddrInet4{Port: int(ap.Port()), Addr: ip.As4()}, unix.AF_INET
 	}
-	return &unix.SockaddrInet6{Port: int(ap.Port()), Addr: ip.As16(), ZoneId: zoneID(ip)}, unix.AF_INET6
+	sa := &unix.SockaddrInet6{Port: int(ap.Port()), Addr: ip.As16(), ZoneId: zoneID(ip)}
+	return sa, unix.AF_INET6
 }
 
 // Family is the socket family for ap: AF_INET or AF_INET6.
@@ -69,7 +70,8 @@ func AddrPortOf(sa unix.Sockaddr) netip.AddrPort {
 	case *unix.SockaddrInet4:
 		return netip.AddrPortFrom(netip.AddrFrom4(sa.Addr), uint16(sa.Port))
 	case *unix.SockaddrInet6:
-		return netip.AddrPortFrom(withZone(netip.AddrFrom16(sa.Addr), sa.ZoneId).Unmap(), uint16(sa.Port))
+		ip := withZone(netip.AddrFrom16(sa.Addr), sa.ZoneId).Unmap()
+		return netip.AddrPortFrom(ip, uint16(sa.Port))
 	}
 	return netip.AddrPort{}
 }
