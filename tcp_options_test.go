@@ -1,0 +1,153 @@
+package aio
+
+import (
+	"io"
+	"testing"
+	"time"
+
+	"github.com/stretchr/testify/require"
+	"golang.org/x/sys/unix"
+)
+
+// An idle connection closes with ErrIdleTimeout; traffic keeps it open.
+func TestTCPIdleTimeout(t *testing.T) {
+	const idle = 200 * time.Millisecond
+	l := startLoop(t)
+	ln, conns := echoListenConns(t, l, "127.0.0.1:0", ListenConfig{Conn: ConnConfig{IdleTimeout: idle}}, 2)
+
+	// Quiet: closed after about idle.
+	start := time.Now()
+	quiet := netDial(t, ln)
+	qc := recv(t, conns)
+	_, err := wait(t, qc.Closed())
+	require.ErrorIs(t, err, ErrIdleTimeout)
+	require.ErrorIs(t, err, ErrTimeout)
+	require.GreaterOrEqual(t, time.Since(start), idle)
+	_, err = quiet.Read(make([]byte, 1))
+	require.ErrorIs(t, err, io.EOF)
+
+	// Busy: a byte every idle/5 for 3·idle keeps it open.
+	busy := netDial(t, ln)
+	bc := recv(t, conns)
+	for end := time.Now().Add(3 * idle); time.Now().Before(end); {
+		_, err := busy.Write([]byte{1})
+		require.NoError(t, err)
+		_, err = io.ReadFull(busy, make([]byte, 1))
+		require.NoError(t, err)
+		time.Sleep(idle / 5) // the client's pace, not a synchronisation
+	}
+	require.Equal(t, Running, bc.Closed().Status(), "traffic keeps the connection open")
+	_, err = wait(t, bc.Closed())
+	require.ErrorIs(t, err, ErrIdleTimeout, "and silence closes it")
+	closedLoopTCP(t, l.closeListener(t, ln))
+}
+
+// A read timeout closes a connection whose peer sends nothing, even while
+// the server keeps writing.
+func TestTCPReadTimeout(t *testing.T) {
+	l := startLoop(t)
+	conns := make(chan *Conn, 1)
+	ln, err := Listen(l, "127.0.0.1:0", ListenConfig{Conn: ConnConfig{ReadTimeout: 150 * time.Millisecond}},
+		func(c *Conn) {
+			_ = c.OnRead(tcpEcho)
+			ticker := Adopt(c.Scope(), Every(l, 20*time.Millisecond, func() { _ = c.Send([]byte("tick")) }))
+			conns <- c
+			_ = ticker
+		})
+	require.NoError(t, err)
+	nc := netDial(t, ln)
+	c := recv(t, conns)
+	_, err = wait(t, c.Closed())
+	require.ErrorIs(t, err, ErrReadTimeout)
+	got, _ := io.ReadAll(nc)
+	require.NotEmpty(t, got, "the server wrote meanwhile")
+	require.Zero(t, l.Stats().Timers, "the scope cancelled the ticker")
+	closedLoopTCP(t, l.closeListener(t, ln))
+}
+
+// Timeouts set on a connection accepted without any (its timeouts are made
+// on first use) work as configured ones do, and 0 turns one off.
+func TestTCPTimeoutsSetLater(t *testing.T) {
+	l := startLoop(t)
+	ln, conns := echoListenConns(t, l, "127.0.0.1:0", ListenConfig{}, 3)
+	_ = netDial(t, ln)
+	idle := recv(t, conns)
+	_ = netDial(t, ln)
+	read := recv(t, conns)
+	_ = netDial(t, ln)
+	off := recv(t, conns)
+
+	errs := onLoopValue(t, l, func() [2]error { // in one callback: the 50 ms cannot pass between the two
+		return [2]error{off.SetIdleTimeout(50 * time.Millisecond), off.SetIdleTimeout(0)}
+	})
+	require.Equal(t, [2]error{}, errs)
+	require.NoError(t, idle.SetIdleTimeout(100*time.Millisecond))
+	require.NoError(t, read.SetReadTimeout(150*time.Millisecond))
+	_, err := wait(t, idle.Closed())
+	require.ErrorIs(t, err, ErrIdleTimeout)
+	_, err = wait(t, read.Closed())
+	require.ErrorIs(t, err, ErrReadTimeout)
+	// Both closed after the 50 ms the first timeout of off would have taken.
+	require.Equal(t, Running, off.Closed().Status(), "a timeout set to 0 is off")
+	require.Zero(t, onLoopValue(t, l, func() int { return l.Stats().Timers }), "no timer is left armed")
+}
+
+// A dialed connection whose first write is small gets TCP_NODELAY before
+// its second write system call (Nagle never holds back such a first write),
+// one whose first write is larger before that write, and none at all with
+// ConnConfig.Nagle or after SetNoDelay(false).
+func TestTCPDialNoDelayBeforeSecondWrite(t *testing.T) {
+	l := startLoop(t)
+	ln := echoListen(t, l, ListenConfig{})
+	small, large := []byte("one"), make([]byte, noDelayLateMax+1)
+	for _, tc := range []struct {
+		name        string
+		cfg         ConnConfig
+		before      func(c *Conn)
+		first       []byte
+		beforeWrite int // TCP_NODELAY before any write; -1: not checked
+		afterFirst  int
+		afterSecond int
+	}{
+		{"small first write", ConnConfig{}, nil, small, 0, 0, 1},
+		{"large first write", ConnConfig{}, nil, large, 0, 1, 1},
+		{"Nagle", ConnConfig{Nagle: true}, nil, small, 0, 0, 0},
+		{"SetNoDelay(false)", ConnConfig{}, func(c *Conn) {
+			_, err := wait(t, c.SetNoDelay(false))
+			require.NoError(t, err)
+		}, large, -1, 0, 0},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			c, err := wait(t, Dial(l, ln.Addr().String(), tc.cfg))
+			require.NoError(t, err)
+			defer c.Close()
+			if tc.beforeWrite >= 0 {
+				require.Equal(t, tc.beforeWrite, noDelayOf(t, c), "TCP_NODELAY before any write")
+			}
+			if tc.before != nil {
+				tc.before(c)
+			}
+			_, err = wait(t, c.Write(tc.first))
+			require.NoError(t, err)
+			require.Equal(t, tc.afterFirst, noDelayOf(t, c), "TCP_NODELAY after the first write")
+			_, err = wait(t, c.Write([]byte("two")))
+			require.NoError(t, err)
+			require.Equal(t, tc.afterSecond, noDelayOf(t, c), "TCP_NODELAY after the second write")
+		})
+	}
+}
+
+// noDelayOf reads TCP_NODELAY of c's socket, on its loop.
+func noDelayOf(t *testing.T, c *Conn) int {
+	t.Helper()
+	type opt struct {
+		v   int
+		err error
+	}
+	got := onLoopValue(t, c.l, func() opt {
+		v, err := unix.GetsockoptInt(c.fd, unix.IPPROTO_TCP, unix.TCP_NODELAY)
+		return opt{v, err}
+	})
+	require.NoError(t, got.err)
+	return got.v
+}

@@ -1,0 +1,207 @@
+package aio
+
+import (
+	"bytes"
+	"errors"
+	"io"
+	"net"
+	"sync/atomic"
+	"testing"
+	"time"
+
+	"github.com/stretchr/testify/require"
+	"golang.org/x/sys/unix"
+)
+
+// A client that sends without reading: the server's write queue passes the
+// high-water mark, the server stops reading (so the queue stays bounded by
+// high water plus one read), and when the client reads again the queue
+// drains, OnDrain runs, reading resumes and every byte comes back in order.
+func TestTCPBackpressure(t *testing.T) {
+	const hw, total = 64 << 10, 48 << 20
+	l := startLoop(t)
+	var maxQueued atomic.Int64
+	paused := make(chan struct{})
+	var drains atomic.Int64
+	ln, err := Listen(l, "127.0.0.1:0", ListenConfig{Conn: ConnConfig{HighWater: hw}}, func(c *Conn) {
+		_ = c.OnRead(func(c *Conn, b []byte) {
+			_ = c.Send(b)
+			q := int64(c.Buffered())
+			if q > maxQueued.Load() {
+				maxQueued.Store(q)
+			}
+			if q > hw && drains.Load() == 0 {
+				select {
+				case <-paused:
+				default:
+					close(paused)
+				}
+			}
+		})
+		_ = c.OnDrain(func(*Conn) { drains.Add(1) })
+	})
+	require.NoError(t, err)
+	nc := netDial(t, ln)
+	werr := make(chan error, 1)
+	go func() {
+		buf := make([]byte, 256<<10)
+		var err error
+		for off := 0; off < total && err == nil; off += len(buf) {
+			pattern(buf, off)
+			_, err = nc.Write(buf)
+		}
+		if err == nil {
+			err = nc.CloseWrite()
+		}
+		werr <- err
+	}()
+	select {
+	case <-paused:
+	case <-time.After(waitTimeout):
+		t.Fatalf("the server's queue never passed high water: %+v", l.Stats())
+	}
+	// Reading is paused: for a while, the server reads nothing more and its
+	// queue does not grow, though the client keeps trying to send.
+	in := l.Stats().TCPBytesIn
+	for i := 0; i < 20; i++ {
+		time.Sleep(10 * time.Millisecond) // an observation window, not a synchronisation
+		s := l.Stats()
+		require.LessOrEqual(t, s.TCPWriteQueued, hw+ReadBufferSize)
+		require.Equal(t, in, s.TCPBytesIn, "the server read while paused")
+	}
+	require.Zero(t, drains.Load())
+
+	// The client reads again: everything comes back, in order.
+	got := make([]byte, 256<<10)
+	for off := 0; off < total; {
+		n, err := nc.Read(got)
+		require.NoError(t, err)
+		want := make([]byte, n)
+		pattern(want, off)
+		require.True(t, bytes.Equal(want, got[:n]), "echo differs at %d", off)
+		off += n
+	}
+	require.NoError(t, recv(t, werr))
+	_, err = nc.Read(got)
+	require.ErrorIs(t, err, io.EOF)
+	require.LessOrEqual(t, maxQueued.Load(), int64(hw+ReadBufferSize))
+	require.Positive(t, drains.Load(), "OnDrain ran once the queue came down")
+	closedLoopTCP(t, l.closeListener(t, ln))
+	require.Zero(t, l.Stats().TCPWriteQueued)
+}
+
+// The peer resets the connection (SO_LINGER 0) while the server writes a
+// lot: the server's Write handle fails, the connection closes with the
+// error, nothing panics and nothing is left behind.
+func TestTCPPeerResetMidWrite(t *testing.T) {
+	fds := fdCount(t)
+	l := startLoop(t)
+	writes := make(chan *Handle[struct{}], 1)
+	conns := make(chan *Conn, 1)
+	ln, err := Listen(l, "127.0.0.1:0", ListenConfig{}, func(c *Conn) {
+		_ = c.OnRead(func(c *Conn, b []byte) {
+			writes <- c.Write(make([]byte, 64<<20))
+		})
+		conns <- c
+	})
+	require.NoError(t, err)
+	nc := netDial(t, ln)
+	_, err = nc.Write([]byte("go"))
+	require.NoError(t, err)
+	_, err = io.ReadFull(nc, make([]byte, 1<<20)) // the server is mid-write
+	require.NoError(t, err)
+	require.NoError(t, nc.SetLinger(0))
+	require.NoError(t, nc.Close()) // RST
+
+	_, err = wait(t, recv(t, writes))
+	require.Error(t, err)
+	require.True(t, errors.Is(err, unix.ECONNRESET) || errors.Is(err, unix.EPIPE), "%v", err)
+	_, cerr := wait(t, recv(t, conns).Closed())
+	require.Error(t, cerr)
+	require.Zero(t, l.Stats().Panics)
+	require.Zero(t, l.Stats().TCPWriteQueued)
+	closedLoopTCP(t, l.closeListener(t, ln))
+	require.Equal(t, fds+2, fdCount(t), "only the loop's poller fds are left") // epoll + wakeup
+}
+
+// Regression test: the write queue kept every consumed slot (grew unbounded).
+//
+// A connection whose write queue never fully empties (steady streaming to a
+// slower reader) keeps every consumed segment slot of the queue's segs: head
+// only resets when the queue is empty, so len(segs) grows with the bytes ever
+// queued.
+func TestTCPWriteQueueStaysBounded(t *testing.T) {
+	l := startLoop(t)
+	conns := make(chan *Conn, 1)
+	ln, err := Listen(l, "127.0.0.1:0", ListenConfig{}, func(c *Conn) { conns <- c })
+	require.NoError(t, err)
+	nc, err := net.Dial("tcp", ln.Addr().String())
+	require.NoError(t, err)
+	defer nc.Close()
+	c := recv(t, conns)
+
+	const total = 96 << 20
+	stop := make(chan struct{})
+	go func() { // a slow but steady reader
+		buf := make([]byte, 64<<10)
+		for {
+			select {
+			case <-stop:
+				return
+			default:
+			}
+			if _, err := nc.Read(buf); err != nil {
+				if err != io.EOF {
+					return
+				}
+				return
+			}
+			time.Sleep(500 * time.Microsecond)
+		}
+	}()
+	defer close(stop)
+
+	chunk := make([]byte, 4<<10)
+	var sent int
+	var maxLive, maxLen int
+	var emptied int
+	done := make(chan struct{})
+	var tick *Handle[struct{}]
+	onLoop(t, l, func() {
+		tick = Every(l, time.Millisecond, func() {
+			if sent >= total {
+				select {
+				case <-done:
+				default:
+					close(done)
+				}
+				return
+			}
+			if c.Buffered() == 0 && sent > 0 {
+				emptied++
+			}
+			for c.Buffered() < 4<<20 && sent < total {
+				_ = c.Send(chunk)
+				sent += len(chunk)
+			}
+			if q := c.q; q != nil {
+				if live := len(q.segs) - q.head; live > maxLive {
+					maxLive = live
+				}
+				if len(q.segs) > maxLen {
+					maxLen = len(q.segs)
+				}
+			}
+		})
+	})
+	select {
+	case <-done:
+	case <-time.After(60 * time.Second):
+		t.Fatal("timeout")
+	}
+	tick.Cancel()
+	onLoop(t, l, func() {})
+	t.Logf("live segments max %d, len(segs) max %d, queue emptied %d times", maxLive, maxLen, emptied)
+	require.Less(t, emptied, 10, "the queue kept emptying: the stream never exercised a queue that stays non-empty")
+	require.Less(t, maxLen, 4*maxLive+64, "segs kept %d slots for at most %d live segments", maxLen, maxLive)
+}
