@@ -10,8 +10,6 @@ import (
 	"github.com/stretchr/testify/require"
 )
 
-var errBoom = errors.New("boom")
-
 func TestCatch(t *testing.T) {
 	l := startLoop(t)
 	v, err := wait(t, Catch(Fail[int](l, errBoom), func(err error) (int, error) {

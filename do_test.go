@@ -112,9 +112,7 @@ func TestDoAcrossLoopsAndOutsideBody(t *testing.T) {
 // A Do body suspended when the loop stops is cancelled and runs to its end;
 // no goroutine is left behind (goleak in TestMain).
 func TestStopResumesSuspendedBodies(t *testing.T) {
-	rt := NewRuntime(RuntimeConfig{})
-	l, err := rt.Start(Config{})
-	require.NoError(t, err)
+	l := startLoop(t)
 	var returned atomic.Int32
 	var hs []*Handle[int]
 	for i := 0; i < 10; i++ {
@@ -124,7 +122,7 @@ func TestStopResumesSuspendedBodies(t *testing.T) {
 		}))
 	}
 	onLoop(t, l, func() {})
-	_, err = l.Stop().Wait(testCtx(t))
+	_, err := l.Stop().Wait(testCtx(t))
 	require.NoError(t, err)
 	require.Equal(t, int32(10), returned.Load())
 	for _, h := range hs {

@@ -7,79 +7,14 @@ import (
 	"time"
 
 	"github.com/stretchr/testify/require"
-	"go.uber.org/goleak"
 )
 
 // A runtime.Goexit in a loop callback (testing's FailNow where it does not
 // belong) cannot be recovered; the loop goroutine's guard (goexited) stops
 // the loop instead of leaving it half alive. These tests, written in review,
-// are the paths where a further Goexit or a held lock defeated it. They
-// start their loop themselves (startLoop's cleanup would wait for Stop for
-// ever if they regress) and, if the loop goroutine died anyway, finish the
-// teardown it left undone, so that a failure leaks nothing into the run.
-
-// goexitStopWithin is how long a test waits for what should be immediate.
-const goexitStopWithin = 3 * time.Second
-
-// goexitStart starts a loop on its own runtime and checks for leaked
-// goroutines at the end of a passing test.
-func goexitStart(t *testing.T, cfg Config) (*Loop, *Runtime) {
-	t.Helper()
-	if cfg.Name == "" {
-		cfg.Name = t.Name()
-	}
-	t.Cleanup(func() { // after startOwnLoop's Stop (cleanups run last-in first-out)
-		if !t.Failed() {
-			goleak.VerifyNone(t)
-		}
-	})
-	return startOwnLoop(t, cfg)
-}
-
-// requireStops requires Stop's handle to complete within goexitStopWithin;
-// if it does not, rescue first undoes what the regression left (so that the
-// failure leaks nothing into the run), then the test fails with msg.
-func requireStops(t *testing.T, l *Loop, rescue func(), msg string) {
-	t.Helper()
-	if doneWithin(l.Stop()) {
-		return
-	}
-	rescue()
-	t.Fatal(msg)
-}
-
-// doneWithin reports whether h is done within goexitStopWithin.
-func doneWithin[T any](h *Handle[T]) bool {
-	select {
-	case <-h.Done():
-		return true
-	case <-time.After(goexitStopWithin):
-		return false
-	}
-}
-
-// rescueStop finishes, on a goroutine of its own acting as the loop, the
-// teardown that a loop goroutine killed by a second Goexit never did: the
-// work pool's goroutines exit, the poller closes, the slot comes back and
-// Stop's handle completes. Only for loops without Do bodies (a coroutine
-// cannot be resumed off its thread).
-func rescueStop(t *testing.T, l *Loop) {
-	done := make(chan struct{})
-	go func() {
-		defer close(done)
-		l.postMu.Lock()
-		if l.state.Load() == stateRunning {
-			l.state.Store(stateStopping)
-		}
-		l.postMu.Unlock()
-		g := getg()
-		l.threadG.Store(g)
-		l.g.Store(g)
-		l.teardown()
-		l.finishStop()
-	}()
-	recv(t, done)
-}
+// are the paths where a further Goexit or a held lock defeated it. If the
+// loop goroutine died anyway, they finish the teardown it left undone, so
+// that a failure leaks nothing into the run (TestMain checks for leaks).
 
 // goexited reported the Goexit through OnPanic before it tears the
 // loop down. An OnPanic that calls runtime.Goexit (t.Fatal in a test's
@@ -90,7 +25,8 @@ func rescueStop(t *testing.T, l *Loop) {
 // OnPanic's, reporting an ordinary panic in a posted callback.
 func TestGoexitInOnPanicStillStops(t *testing.T) {
 	reports := make(chan any, 4)
-	l, rt := goexitStart(t, Config{OnPanic: func(v any) {
+	rt := newRuntime(t, RuntimeConfig{})
+	l := startLoopOn(t, rt, Config{OnPanic: func(v any) {
 		reports <- v     // before the Goexit: the rescue's happens-before edge
 		runtime.Goexit() // as t.Fatal would
 	}})
@@ -112,7 +48,8 @@ func TestGoexitInOnPanicStillStops(t *testing.T) {
 // guard is not re-armed. Stop's handle never completes, the handles after
 // the one whose callback Goexited are never cancelled, the slot is held.
 func TestSecondGoexitDuringTeardownStillStops(t *testing.T) {
-	l, rt := goexitStart(t, Config{OnPanic: func(any) {}})
+	rt := newRuntime(t, RuntimeConfig{})
+	l := startLoopOn(t, rt, Config{OnPanic: func(any) {}})
 	dying := make(chan struct{})
 	first := NewPromise[int](l)
 	first.Handle().OnCancel(func() { close(dying); runtime.Goexit() })
@@ -136,7 +73,8 @@ func TestSecondGoexitDuringTeardownStillStops(t *testing.T) {
 // result or another loop's notification can land.
 func TestGoexitUnderDeadMuStillStops(t *testing.T) {
 	reports := make(chan any, 1)
-	l, rt := goexitStart(t, Config{OnPanic: func(v any) {
+	rt := newRuntime(t, RuntimeConfig{})
+	l := startLoopOn(t, rt, Config{OnPanic: func(v any) {
 		select {
 		case reports <- v:
 		default: // one report is the assertion; more must not block the loop
@@ -183,7 +121,8 @@ func TestGoexitUnderDeadMuStillStops(t *testing.T) {
 // OnCleanup or Done, or pending across two iterations), and any callback of
 // its transition: OnCancel, a dependent's inline code, a cleanup.
 func TestGoexitMidTransitionDoesNotSpinTeardown(t *testing.T) {
-	l, rt := goexitStart(t, Config{OnPanic: func(any) {}})
+	rt := newRuntime(t, RuntimeConfig{})
+	l := startLoopOn(t, rt, Config{OnPanic: func(any) {}})
 	var cleaned atomic.Bool
 	goexiting := make(chan struct{})
 	p := NewPromise[int](l)

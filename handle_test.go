@@ -555,7 +555,7 @@ func TestWorkRunsOffLoopAndCancelsContext(t *testing.T) {
 // no runtime cleanup of its own, and Stop (or a sweep of the loop's records)
 // finds its weak pointer dead and counts it as abandoned.
 func TestAbandonedWithoutCleanupsCountedAtStop(t *testing.T) {
-	l, _ := startOwnLoop(t, Config{})
+	l := startLoop(t)
 	onLoop(t, l, func() {
 		for i := 0; i < 10; i++ {
 			NewPromise[int](l)

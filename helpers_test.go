@@ -1,7 +1,16 @@
 package aio
 
+// The helpers of the package's tests, in one place. Every test starts its
+// loops with startLoop (or startLoopOn, for several loops on one runtime it
+// checks); goroutine leaks are checked once, by TestMain (main_test.go), and
+// at a given point of a test by requireNoLeak.
+
 import (
 	"context"
+	"errors"
+	"os"
+	"runtime"
+	"strconv"
 	"sync"
 	"testing"
 	"time"
@@ -15,30 +24,41 @@ import (
 // instead of the whole run.
 const waitTimeout = 60 * time.Second
 
+// errBoom is the tests' stock failure.
+var errBoom = errors.New("boom")
+
 func testCtx(t testing.TB) context.Context {
 	ctx, cancel := context.WithTimeout(context.Background(), waitTimeout)
 	t.Cleanup(cancel)
 	return ctx
 }
 
-// leakChecked records the tests that already check for leaked goroutines at
-// their end (see startLoop).
-var leakChecked sync.Map
+// newRuntime returns a runtime that is shut down when the test ends: every
+// loop still running on it is stopped, bounded by waitTimeout, and no slot
+// may be held after (Stop is idempotent: tests may stop loops themselves).
+func newRuntime(t testing.TB, cfg RuntimeConfig) *Runtime {
+	t.Helper()
+	rt := NewRuntime(cfg)
+	t.Cleanup(func() {
+		ctx, cancel := context.WithTimeout(context.Background(), waitTimeout)
+		defer cancel()
+		require.NoError(t, rt.Shutdown(ctx), "the test's loops did not stop in time")
+		require.Equal(t, 0, rt.Running(), "a stopped loop kept its slot")
+	})
+	return rt
+}
 
-// startLoop starts a loop on its own runtime and stops it when the test ends.
-// The first loop of a test also registers a goroutine-leak check that runs
-// after every loop of the test has stopped (cleanups run last-in first-out).
+// startLoop starts a loop on a runtime of its own, named after the test
+// unless cfg names it, and stops it when the test ends (see newRuntime).
 func startLoop(t testing.TB, cfg ...Config) *Loop {
 	t.Helper()
-	if _, seen := leakChecked.LoadOrStore(t, true); !seen {
-		t.Cleanup(func() {
-			leakChecked.Delete(t)
-			if !t.Failed() {
-				goleak.VerifyNone(t)
-			}
-		})
-	}
-	rt := NewRuntime(RuntimeConfig{})
+	return startLoopOn(t, newRuntime(t, RuntimeConfig{}), cfg...)
+}
+
+// startLoopOn is startLoop on rt (made by newRuntime, which stops the loop),
+// for tests of the runtime or of several loops sharing one.
+func startLoopOn(t testing.TB, rt *Runtime, cfg ...Config) *Loop {
+	t.Helper()
 	var c Config
 	if len(cfg) > 0 {
 		c = cfg[0]
@@ -48,34 +68,23 @@ func startLoop(t testing.TB, cfg ...Config) *Loop {
 	}
 	l, err := rt.Start(c)
 	require.NoError(t, err)
-	t.Cleanup(func() {
-		_, err := l.Stop().Wait(context.Background())
-		require.NoError(t, err)
-		require.Equal(t, 0, rt.Running())
-	})
 	return l
 }
 
-// stopAtEnd stops l when the test ends, bounded by waitTimeout, for tests
-// that start and stop a loop themselves (Stop is idempotent).
-func stopAtEnd(t testing.TB, l *Loop) {
-	t.Cleanup(func() {
-		ctx, cancel := context.WithTimeout(context.Background(), waitTimeout)
-		defer cancel()
-		_, _ = l.Stop().Wait(ctx)
-	})
-}
-
-// startOwnLoop starts a loop on a runtime of its own, for tests that stop it
-// themselves and check the runtime; it is stopped at the test's end as well
-// (bounded), should the test fail before its own Stop.
+// startOwnLoop is startLoop returning the loop's runtime too.
+//
+// Deprecated: kept for the TCP tests; use startLoopOn(t, newRuntime(...)).
 func startOwnLoop(t testing.TB, cfg Config) (*Loop, *Runtime) {
 	t.Helper()
-	rt := NewRuntime(RuntimeConfig{})
-	l, err := rt.Start(cfg)
-	require.NoError(t, err)
-	stopAtEnd(t, l)
-	return l, rt
+	rt := newRuntime(t, RuntimeConfig{})
+	return startLoopOn(t, rt, cfg), rt
+}
+
+// requireNoLeak requires that no goroutine but the test's own is left at
+// this point (TestMain checks the whole run; this names the point).
+func requireNoLeak(t testing.TB, msg string) {
+	t.Helper()
+	require.NoError(t, goleak.Find(), msg)
 }
 
 // holdLoop blocks l in a posted callback until release is called (at the
@@ -90,6 +99,15 @@ func holdLoop(t testing.TB, l *Loop) (release func()) {
 	t.Cleanup(release)
 	recv(t, held)
 	return release
+}
+
+// heldStop starts a loop, holds it in a callback and stops it: Stop's handle
+// stays pending until release lets the callback return.
+func heldStop(t *testing.T) (rt *Runtime, stop *Handle[struct{}], release func()) {
+	rt = newRuntime(t, RuntimeConfig{})
+	l := startLoopOn(t, rt)
+	release = holdLoop(t, l) // teardown waits behind this callback
+	return rt, l.Stop(), release
 }
 
 // onLoop runs fn on l and waits for it.
@@ -138,4 +156,126 @@ func buildChain(t testing.TB, l *Loop, depth int, extend func(*Handle[int]) *Han
 		}
 	})
 	return p, last
+}
+
+// fdCount is the number of fds the process has open.
+func fdCount(t *testing.T) int {
+	t.Helper()
+	ents, err := os.ReadDir("/proc/self/fd")
+	if err != nil {
+		t.Skipf("no /proc/self/fd here: %v", err)
+	}
+	return len(ents)
+}
+
+// raceStop starts a loop, lets `producers` goroutines create handles with mk
+// in a loop until the loop refuses them, stops the loop 200 µs in (a window
+// for the race, not synchronisation), and checks that Stop completes, that
+// every producer call returns, and that every handle created ends: nothing is
+// left pending after Stop, whatever the interleaving. It repeats for
+// stopRaceRounds rounds.
+func raceStop(t *testing.T, producers int, mk func(l *Loop) *Handle[int]) {
+	t.Helper()
+	for iter := 0; iter < stopRaceRounds(); iter++ {
+		l := startLoop(t)
+		var mu sync.Mutex
+		var hs []*Handle[int]
+		var wg sync.WaitGroup
+		for g := 0; g < producers; g++ {
+			wg.Add(1)
+			go func() {
+				defer wg.Done()
+				for {
+					h := mk(l)
+					mu.Lock()
+					hs = append(hs, h)
+					mu.Unlock()
+					if _, err := h.Result(); err == ErrStopped {
+						return
+					}
+				}
+			}()
+		}
+		time.Sleep(200 * time.Microsecond)
+		ctx, cancel := context.WithTimeout(context.Background(), 10*time.Second)
+		_, err := l.Stop().Wait(ctx)
+		if err != nil {
+			buf := make([]byte, 1<<20)
+			t.Logf("%s", buf[:runtime.Stack(buf, true)])
+		}
+		require.NoError(t, err, "round %d: Stop hung", iter)
+		returned := make(chan struct{})
+		go func() { wg.Wait(); close(returned) }()
+		select {
+		case <-returned:
+		case <-ctx.Done():
+			t.Fatalf("round %d: a producer call racing Stop never returned", iter)
+		}
+		for i, h := range hs {
+			select {
+			case <-h.Done():
+			case <-ctx.Done():
+				t.Fatalf("round %d: handle %d is %v forever after Stop (Stats %+v)", iter, i, h.Status(), l.Stats())
+			}
+		}
+		cancel()
+	}
+}
+
+// stopRaceRounds is how many start/race/stop rounds the Stop race tests run:
+// 40 by default (a few seconds under -race), AIO_STOP_RACE_ROUNDS to soak.
+func stopRaceRounds() int {
+	if n, err := strconv.Atoi(os.Getenv("AIO_STOP_RACE_ROUNDS")); err == nil && n > 0 {
+		return n
+	}
+	return 40
+}
+
+// goexitStopWithin is how long a Goexit test waits for what should be
+// immediate.
+const goexitStopWithin = 3 * time.Second
+
+// requireStops requires Stop's handle to complete within goexitStopWithin;
+// if it does not, rescue first undoes what the regression left (so that the
+// failure leaks nothing into the run), then the test fails with msg.
+func requireStops(t *testing.T, l *Loop, rescue func(), msg string) {
+	t.Helper()
+	if doneWithin(l.Stop()) {
+		return
+	}
+	rescue()
+	t.Fatal(msg)
+}
+
+// doneWithin reports whether h is done within goexitStopWithin.
+func doneWithin[T any](h *Handle[T]) bool {
+	select {
+	case <-h.Done():
+		return true
+	case <-time.After(goexitStopWithin):
+		return false
+	}
+}
+
+// rescueStop finishes, on a goroutine of its own acting as the loop, the
+// teardown that a loop goroutine killed by a second Goexit never did: the
+// work pool's goroutines exit, the poller closes, the slot comes back and
+// Stop's handle completes. Only for loops without Do bodies (a coroutine
+// cannot be resumed off its thread).
+func rescueStop(t *testing.T, l *Loop) {
+	done := make(chan struct{})
+	go func() {
+		defer close(done)
+		l.postMu.Lock()
+		if l.state.Load() == stateRunning {
+			l.state.Store(stateStopping)
+		}
+		l.postMu.Unlock()
+		g := getg()
+		l.threadG.Store(g)
+		l.g.Store(g)
+		l.teardown()
+		l.finishStop()
+	}()
+	recv(t, done)
 }

@@ -5,10 +5,7 @@ package aio
 import (
 	"context"
 	"errors"
-	"os"
 	"runtime"
-	"strconv"
-	"sync"
 	"testing"
 	"time"
 
@@ -173,62 +170,6 @@ func TestBracketReleasesAfterUseEnded(t *testing.T) {
 	require.True(t, (<-useStatus).Terminal(), "release ran while use was still running")
 }
 
-// raceStop starts a loop, lets `producers` goroutines create handles with mk
-// in a loop until the loop refuses them, stops the loop 200 µs in (a window
-// for the race, not synchronisation), and checks that Stop completes, that
-// every producer call returns, and that every handle created ends: nothing is
-// left pending after Stop, whatever the interleaving. It repeats for
-// stopRaceRounds rounds.
-func raceStop(t *testing.T, producers int, mk func(l *Loop) *Handle[int]) {
-	t.Helper()
-	for iter := 0; iter < stopRaceRounds(); iter++ {
-		rt := NewRuntime(RuntimeConfig{})
-		l, err := rt.Start(Config{})
-		require.NoError(t, err)
-		var mu sync.Mutex
-		var hs []*Handle[int]
-		var wg sync.WaitGroup
-		for g := 0; g < producers; g++ {
-			wg.Add(1)
-			go func() {
-				defer wg.Done()
-				for {
-					h := mk(l)
-					mu.Lock()
-					hs = append(hs, h)
-					mu.Unlock()
-					if _, err := h.Result(); err == ErrStopped {
-						return
-					}
-				}
-			}()
-		}
-		time.Sleep(200 * time.Microsecond)
-		ctx, cancel := context.WithTimeout(context.Background(), 10*time.Second)
-		_, err = l.Stop().Wait(ctx)
-		if err != nil {
-			buf := make([]byte, 1<<20)
-			t.Logf("%s", buf[:runtime.Stack(buf, true)])
-		}
-		require.NoError(t, err, "round %d: Stop hung", iter)
-		returned := make(chan struct{})
-		go func() { wg.Wait(); close(returned) }()
-		select {
-		case <-returned:
-		case <-ctx.Done():
-			t.Fatalf("round %d: a producer call racing Stop never returned", iter)
-		}
-		for i, h := range hs {
-			select {
-			case <-h.Done():
-			case <-ctx.Done():
-				t.Fatalf("round %d: handle %d is %v forever after Stop (Stats %+v)", iter, i, h.Status(), l.Stats())
-			}
-		}
-		cancel()
-	}
-}
-
 // R7: Do racing Stop. Do checks the loop state, then exec(n.start). When the
 // loop died in between, start ran inline on the caller, where onLoopThread is
 // false, so it pushed itself as a job, which drain popped and ran, which
@@ -262,13 +203,4 @@ func TestWorkRacingStop(t *testing.T) {
 	raceStop(t, 8, func(l *Loop) *Handle[int] {
 		return Work(l, func(ctx context.Context) (int, error) { <-ctx.Done(); return 0, ctx.Err() })
 	})
-}
-
-// stopRaceRounds is how many start/race/stop rounds the Stop race tests run:
-// 40 by default (a few seconds under -race), AIO_STOP_RACE_ROUNDS to soak.
-func stopRaceRounds() int {
-	if n, err := strconv.Atoi(os.Getenv("AIO_STOP_RACE_ROUNDS")); err == nil && n > 0 {
-		return n
-	}
-	return 40
 }

@@ -2,30 +2,19 @@ package aio
 
 import (
 	"context"
-	"os"
 	"sync/atomic"
 	"testing"
 	"time"
 
 	"github.com/stretchr/testify/assert"
 	"github.com/stretchr/testify/require"
-	"go.uber.org/goleak"
 )
-
-func fdCount(t *testing.T) int {
-	t.Helper()
-	ents, err := os.ReadDir("/proc/self/fd")
-	if err != nil {
-		t.Skipf("no /proc/self/fd here: %v", err)
-	}
-	return len(ents)
-}
 
 // The lifecycle test of aio-system-lifecycle.md: starting and stopping 20
 // systems in turn on a 16-slot runtime never fails, and the slot count returns
 // to where it was after each stop.
 func TestSlabReuseStartStop20(t *testing.T) {
-	rt := NewRuntime(RuntimeConfig{})
+	rt := newRuntime(t, RuntimeConfig{})
 	for i := 0; i < 20; i++ {
 		l, err := rt.Start(Config{Name: "s"})
 		require.NoError(t, err, "start %d", i)
@@ -37,12 +26,10 @@ func TestSlabReuseStartStop20(t *testing.T) {
 }
 
 func TestTooManySystems(t *testing.T) {
-	rt := NewRuntime(RuntimeConfig{MaxSystems: 2})
-	a, err := rt.Start(Config{})
-	require.NoError(t, err)
-	b, err := rt.Start(Config{})
-	require.NoError(t, err)
-	_, err = rt.Start(Config{})
+	rt := newRuntime(t, RuntimeConfig{MaxSystems: 2})
+	a := startLoopOn(t, rt)
+	b := startLoopOn(t, rt)
+	_, err := rt.Start(Config{})
 	require.ErrorIs(t, err, ErrTooManySystems)
 	require.Equal(t, 2, rt.Running())
 	_, err = a.Stop().Wait(testCtx(t))
@@ -59,11 +46,10 @@ func TestTooManySystems(t *testing.T) {
 // Shutdown stops every system; afterwards no goroutine, fd or slot is left.
 func TestShutdownReleasesEverything(t *testing.T) {
 	fds := fdCount(t)
-	rt := NewRuntime(RuntimeConfig{})
+	rt := newRuntime(t, RuntimeConfig{})
 	var loops []*Loop
 	for i := 0; i < 8; i++ {
-		l, err := rt.Start(Config{WorkPool: 2})
-		require.NoError(t, err)
+		l := startLoopOn(t, rt, Config{WorkPool: 2})
 		loops = append(loops, l)
 		// Give each loop some state: timers, a pending promise, busy Work.
 		Delay(l, time.Hour, func() (int, error) { return 0, nil })
@@ -74,7 +60,7 @@ func TestShutdownReleasesEverything(t *testing.T) {
 	require.NoError(t, rt.Shutdown(testCtx(t)))
 	require.Equal(t, 0, rt.Running())
 	require.Equal(t, fds, fdCount(t), "fds left open after Shutdown")
-	require.NoError(t, goleak.Find(), "goroutines left after Shutdown")
+	requireNoLeak(t, "goroutines left after Shutdown")
 	for _, l := range loops {
 		require.Equal(t, 0, l.Stats().Timers)
 		require.Equal(t, 0, l.Stats().Handles)
@@ -84,9 +70,8 @@ func TestShutdownReleasesEverything(t *testing.T) {
 // Stop cancels every pending handle on the loop, so their OnCancel callbacks
 // and cleanups run, before its handle completes.
 func TestStopCancelsPendingHandles(t *testing.T) {
-	rt := NewRuntime(RuntimeConfig{})
-	l, err := rt.Start(Config{})
-	require.NoError(t, err)
+	rt := newRuntime(t, RuntimeConfig{})
+	l := startLoopOn(t, rt)
 	var cleaned atomic.Int32
 	timer := Delay(l, time.Hour, func() (int, error) { return 0, nil })
 	timer.OnCleanup(func() { cleaned.Add(1) })
@@ -104,7 +89,7 @@ func TestStopCancelsPendingHandles(t *testing.T) {
 	stop := l.Stop()
 	require.Same(t, stop, l.Stop(), "Stop is idempotent")
 	require.Nil(t, stop.Loop())
-	_, err = stop.Wait(testCtx(t))
+	_, err := stop.Wait(testCtx(t))
 	require.NoError(t, err)
 	require.Equal(t, int32(5), cleaned.Load())
 	for _, st := range []Status{timer.Status(), promise.Status(), chained.Status(), every.Status(), work.Status(), viaNew.Status()} {
@@ -116,11 +101,10 @@ func TestStopCancelsPendingHandles(t *testing.T) {
 // After Stop: Post and new work fail with ErrStopped; methods on old handles
 // still work; a cleanup registered late still runs.
 func TestUseAfterStop(t *testing.T) {
-	rt := NewRuntime(RuntimeConfig{})
-	l, err := rt.Start(Config{})
-	require.NoError(t, err)
+	rt := newRuntime(t, RuntimeConfig{})
+	l := startLoopOn(t, rt)
 	old := Pure(l, 1)
-	_, err = l.Stop().Wait(testCtx(t))
+	_, err := l.Stop().Wait(testCtx(t))
 	require.NoError(t, err)
 
 	require.ErrorIs(t, l.Post(func() {}), ErrStopped)
@@ -143,11 +127,9 @@ func TestUseAfterStop(t *testing.T) {
 
 // Stop called from the loop itself, and Shutdown called on a loop.
 func TestStopFromOwnLoop(t *testing.T) {
-	rt := NewRuntime(RuntimeConfig{})
-	l, err := rt.Start(Config{})
-	require.NoError(t, err)
-	other, err := rt.Start(Config{})
-	require.NoError(t, err)
+	rt := newRuntime(t, RuntimeConfig{})
+	l := startLoopOn(t, rt)
+	other := startLoopOn(t, rt)
 	var shutdownErr error
 	var stop *Handle[struct{}]
 	onLoop(t, l, func() {
@@ -157,7 +139,7 @@ func TestStopFromOwnLoop(t *testing.T) {
 		assert.ErrorIs(t, err, ErrAwaitOnLoop, "waiting for its own teardown would deadlock")
 	})
 	require.ErrorIs(t, shutdownErr, ErrAwaitOnLoop)
-	_, err = stop.Wait(testCtx(t))
+	_, err := stop.Wait(testCtx(t))
 	require.NoError(t, err)
 	_, err = other.Stop().Wait(testCtx(t))
 	require.NoError(t, err)
@@ -201,14 +183,6 @@ func TestWaitOnRaceWithStopFromOwnLoop(t *testing.T) {
 	require.NoError(t, err, "the timer on the other loop wins the race")
 }
 
-// heldStop starts a loop, holds it in a callback and stops it: Stop's handle
-// stays pending until release lets the callback return.
-func heldStop(t *testing.T) (rt *Runtime, stop *Handle[struct{}], release func()) {
-	l, rt := startOwnLoop(t, Config{})
-	release = holdLoop(t, l) // teardown waits behind this callback
-	return rt, l.Stop(), release
-}
-
 // Stop's handle cannot be cancelled, directly or by its last dependent
 // giving it up: it completes after teardown whatever its dependents do.
 func TestStopHandleCannotBeCancelled(t *testing.T) {
@@ -244,9 +218,8 @@ func TestWithinOnStopHandle(t *testing.T) {
 }
 
 func TestShutdownContextEnds(t *testing.T) {
-	rt := NewRuntime(RuntimeConfig{})
-	l, err := rt.Start(Config{WorkPool: 1})
-	require.NoError(t, err)
+	rt := newRuntime(t, RuntimeConfig{})
+	l := startLoopOn(t, rt, Config{WorkPool: 1})
 	release := make(chan struct{})
 	started := make(chan struct{})
 	// A Work function that ignores its context keeps Stop waiting.
