@@ -109,6 +109,31 @@ func TestAll(t *testing.T) {
 	require.ErrorIs(t, err, ErrNilHandle)
 }
 
+// Bug R1: All built off its loop left inputs attached after a failure running.
+//
+// All built off the result's loop publishes the node to the loop (by the
+// first input's register) before the later links are attached. An input that
+// has already failed makes the loop run withdrawAll while the caller is still
+// attaching: links not yet attached are skipped (k.in == nil), then registered
+// anyway, and their interest is never withdrawn: they run forever.
+func TestAllOffLoopFailureWithdrawsEveryInput(t *testing.T) {
+	l := startLoop(t)
+	const n = 20000
+	hs := make([]*Handle[int], n)
+	hs[0] = Fail[int](l, errors.New("boom"))
+	for i := 1; i < n; i++ {
+		hs[i] = NewPromise[int](l).Handle()
+	}
+	onLoop(t, l, func() {})       // let the promises settle into the loop
+	_, err := wait(t, All(hs...)) // from the test goroutine, not the loop
+	require.Error(t, err)
+	for i := 1; i < n; i++ {
+		_, err := wait(t, hs[i])
+		require.ErrorIs(t, err, ErrCancelled, "input %d: All failed, nobody wants it, yet it still runs", i)
+		require.Equal(t, Cancelled, hs[i].Status())
+	}
+}
+
 func TestRace(t *testing.T) {
 	l := startLoop(t)
 	slow := Delay(l, time.Hour, func() (string, error) { return "slow", nil })
@@ -286,6 +311,27 @@ func TestBracket(t *testing.T) {
 	var pe *PanicError
 	require.ErrorAs(t, err, &pe)
 	require.Equal(t, int32(4), released.Load())
+}
+
+// Bug R10: a cancelled Bracket released while use still ran on another loop.
+//
+// Bracket promises release "after use completes, fails or is cancelled".
+// When the Bracket is cancelled, stop() withdraws from use and calls release
+// in the same breath; with use on another loop the withdrawal is only posted,
+// so release runs while use is still Running there (still using the resource).
+func TestBracketReleasesAfterUseEnded(t *testing.T) {
+	a, b := startLoop(t), startLoop(t)
+	use := NewPromise[int](b) // the operation using the resource, on loop b
+	useStatus := make(chan Status, 1)
+	br := Bracket(Pure(a, "conn"),
+		func(string) { useStatus <- use.Handle().Status() },
+		func(string) *Handle[int] { return use.Handle() })
+	onLoop(t, a, func() {})
+	onLoop(t, b, func() {})
+	br.Cancel()
+	_, err := wait(t, br)
+	require.ErrorIs(t, err, ErrCancelled)
+	require.True(t, (<-useStatus).Terminal(), "release ran while use was still running")
 }
 
 func TestScope(t *testing.T) {

@@ -93,6 +93,35 @@ func TestDoCancelCancelsAwaitedHandle(t *testing.T) {
 	require.Equal(t, Cancelled, innerAfter.Status())
 }
 
+// Bug R5: Await after its Do was cancelled cancelled a shared input.
+//
+// After its Do handle is cancelled, Await cancels the awaited handle
+// outright (h.Cancel()) instead of withdrawing interest, so a handle that
+// another consumer still depends on is cancelled under it. The same await
+// while suspended only withdraws (the shared input survives).
+func TestAwaitAfterCancelSparesSharedInput(t *testing.T) {
+	l := startLoop(t)
+	shared := NewPromise[int](l)
+	other := Then(shared.Handle(), func(v int) (int, error) { return v, nil }) // still wants it
+	gate := NewPromise[int](l)
+	var firstErr error
+	d := Do(l, func(co *Co) (int, error) {
+		_, firstErr = Await(co, gate.Handle()) // cancelled while suspended here
+		return Await(co, shared.Handle())      // "every later Await returns ErrCancelled at once"
+	})
+	onLoop(t, l, func() {})
+	d.Cancel()
+	_, err := wait(t, d)
+	require.ErrorIs(t, err, ErrCancelled)
+	require.ErrorIs(t, firstErr, ErrCancelled)
+	onLoop(t, l, func() {})
+	require.Equal(t, Running, shared.Handle().Status(), "other still depends on the shared input")
+	shared.Resolve(7)
+	v, err := wait(t, other)
+	require.NoError(t, err)
+	require.Equal(t, 7, v)
+}
+
 func TestDoAcrossLoopsAndOutsideBody(t *testing.T) {
 	a, b := startLoop(t), startLoop(t)
 	var captured *Co
@@ -107,6 +136,27 @@ func TestDoAcrossLoopsAndOutsideBody(t *testing.T) {
 	require.ErrorIs(t, err, ErrNotInBody)
 	_, err = Await[int](nil, Pure(a, 1))
 	require.ErrorIs(t, err, ErrNotInBody)
+}
+
+// Bug R6: Await called outside its body raced on co.g.
+//
+// Await reads co.g, a plain field the body's goroutine writes at every
+// suspend/resume, from whatever goroutine calls it; a foreign goroutine's call
+// (documented to return ErrNotInBody) is a data race (go test -race).
+func TestAwaitOutsideBodyIsRaceFree(t *testing.T) {
+	l := startLoop(t)
+	gotCo := make(chan *Co, 1)
+	p := NewPromise[int](l)
+	d := Do(l, func(co *Co) (int, error) {
+		gotCo <- co
+		return Await(co, p.Handle())
+	})
+	co := <-gotCo
+	_, err := Await(co, Pure(l, 1))
+	require.ErrorIs(t, err, ErrNotInBody)
+	p.Resolve(1)
+	_, err = wait(t, d)
+	require.NoError(t, err)
 }
 
 // A Do body suspended when the loop stops is cancelled and runs to its end;
@@ -128,6 +178,18 @@ func TestStopResumesSuspendedBodies(t *testing.T) {
 	for _, h := range hs {
 		require.Equal(t, Cancelled, h.Status())
 	}
+}
+
+// Bug R7: Do racing Stop spun for ever on the dead loop.
+//
+// Do racing Stop. Do checks the loop state, then exec(n.start). When the
+// loop died in between, start ran inline on the caller, where onLoopThread is
+// false, so it pushed itself as a job, which drain popped and ran, which
+// pushed itself again: the caller spun forever holding the dead loop's deadMu.
+func TestDoRacingStopNeverHangs(t *testing.T) {
+	raceStop(t, 4, func(l *Loop) *Handle[int] {
+		return Do(l, func(co *Co) (int, error) { return Await(co, NewPromise[int](co.Loop()).Handle()) })
+	})
 }
 
 // Nested Do: a body starting another Do and awaiting it.

@@ -1,6 +1,7 @@
 package aio
 
 import (
+	"runtime"
 	"sync"
 	"sync/atomic"
 	"testing"
@@ -83,6 +84,34 @@ func TestMillionLeafAll(t *testing.T) {
 	onLoop(t, l, func() {})
 	require.Equal(t, int64(leaves), cancelled.Load())
 	require.Equal(t, 0, l.Stats().Handles)
+}
+
+// Bug R3: cancelling a chain of Within recursed once per link.
+//
+// Cancelling a chain of Within recurses once per link: cancel ->
+// schedFinish (on-loop cancel) -> stopProducer -> withinNode.stop -> link.withdraw
+// -> withdrawFrom -> withdraw -> cancel of the next Within ... A 1,000,000-deep
+// chain grows the loop goroutine's stack to 256 MiB (a 4,000,000-deep one dies
+// with "goroutine stack exceeds 1000000000-byte limit").
+func TestCancelWithinChainBoundedStack(t *testing.T) {
+	const depth = 1_000_000
+	l := startLoop(t)
+	var root, last *Handle[struct{}]
+	onLoop(t, l, func() {
+		root = NewPromise[struct{}](l).Handle()
+		last = root
+		for i := 0; i < depth; i++ {
+			last = Within(last, time.Hour)
+		}
+	})
+	var before, after runtime.MemStats
+	runtime.ReadMemStats(&before)
+	onLoop(t, l, func() { last.Cancel() })
+	runtime.ReadMemStats(&after)
+	_, err := wait(t, root)
+	require.ErrorIs(t, err, ErrCancelled)
+	grown := int64(after.StackInuse) - int64(before.StackInuse)
+	require.Less(t, grown, int64(32<<20), "stack grew by %d MiB cancelling a %d-deep Within chain", grown>>20, depth)
 }
 
 // Chains that hop among 4 loops complete with every callback on its own

@@ -400,6 +400,22 @@ func TestThenSemantics(t *testing.T) {
 	})
 }
 
+// Bug R2: Then on a loopless handle ran its continuation inside the call.
+//
+// A continuation on a handle with no loop (Pure(nil, …), All(), Stop's
+// handle) runs inside the call that registers it, on the caller's goroutine.
+func TestThenOnLooplessHandleNeverRunsInsideTheCall(t *testing.T) {
+	caller := getg()
+	ranOn := make(chan uintptr, 2)
+	h := Then(Pure[int](nil, 1), func(v int) (int, error) { ranOn <- getg(); return v + 1, nil })
+	_, _ = wait(t, h)
+	require.NotEqual(t, caller, <-ranOn, "API: a continuation never runs inside the call that registers it")
+
+	h2 := Then(All[int](), func([]int) (int, error) { ranOn <- getg(); return 0, nil })
+	_, _ = wait(t, h2)
+	require.NotEqual(t, caller, <-ranOn, "API: a continuation never runs inside the call that registers it")
+}
+
 // Cancelling a dependent withdraws its interest: an input with no interested
 // dependent left is cancelled, one still wanted by another dependent is not.
 func TestCancelWithdrawsInterest(t *testing.T) {
@@ -479,6 +495,38 @@ func TestAbandonedHandleRunsCleanups(t *testing.T) {
 		case <-time.After(10 * time.Millisecond): // polling the collector: no event to wait on
 		}
 		require.True(t, time.Now().Before(deadline), "abandoned handle was never collected")
+	}
+}
+
+// Bug R4: the Done channel of an abandoned handle was never closed.
+//
+// The record of a weakly tracked handle does not hold its Done channel
+// (DESIGN: "keep each handle's cleanups, Done channel and a finished flag in a
+// small record"). A goroutine blocked on the Done channel of a pending handle
+// does not keep the handle alive; once it is collected its cleanups run, but
+// the channel is never closed, not even by Stop: the waiter leaks forever.
+func TestAbandonedHandleDoneIsClosed(t *testing.T) {
+	l := startLoop(t)
+	var done <-chan struct{}
+	onLoop(t, l, func() {
+		h := NewPromise[int](l).Handle()
+		h.OnCleanup(func() {})
+		done = h.Done()
+	})
+	onLoop(t, l, func() {})
+	onLoop(t, l, func() {})
+	deadline := time.Now().Add(10 * time.Second)
+	for l.Stats().Abandoned == 0 && time.Now().Before(deadline) {
+		runtime.GC()
+		time.Sleep(5 * time.Millisecond)
+	}
+	require.Equal(t, uint64(1), l.Stats().Abandoned, "the handle was collected and abandoned")
+	_, err := wait(t, l.Stop())
+	require.NoError(t, err)
+	select {
+	case <-done:
+	case <-time.After(2 * time.Second):
+		t.Fatal("Done of an abandoned handle never closes, even after Stop: its waiters hang")
 	}
 }
 

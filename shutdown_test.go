@@ -98,6 +98,35 @@ func TestStopCancelsPendingHandles(t *testing.T) {
 	require.Equal(t, 0, rt.Running())
 }
 
+// Bug R8: a producer racing Stop was adopted by the dead loop and never ended.
+//
+// New/NewPromise/Delay racing Stop: the producer passed checkProducer,
+// the loop tore down, then the producer's start landed in teardown's final
+// pass or on the dead loop, was adopted (or its timer armed in the dead heap),
+// and nothing ever cancelled it.
+func TestProducersRacingStopAllEnd(t *testing.T) {
+	makers := map[string]func(l *Loop) *Handle[int]{
+		"New":        func(l *Loop) *Handle[int] { return New(l, func(func(int), func(error)) {}) },
+		"NewPromise": func(l *Loop) *Handle[int] { return NewPromise[int](l).Handle() },
+		"Delay":      func(l *Loop) *Handle[int] { return Delay(l, time.Hour, func() (int, error) { return 0, nil }) },
+	}
+	for name, mk := range makers {
+		t.Run(name, func(t *testing.T) { raceStop(t, 4, mk) })
+	}
+}
+
+// Bug R8b: Work racing Stop hung Stop in the work pool.
+//
+// The same race with Work hung Stop itself: the Work's adopt job landed
+// after teardown's last cancel pass but submit() beat pool.close(), so the
+// worker waited on a ctx never cancelled and pool.close waited forever
+// (about 1 run in 1,600 before the fix: raise AIO_STOP_RACE_ROUNDS to soak it).
+func TestWorkRacingStop(t *testing.T) {
+	raceStop(t, 8, func(l *Loop) *Handle[int] {
+		return Work(l, func(ctx context.Context) (int, error) { <-ctx.Done(); return 0, ctx.Err() })
+	})
+}
+
 // After Stop: Post and new work fail with ErrStopped; methods on old handles
 // still work; a cleanup registered late still runs.
 func TestUseAfterStop(t *testing.T) {
