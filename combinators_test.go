@@ -11,29 +11,37 @@ import (
 )
 
 func TestCatch(t *testing.T) {
-	l := startLoop(t)
-	v, err := wait(t, Catch(Fail[int](l, errBoom), func(err error) (int, error) {
-		assert.ErrorIs(t, err, errBoom)
-		return 7, nil
-	}))
-	require.NoError(t, err)
-	require.Equal(t, 7, v)
-
-	v, err = wait(t, Catch(Pure(l, 3), func(error) (int, error) { return 0, errors.New("not called") }))
-	require.NoError(t, err)
-	require.Equal(t, 3, v)
-
-	var called atomic.Bool
-	p := NewPromise[int](l)
-	c := Catch(p.Handle(), func(error) (int, error) { called.Store(true); return 0, nil })
-	p.Handle().Cancel()
-	_, err = wait(t, c)
-	require.ErrorIs(t, err, ErrCancelled, "a cancellation is not a failure")
-	require.False(t, called.Load())
-
-	_, err = wait(t, Catch(Fail[int](l, errBoom), func(error) (int, error) { panic("catch") }))
-	var pe *PanicError
-	require.ErrorAs(t, err, &pe)
+	t.Run("a failure is recovered by fn", func(t *testing.T) {
+		l := startLoop(t)
+		v, err := wait(t, Catch(Fail[int](l, errBoom), func(err error) (int, error) {
+			assert.ErrorIs(t, err, errBoom)
+			return 7, nil
+		}))
+		require.NoError(t, err)
+		require.Equal(t, 7, v)
+	})
+	t.Run("a success passes through without calling fn", func(t *testing.T) {
+		l := startLoop(t)
+		v, err := wait(t, Catch(Pure(l, 3), func(error) (int, error) { return 0, errors.New("not called") }))
+		require.NoError(t, err)
+		require.Equal(t, 3, v)
+	})
+	t.Run("a cancelled input is no failure and never calls fn", func(t *testing.T) {
+		l := startLoop(t)
+		var called atomic.Bool
+		p := NewPromise[int](l)
+		c := Catch(p.Handle(), func(error) (int, error) { called.Store(true); return 0, nil })
+		p.Handle().Cancel()
+		_, err := wait(t, c)
+		require.ErrorIs(t, err, ErrCancelled, "a cancellation is not a failure")
+		require.False(t, called.Load())
+	})
+	t.Run("a panic in fn fails it with a PanicError", func(t *testing.T) {
+		l := startLoop(t)
+		_, err := wait(t, Catch(Fail[int](l, errBoom), func(error) (int, error) { panic("catch") }))
+		var pe *PanicError
+		require.ErrorAs(t, err, &pe)
+	})
 }
 
 func TestThenAsyncFlattensAcrossLoops(t *testing.T) {
@@ -66,47 +74,55 @@ func TestThenAsyncFlattensAcrossLoops(t *testing.T) {
 }
 
 func TestAll(t *testing.T) {
-	l := startLoop(t)
-	var hs []*Handle[int]
-	for i := 0; i < 5; i++ {
-		hs = append(hs, Delay(l, time.Duration(5-i)*time.Millisecond, func() (int, error) { return i, nil }))
-	}
-	v, err := wait(t, All(hs...))
-	require.NoError(t, err)
-	require.Equal(t, []int{0, 1, 2, 3, 4}, v, "input order, not completion order")
-
-	empty := All[int]()
-	require.Nil(t, empty.Loop())
-	v, err = wait(t, empty)
-	require.NoError(t, err)
-	require.Empty(t, v)
-	require.NotNil(t, v)
-
-	// First failure fails it and cancels the rest.
-	slow := Delay(l, time.Hour, func() (int, error) { return 0, nil })
-	_, err = wait(t, All(slow, Fail[int](l, errBoom)))
-	require.ErrorIs(t, err, errBoom)
-	_, err = wait(t, slow)
-	require.ErrorIs(t, err, ErrCancelled)
-
-	// Cancelling All cancels every input (UT-03).
-	in := []*Handle[int]{NewPromise[int](l).Handle(), Delay(l, time.Hour, func() (int, error) { return 0, nil })}
-	all := All(in...)
-	require.True(t, all.Cancel())
-	for _, h := range in {
-		_, err := wait(t, h)
+	t.Run("results come in input order, not completion order", func(t *testing.T) {
+		l := startLoop(t)
+		var hs []*Handle[int]
+		for i := 0; i < 5; i++ {
+			hs = append(hs, Delay(l, time.Duration(5-i)*time.Millisecond, func() (int, error) { return i, nil }))
+		}
+		v, err := wait(t, All(hs...))
+		require.NoError(t, err)
+		require.Equal(t, []int{0, 1, 2, 3, 4}, v, "input order, not completion order")
+	})
+	t.Run("All of nothing completes with an empty slice on no loop", func(t *testing.T) {
+		empty := All[int]()
+		require.Nil(t, empty.Loop())
+		v, err := wait(t, empty)
+		require.NoError(t, err)
+		require.Empty(t, v)
+		require.NotNil(t, v)
+	})
+	t.Run("the first failure fails it and cancels the rest", func(t *testing.T) {
+		l := startLoop(t)
+		slow := Delay(l, time.Hour, func() (int, error) { return 0, nil })
+		_, err := wait(t, All(slow, Fail[int](l, errBoom)))
+		require.ErrorIs(t, err, errBoom)
+		_, err = wait(t, slow)
 		require.ErrorIs(t, err, ErrCancelled)
-	}
-
-	// An input cancelled cancels All.
-	p := NewPromise[int](l)
-	all = All(p.Handle(), Pure(l, 1))
-	p.Handle().Cancel()
-	_, err = wait(t, all)
-	require.ErrorIs(t, err, ErrCancelled)
-
-	_, err = wait(t, All(Pure(l, 1), nil))
-	require.ErrorIs(t, err, ErrNilHandle)
+	})
+	t.Run("cancelling it cancels every input", func(t *testing.T) { // UT-03
+		l := startLoop(t)
+		in := []*Handle[int]{NewPromise[int](l).Handle(), Delay(l, time.Hour, func() (int, error) { return 0, nil })}
+		all := All(in...)
+		require.True(t, all.Cancel())
+		for _, h := range in {
+			_, err := wait(t, h)
+			require.ErrorIs(t, err, ErrCancelled)
+		}
+	})
+	t.Run("a cancelled input cancels it", func(t *testing.T) {
+		l := startLoop(t)
+		p := NewPromise[int](l)
+		all := All(p.Handle(), Pure(l, 1))
+		p.Handle().Cancel()
+		_, err := wait(t, all)
+		require.ErrorIs(t, err, ErrCancelled)
+	})
+	t.Run("a nil input fails it with ErrNilHandle", func(t *testing.T) {
+		l := startLoop(t)
+		_, err := wait(t, All(Pure(l, 1), nil))
+		require.ErrorIs(t, err, ErrNilHandle)
+	})
 }
 
 // Bug R1: All built off its loop left inputs attached after a failure running.
@@ -135,67 +151,84 @@ func TestAllOffLoopFailureWithdrawsEveryInput(t *testing.T) {
 }
 
 func TestRace(t *testing.T) {
-	l := startLoop(t)
-	slow := Delay(l, time.Hour, func() (string, error) { return "slow", nil })
-	v, err := wait(t, Race(slow, Delay(l, time.Millisecond, func() (string, error) { return "fast", nil })))
-	require.NoError(t, err)
-	require.Equal(t, "fast", v)
-	_, err = wait(t, slow)
-	require.ErrorIs(t, err, ErrCancelled, "the loser is cancelled")
-
-	_, err = wait(t, Race(Delay(l, time.Hour, func() (int, error) { return 0, nil }), Fail[int](l, errBoom)))
-	require.ErrorIs(t, err, errBoom, "a failure wins a race too")
-
-	_, err = wait(t, Race[int]())
-	require.ErrorIs(t, err, ErrNoInputs)
-
-	// Cancelling the race cancels every input (UT-04).
-	a, b := NewPromise[int](l), NewPromise[int](l)
-	r := Race(a.Handle(), b.Handle())
-	r.Cancel()
-	_, err = wait(t, a.Handle())
-	require.ErrorIs(t, err, ErrCancelled)
-	_, err = wait(t, b.Handle())
-	require.ErrorIs(t, err, ErrCancelled)
-
-	// A cancelled input does not decide it; all cancelled cancels it.
-	a, b = NewPromise[int](l), NewPromise[int](l)
-	r = Race(a.Handle(), b.Handle())
-	a.Handle().Cancel()
-	onLoop(t, l, func() {})
-	require.Equal(t, Pending, r.Status())
-	b.Resolve(5)
-	v2, err := wait(t, r)
-	require.NoError(t, err)
-	require.Equal(t, 5, v2)
-	a, b = NewPromise[int](l), NewPromise[int](l)
-	r = Race(a.Handle(), b.Handle())
-	a.Handle().Cancel()
-	b.Handle().Cancel()
-	_, err = wait(t, r)
-	require.ErrorIs(t, err, ErrCancelled)
+	t.Run("the first to complete wins and the loser is cancelled", func(t *testing.T) {
+		l := startLoop(t)
+		slow := Delay(l, time.Hour, func() (string, error) { return "slow", nil })
+		v, err := wait(t, Race(slow, Delay(l, time.Millisecond, func() (string, error) { return "fast", nil })))
+		require.NoError(t, err)
+		require.Equal(t, "fast", v)
+		_, err = wait(t, slow)
+		require.ErrorIs(t, err, ErrCancelled, "the loser is cancelled")
+	})
+	t.Run("a failure wins too", func(t *testing.T) {
+		l := startLoop(t)
+		_, err := wait(t, Race(Delay(l, time.Hour, func() (int, error) { return 0, nil }), Fail[int](l, errBoom)))
+		require.ErrorIs(t, err, errBoom, "a failure wins a race too")
+	})
+	t.Run("Race of nothing fails with ErrNoInputs", func(t *testing.T) {
+		_, err := wait(t, Race[int]())
+		require.ErrorIs(t, err, ErrNoInputs)
+	})
+	t.Run("cancelling it cancels every input", func(t *testing.T) { // UT-04
+		l := startLoop(t)
+		a, b := NewPromise[int](l), NewPromise[int](l)
+		r := Race(a.Handle(), b.Handle())
+		r.Cancel()
+		_, err := wait(t, a.Handle())
+		require.ErrorIs(t, err, ErrCancelled)
+		_, err = wait(t, b.Handle())
+		require.ErrorIs(t, err, ErrCancelled)
+	})
+	t.Run("a cancelled input does not decide it", func(t *testing.T) {
+		l := startLoop(t)
+		a, b := NewPromise[int](l), NewPromise[int](l)
+		r := Race(a.Handle(), b.Handle())
+		a.Handle().Cancel()
+		onLoop(t, l, func() {})
+		require.Equal(t, Pending, r.Status())
+		b.Resolve(5)
+		v, err := wait(t, r)
+		require.NoError(t, err)
+		require.Equal(t, 5, v)
+	})
+	t.Run("every input cancelled cancels it", func(t *testing.T) {
+		l := startLoop(t)
+		a, b := NewPromise[int](l), NewPromise[int](l)
+		r := Race(a.Handle(), b.Handle())
+		a.Handle().Cancel()
+		b.Handle().Cancel()
+		_, err := wait(t, r)
+		require.ErrorIs(t, err, ErrCancelled)
+	})
 }
 
 func TestAny(t *testing.T) {
-	l := startLoop(t)
 	e1, e2 := errors.New("e1"), errors.New("e2")
-	v, err := wait(t, Any(Fail[int](l, e1), Delay(l, time.Millisecond, func() (int, error) { return 9, nil })))
-	require.NoError(t, err)
-	require.Equal(t, 9, v)
-
-	_, err = wait(t, Any(Fail[int](l, e1), Fail[int](l, e2)))
-	require.ErrorIs(t, err, e1)
-	require.ErrorIs(t, err, e2)
-
-	p := NewPromise[int](l)
-	a := Any(p.Handle(), Fail[int](l, e1))
-	p.Handle().Cancel()
-	_, err = wait(t, a)
-	require.ErrorIs(t, err, e1)
-	require.ErrorIs(t, err, ErrCancelled)
-
-	_, err = wait(t, Any[int]())
-	require.ErrorIs(t, err, ErrNoInputs)
+	t.Run("the first success wins over failures", func(t *testing.T) {
+		l := startLoop(t)
+		v, err := wait(t, Any(Fail[int](l, e1), Delay(l, time.Millisecond, func() (int, error) { return 9, nil })))
+		require.NoError(t, err)
+		require.Equal(t, 9, v)
+	})
+	t.Run("every input failed fails it with every error", func(t *testing.T) {
+		l := startLoop(t)
+		_, err := wait(t, Any(Fail[int](l, e1), Fail[int](l, e2)))
+		require.ErrorIs(t, err, e1)
+		require.ErrorIs(t, err, e2)
+	})
+	t.Run("a cancelled input counts as failed", func(t *testing.T) {
+		l := startLoop(t)
+		p := NewPromise[int](l)
+		a := Any(p.Handle(), Fail[int](l, e1))
+		p.Handle().Cancel()
+		_, err := wait(t, a)
+		require.ErrorIs(t, err, e1)
+		require.ErrorIs(t, err, ErrCancelled)
+	})
+	t.Run("Any of nothing fails with ErrNoInputs", func(t *testing.T) {
+		_, err := wait(t, Any[int]())
+		require.ErrorIs(t, err, ErrNoInputs)
+	})
 }
 
 func TestWithin(t *testing.T) {
@@ -274,43 +307,57 @@ func TestRetryWithBackoff(t *testing.T) {
 }
 
 func TestBracket(t *testing.T) {
-	l := startLoop(t)
-	var released atomic.Int32
-	release := func(r string) { assert.Equal(t, "res", r); released.Add(1) }
-
-	v, err := wait(t, Bracket(Pure(l, "res"), release, func(r string) *Handle[int] { return Pure(l, len(r)) }))
-	require.NoError(t, err)
-	require.Equal(t, 3, v)
-	require.Equal(t, int32(1), released.Load())
-
-	_, err = wait(t, Bracket(Pure(l, "res"), release, func(string) *Handle[int] { return Fail[int](l, errBoom) }))
-	require.ErrorIs(t, err, errBoom)
-	require.Equal(t, int32(2), released.Load(), "released after use fails")
-
-	// Cancelled while using: use is cancelled, release runs before Done.
-	use := NewPromise[int](l)
-	b := Bracket(Pure(l, "res"), release, func(string) *Handle[int] { return use.Handle() })
-	onLoop(t, l, func() {})
-	onLoop(t, l, func() {})
-	require.True(t, b.Cancel())
-	_, err = wait(t, b)
-	require.ErrorIs(t, err, ErrCancelled)
-	require.Equal(t, int32(3), released.Load(), "released when use is cancelled, before Done")
-	_, err = wait(t, use.Handle())
-	require.ErrorIs(t, err, ErrCancelled)
-
-	// Acquire failing: neither use nor release runs.
-	var used atomic.Bool
-	_, err = wait(t, Bracket(Fail[string](l, errBoom), release, func(string) *Handle[int] { used.Store(true); return Pure(l, 0) }))
-	require.ErrorIs(t, err, errBoom)
-	require.False(t, used.Load())
-	require.Equal(t, int32(3), released.Load())
-
-	// A panic in use still releases.
-	_, err = wait(t, Bracket(Pure(l, "res"), release, func(string) *Handle[int] { panic("use") }))
-	var pe *PanicError
-	require.ErrorAs(t, err, &pe)
-	require.Equal(t, int32(4), released.Load())
+	// counted returns a release that checks its resource, and its call count.
+	counted := func(t *testing.T) (func(string), *atomic.Int32) {
+		var released atomic.Int32
+		return func(r string) { assert.Equal(t, "res", r); released.Add(1) }, &released
+	}
+	t.Run("a completed use is released", func(t *testing.T) {
+		l := startLoop(t)
+		release, released := counted(t)
+		v, err := wait(t, Bracket(Pure(l, "res"), release, func(r string) *Handle[int] { return Pure(l, len(r)) }))
+		require.NoError(t, err)
+		require.Equal(t, 3, v)
+		require.Equal(t, int32(1), released.Load())
+	})
+	t.Run("a failed use is released", func(t *testing.T) {
+		l := startLoop(t)
+		release, released := counted(t)
+		_, err := wait(t, Bracket(Pure(l, "res"), release, func(string) *Handle[int] { return Fail[int](l, errBoom) }))
+		require.ErrorIs(t, err, errBoom)
+		require.Equal(t, int32(1), released.Load(), "released after use fails")
+	})
+	t.Run("cancelled while using: use is cancelled, release runs before Done", func(t *testing.T) {
+		l := startLoop(t)
+		release, released := counted(t)
+		use := NewPromise[int](l)
+		b := Bracket(Pure(l, "res"), release, func(string) *Handle[int] { return use.Handle() })
+		onLoop(t, l, func() {})
+		onLoop(t, l, func() {})
+		require.True(t, b.Cancel())
+		_, err := wait(t, b)
+		require.ErrorIs(t, err, ErrCancelled)
+		require.Equal(t, int32(1), released.Load(), "released when use is cancelled, before Done")
+		_, err = wait(t, use.Handle())
+		require.ErrorIs(t, err, ErrCancelled)
+	})
+	t.Run("a failed acquire runs neither use nor release", func(t *testing.T) {
+		l := startLoop(t)
+		release, released := counted(t)
+		var used atomic.Bool
+		_, err := wait(t, Bracket(Fail[string](l, errBoom), release, func(string) *Handle[int] { used.Store(true); return Pure(l, 0) }))
+		require.ErrorIs(t, err, errBoom)
+		require.False(t, used.Load())
+		require.Equal(t, int32(0), released.Load())
+	})
+	t.Run("a panic in use still releases", func(t *testing.T) {
+		l := startLoop(t)
+		release, released := counted(t)
+		_, err := wait(t, Bracket(Pure(l, "res"), release, func(string) *Handle[int] { panic("use") }))
+		var pe *PanicError
+		require.ErrorAs(t, err, &pe)
+		require.Equal(t, int32(1), released.Load())
+	})
 }
 
 // Bug R10: a cancelled Bracket released while use still ran on another loop.
@@ -335,65 +382,71 @@ func TestBracketReleasesAfterUseEnded(t *testing.T) {
 }
 
 func TestScope(t *testing.T) {
-	l := startLoop(t)
-	var child *Handle[int]
-	var cleaned atomic.Bool
-	h := WithScope(l, func(s *Scope) *Handle[string] {
-		child = Adopt(s, Delay(l, time.Hour, func() (int, error) { return 0, nil }))
-		child.OnCleanup(func() { cleaned.Store(true) })
-		return Delay(l, time.Millisecond, func() (string, error) { return "done", nil })
+	t.Run("nothing adopted outlives its scope, and Done waits for cleanups", func(t *testing.T) {
+		l := startLoop(t)
+		var child *Handle[int]
+		var cleaned atomic.Bool
+		h := WithScope(l, func(s *Scope) *Handle[string] {
+			child = Adopt(s, Delay(l, time.Hour, func() (int, error) { return 0, nil }))
+			child.OnCleanup(func() { cleaned.Store(true) })
+			return Delay(l, time.Millisecond, func() (string, error) { return "done", nil })
+		})
+		v, err := wait(t, h)
+		require.NoError(t, err)
+		require.Equal(t, "done", v)
+		require.True(t, cleaned.Load(), "the scope's Done waits for its children's cleanups")
+		_, err = wait(t, child)
+		require.ErrorIs(t, err, ErrCancelled, "nothing adopted outlives its scope")
+		require.True(t, cleaned.Load())
 	})
-	v, err := wait(t, h)
-	require.NoError(t, err)
-	require.Equal(t, "done", v)
-	require.True(t, cleaned.Load(), "the scope's Done waits for its children's cleanups")
-	_, err = wait(t, child)
-	require.ErrorIs(t, err, ErrCancelled, "nothing adopted outlives its scope")
-	require.True(t, cleaned.Load())
-
-	// Cancelling the scope cancels every child, on any loop.
-	other := startLoop(t)
-	var kids []*Handle[int]
-	h = WithScope(l, func(s *Scope) *Handle[string] {
-		kids = append(kids, Adopt(s, NewPromise[int](l).Handle()), Adopt(s, NewPromise[int](other).Handle()))
-		return NewPromise[string](l).Handle()
-	})
-	onLoop(t, l, func() {})
-	require.True(t, h.Cancel())
-	for _, k := range kids {
-		_, err := wait(t, k)
-		require.ErrorIs(t, err, ErrCancelled)
-	}
-
-	// A deadline: Within(WithScope(...)) cancels the scope and its children.
-	var late *Handle[int]
-	_, err = wait(t, Within(WithScope(l, func(s *Scope) *Handle[int] {
-		late = Adopt(s, NewPromise[int](l).Handle())
-		return NewPromise[int](l).Handle()
-	}), 2*time.Millisecond))
-	require.ErrorIs(t, err, ErrTimeout)
-	_, err = wait(t, late)
-	require.ErrorIs(t, err, ErrCancelled)
-
-	// Finished children leave the scope: a long-lived scope holds only what runs.
-	var s *Scope
-	var delays []*Handle[int]
-	h2 := WithScope(l, func(sc *Scope) *Handle[int] {
-		s = sc
-		for i := 0; i < 100; i++ {
-			Adopt(sc, Pure(l, i))
-			delays = append(delays, Adopt(sc, Delay(l, 0, func() (int, error) { return 0, nil })))
+	t.Run("cancelling the scope cancels every child, on any loop", func(t *testing.T) {
+		l, other := startLoop(t), startLoop(t)
+		var kids []*Handle[int]
+		h := WithScope(l, func(s *Scope) *Handle[string] {
+			kids = append(kids, Adopt(s, NewPromise[int](l).Handle()), Adopt(s, NewPromise[int](other).Handle()))
+			return NewPromise[string](l).Handle()
+		})
+		onLoop(t, l, func() {})
+		require.True(t, h.Cancel())
+		for _, k := range kids {
+			_, err := wait(t, k)
+			require.ErrorIs(t, err, ErrCancelled)
 		}
-		return NewPromise[int](l).Handle()
 	})
-	onLoop(t, l, func() {}) // the scope body ran
-	_, err = wait(t, All(delays...))
-	require.NoError(t, err)
-	var n int
-	onLoop(t, l, func() { n = s.Len() })
-	require.Zero(t, n)
-	h2.Cancel()
-
-	_, err = wait(t, WithScope(l, func(*Scope) *Handle[int] { return nil }))
-	require.ErrorIs(t, err, ErrNilHandle)
+	t.Run("a deadline around the scope cancels it and its children", func(t *testing.T) {
+		l := startLoop(t)
+		var late *Handle[int]
+		_, err := wait(t, Within(WithScope(l, func(s *Scope) *Handle[int] {
+			late = Adopt(s, NewPromise[int](l).Handle())
+			return NewPromise[int](l).Handle()
+		}), 2*time.Millisecond))
+		require.ErrorIs(t, err, ErrTimeout)
+		_, err = wait(t, late)
+		require.ErrorIs(t, err, ErrCancelled)
+	})
+	t.Run("finished children leave the scope", func(t *testing.T) {
+		l := startLoop(t)
+		var s *Scope
+		var delays []*Handle[int]
+		h := WithScope(l, func(sc *Scope) *Handle[int] {
+			s = sc
+			for i := 0; i < 100; i++ {
+				Adopt(sc, Pure(l, i))
+				delays = append(delays, Adopt(sc, Delay(l, 0, func() (int, error) { return 0, nil })))
+			}
+			return NewPromise[int](l).Handle()
+		})
+		onLoop(t, l, func() {}) // the scope body ran
+		_, err := wait(t, All(delays...))
+		require.NoError(t, err)
+		var n int
+		onLoop(t, l, func() { n = s.Len() })
+		require.Zero(t, n, "a long-lived scope holds only what runs")
+		h.Cancel()
+	})
+	t.Run("a nil result from the body fails it with ErrNilHandle", func(t *testing.T) {
+		l := startLoop(t)
+		_, err := wait(t, WithScope(l, func(*Scope) *Handle[int] { return nil }))
+		require.ErrorIs(t, err, ErrNilHandle)
+	})
 }

@@ -173,46 +173,52 @@ func TestCrossLoopChains(t *testing.T) {
 // The seeds' patterns: timeout via race, retry with backoff, graceful
 // shutdown of a set of handles.
 func TestSeedPatterns(t *testing.T) {
-	l := startLoop(t)
-	withTimeout := func(d time.Duration, h *Handle[string]) *Handle[string] {
+	withTimeout := func(l *Loop, d time.Duration, h *Handle[string]) *Handle[string] {
 		return Race(h, Delay(l, d, func() (string, error) { return "", ErrTimeout }))
 	}
-	_, err := wait(t, withTimeout(2*time.Millisecond, Delay(l, time.Hour, func() (string, error) { return "late", nil })))
-	require.ErrorIs(t, err, ErrTimeout)
-	v, err := wait(t, withTimeout(time.Hour, Delay(l, time.Millisecond, func() (string, error) { return "ok", nil })))
-	require.NoError(t, err)
-	require.Equal(t, "ok", v)
-	onLoop(t, l, func() {})
-	require.Equal(t, 0, l.Stats().Timers, "the timeout timer of a finished race is gone")
-
-	// Graceful shutdown: give a set of handles a deadline, then cancel the rest.
-	var hs []*Handle[int]
-	for i := 0; i < 10; i++ {
-		d := time.Millisecond
-		if i%2 == 1 {
-			d = time.Hour
-		}
-		hs = append(hs, Delay(l, d, func() (int, error) { return i, nil }))
-	}
-	shutdown := Race(
-		Then(All(hs...), func([]int) (string, error) { return "drained", nil }),
-		Then(Sleep(l, 20*time.Millisecond), func(struct{}) (string, error) {
-			for _, h := range hs {
-				h.Cancel()
+	t.Run("timeout via Race: the timer beats a slow input", func(t *testing.T) {
+		l := startLoop(t)
+		_, err := wait(t, withTimeout(l, 2*time.Millisecond, Delay(l, time.Hour, func() (string, error) { return "late", nil })))
+		require.ErrorIs(t, err, ErrTimeout)
+	})
+	t.Run("timeout via Race: the input wins and the timer is disarmed", func(t *testing.T) {
+		l := startLoop(t)
+		v, err := wait(t, withTimeout(l, time.Hour, Delay(l, time.Millisecond, func() (string, error) { return "ok", nil })))
+		require.NoError(t, err)
+		require.Equal(t, "ok", v)
+		onLoop(t, l, func() {})
+		require.Equal(t, 0, l.Stats().Timers, "the timeout timer of a finished race is gone")
+	})
+	t.Run("graceful shutdown: a deadline cancels what has not finished", func(t *testing.T) {
+		l := startLoop(t)
+		var hs []*Handle[int]
+		for i := 0; i < 10; i++ {
+			d := time.Millisecond
+			if i%2 == 1 {
+				d = time.Hour
 			}
-			return "forced", nil
-		}),
-	)
-	v, err = wait(t, shutdown)
-	require.NoError(t, err)
-	require.Equal(t, "forced", v)
-	for i, h := range hs {
-		if i%2 == 0 {
-			require.Equal(t, Completed, h.Status())
-		} else {
-			require.Equal(t, Cancelled, h.Status())
+			hs = append(hs, Delay(l, d, func() (int, error) { return i, nil }))
 		}
-	}
+		shutdown := Race(
+			Then(All(hs...), func([]int) (string, error) { return "drained", nil }),
+			Then(Sleep(l, 20*time.Millisecond), func(struct{}) (string, error) {
+				for _, h := range hs {
+					h.Cancel()
+				}
+				return "forced", nil
+			}),
+		)
+		v, err := wait(t, shutdown)
+		require.NoError(t, err)
+		require.Equal(t, "forced", v)
+		for i, h := range hs {
+			if i%2 == 0 {
+				require.Equal(t, Completed, h.Status())
+			} else {
+				require.Equal(t, Cancelled, h.Status())
+			}
+		}
+	})
 }
 
 // Cancellation arriving from another goroutine while the loop runs the

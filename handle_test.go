@@ -374,29 +374,39 @@ func TestStatusStrings(t *testing.T) {
 // Then: failure passes through without calling fn, cancellation of the input
 // cancels the dependent, and fn never runs inside the call to Then.
 func TestThenSemantics(t *testing.T) {
-	l := startLoop(t)
-	boom := errors.New("boom")
-	called := false
-	failed := Then(Fail[int](l, boom), func(int) (int, error) { called = true; return 0, nil })
-	_, err := wait(t, failed)
-	require.ErrorIs(t, err, boom)
-
-	p := NewPromise[int](l)
-	dep := Then(p.Handle(), func(int) (int, error) { called = true; return 0, nil })
-	p.Handle().Cancel()
-	_, err = wait(t, dep)
-	require.ErrorIs(t, err, ErrCancelled)
-	require.Equal(t, Cancelled, dep.Status())
-
-	var ranInside bool
-	onLoop(t, l, func() {
-		inCall := true
-		Then(Pure(l, 1), func(int) (int, error) { ranInside = inCall; return 0, nil })
-		inCall = false
+	t.Run("a failure passes through without calling fn", func(t *testing.T) {
+		l := startLoop(t)
+		boom := errors.New("boom")
+		var called atomic.Bool
+		failed := Then(Fail[int](l, boom), func(int) (int, error) { called.Store(true); return 0, nil })
+		_, err := wait(t, failed)
+		require.ErrorIs(t, err, boom)
+		onLoop(t, l, func() {})
+		assert.False(t, called.Load())
 	})
-	onLoop(t, l, func() {
-		assert.False(t, called)
-		assert.False(t, ranInside, "a continuation never runs inside the call that registers it")
+	t.Run("a cancelled input cancels the dependent without calling fn", func(t *testing.T) {
+		l := startLoop(t)
+		var called atomic.Bool
+		p := NewPromise[int](l)
+		dep := Then(p.Handle(), func(int) (int, error) { called.Store(true); return 0, nil })
+		p.Handle().Cancel()
+		_, err := wait(t, dep)
+		require.ErrorIs(t, err, ErrCancelled)
+		require.Equal(t, Cancelled, dep.Status())
+		onLoop(t, l, func() {})
+		assert.False(t, called.Load())
+	})
+	t.Run("fn never runs inside the call to Then", func(t *testing.T) {
+		l := startLoop(t)
+		var ranInside bool
+		onLoop(t, l, func() {
+			inCall := true
+			Then(Pure(l, 1), func(int) (int, error) { ranInside = inCall; return 0, nil })
+			inCall = false
+		})
+		onLoop(t, l, func() {
+			assert.False(t, ranInside, "a continuation never runs inside the call that registers it")
+		})
 	})
 }
 
