@@ -11,39 +11,21 @@ import (
 	"github.com/stretchr/testify/require"
 )
 
-// A chain of 1,000,000 ThenAsync links completes and cancels without
-// recursion (UT-10, UT-12).
+// A chain of deepN() ThenAsync links completes and cancels without
+// recursion (UT-10, UT-12): boundStack fails a recursive walk.
 func TestDeepThenAsyncChain(t *testing.T) {
-	if testing.Short() {
-		t.Skip("million-handle graph in -short mode")
-	}
-	const depth = 1_000_000
-	l := startLoop(t)
-	step := func(v int) *Handle[int] { return Pure(l, v+1) }
-	build := func() (*Promise[int], *Handle[int]) {
-		return buildChain(t, l, depth, func(h *Handle[int]) *Handle[int] { return ThenAsync(h, step) })
-	}
-	p, last := build()
-	p.Resolve(0)
-	v, err := wait(t, last)
-	require.NoError(t, err)
-	require.Equal(t, depth, v)
-
-	p, last = build()
-	require.True(t, last.Cancel())
-	_, err = wait(t, p.Handle())
-	require.ErrorIs(t, err, ErrCancelled, "cancellation withdrew interest down the whole chain")
+	l, _ := deepChain(t, func(l *Loop, h *Handle[int]) *Handle[int] {
+		return ThenAsync(h, func(v int) *Handle[int] { return Pure(l, v+1) })
+	})
 	onLoop(t, l, func() {})
 	require.Equal(t, 0, l.Stats().Handles)
 }
 
-// A fan-out tree of 1,000,000 leaves under All completes, and cancelling the
-// root cancels every leaf.
+// A fan-out of deepN() leaves under All completes, and cancelling the root
+// cancels every leaf, within boundStack's stack.
 func TestMillionLeafAll(t *testing.T) {
-	if testing.Short() {
-		t.Skip("million-handle graph in -short mode")
-	}
-	const leaves = 1_000_000
+	leaves := deepN()
+	boundStack(t)
 	l := startLoop(t)
 	var ps []*Promise[int]
 	var all *Handle[[]int]
@@ -86,15 +68,27 @@ func TestMillionLeafAll(t *testing.T) {
 	require.Equal(t, 0, l.Stats().Handles)
 }
 
+// A chain of deepN() All nodes, each gathering the previous link and a
+// leaf, completes and cancels with the job queue, not the stack: the
+// million-leaf fan-out above has no depth for a recursive walk to overflow
+// along, this one has (UT-12, NFR-3).
+func TestDeepAllChain(t *testing.T) {
+	sum := func(v []int) (int, error) { return v[0] + v[1], nil }
+	l, _ := deepChain(t, func(l *Loop, h *Handle[int]) *Handle[int] { return Then(All(h, Pure(l, 1)), sum) })
+	onLoop(t, l, func() {})
+	require.Equal(t, 0, l.Stats().Handles)
+}
+
 // Bug R3: cancelling a chain of Within recursed once per link.
 //
 // Cancelling a chain of Within recurses once per link: cancel ->
 // schedFinish (on-loop cancel) -> stopProducer -> withinNode.stop -> link.withdraw
 // -> withdrawFrom -> withdraw -> cancel of the next Within ... A 1,000,000-deep
-// chain grows the loop goroutine's stack to 256 MiB (a 4,000,000-deep one dies
-// with "goroutine stack exceeds 1000000000-byte limit").
+// chain grew the loop goroutine's stack to 256 MiB; under boundStack a
+// recursion overflows long before deepN() links.
 func TestCancelWithinChainBoundedStack(t *testing.T) {
-	const depth = 1_000_000
+	depth := deepN()
+	boundStack(t)
 	l := startLoop(t)
 	var root, last *Handle[struct{}]
 	onLoop(t, l, func() {

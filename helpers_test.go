@@ -10,8 +10,10 @@ import (
 	"errors"
 	"os"
 	"runtime"
+	"runtime/debug"
 	"strconv"
 	"sync"
+	"sync/atomic"
 	"testing"
 	"time"
 
@@ -156,6 +158,62 @@ func buildChain(t testing.TB, l *Loop, depth int, extend func(*Handle[int]) *Han
 		}
 	})
 	return p, last
+}
+
+// deepN is the size of the deep-graph tests (seeds UT-10, UT-12, NFR-3):
+// 1,000,000 handles, 100,000 under -short. Either is far beyond what a walk
+// of the graph by recursion survives under boundStack.
+func deepN() int {
+	if testing.Short() {
+		return 100_000
+	}
+	return 1_000_000
+}
+
+// deepStackLimit is the most stack any goroutine may use under boundStack:
+// ample for the loop walking a graph with its job queue whatever the depth,
+// and exhausted by a recursion of a few thousand links (each link takes
+// several frames of a few hundred bytes: schedFinish, finish, finishRest,
+// the dependent's inputDone...).
+const deepStackLimit = 256 << 10
+
+// boundStack limits every goroutine's stack to deepStackLimit until the test
+// ends, so that a graph walked by recursion instead of iteratively fails the
+// run with "goroutine stack exceeds 262144-byte limit" naming the frames.
+// (The limit is process-wide: tests that use it must not run in parallel.)
+func boundStack(t testing.TB) {
+	t.Helper()
+	old := debug.SetMaxStack(deepStackLimit)
+	t.Cleanup(func() { debug.SetMaxStack(old) })
+}
+
+// deepChain starts a loop under boundStack and checks chains of deepN()
+// links made by extend, each adding one to its input: resolving the root
+// with 0 gives deepN() at the far end, and cancelling the far end withdraws
+// interest link by link down to the root, which ends cancelled with its
+// cleanups run. It returns the loop and a builder of such chains.
+func deepChain(t *testing.T, extend func(*Loop, *Handle[int]) *Handle[int]) (*Loop, func() (*Promise[int], *Handle[int])) {
+	t.Helper()
+	depth := deepN()
+	boundStack(t)
+	l := startLoop(t)
+	build := func() (*Promise[int], *Handle[int]) {
+		return buildChain(t, l, depth, func(h *Handle[int]) *Handle[int] { return extend(l, h) })
+	}
+	p, last := build()
+	p.Resolve(0)
+	v, err := wait(t, last)
+	require.NoError(t, err)
+	require.Equal(t, depth, v)
+
+	p, last = build()
+	var rootCleanup atomic.Bool
+	p.Handle().OnCleanup(func() { rootCleanup.Store(true) })
+	require.True(t, last.Cancel())
+	_, err = wait(t, p.Handle())
+	require.ErrorIs(t, err, ErrCancelled, "cancellation withdrew interest down the whole chain")
+	require.True(t, rootCleanup.Load())
+	return l, build
 }
 
 // fdCount is the number of fds the process has open.
