@@ -15,7 +15,7 @@ func benchOnLoop(b *testing.B, body func(l *Loop, n int, done func())) {
 	if err := l.Post(func() { body(l, b.N, func() { close(fin) }) }); err != nil {
 		b.Fatal(err)
 	}
-	<-fin
+	recv(b, fin)
 	b.StopTimer()
 }
 
@@ -38,7 +38,7 @@ func BenchmarkPromiseThen(b *testing.B) {
 	}
 	b.ResetTimer()
 	_ = l.Post(func() { step(0) })
-	<-fin
+	recv(b, fin)
 }
 
 // BenchmarkNewThen is the same cycle through New (three allocations: the
@@ -59,7 +59,7 @@ func BenchmarkNewThen(b *testing.B) {
 	}
 	b.ResetTimer()
 	_ = l.Post(func() { step(0) })
-	<-fin
+	recv(b, fin)
 }
 
 // BenchmarkThenChain is the cost of one link of a long chain: build N links,
@@ -93,7 +93,7 @@ func BenchmarkDelayFire(b *testing.B) {
 			})
 		}
 	})
-	<-fin
+	recv(b, fin)
 }
 
 // BenchmarkPostFromOneGoroutine measures Post plus the loop running it.
@@ -110,7 +110,7 @@ func BenchmarkPostFromOneGoroutine(b *testing.B) {
 			}
 		})
 	}
-	<-fin
+	recv(b, fin)
 }
 
 // BenchmarkOnLoop is the cost of the affinity check on every hot path.

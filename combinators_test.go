@@ -66,7 +66,7 @@ func TestThenAsyncFlattensAcrossLoops(t *testing.T) {
 	inner := NewPromise[int](b)
 	started := make(chan struct{})
 	h = ThenAsync(Pure(a, 1), func(int) *Handle[int] { close(started); return inner.Handle() })
-	<-started
+	recv(t, started)
 	onLoop(t, a, func() {}) // the inner link is attached
 	require.True(t, h.Cancel())
 	_, err = wait(t, inner.Handle())
@@ -378,7 +378,7 @@ func TestBracketReleasesAfterUseEnded(t *testing.T) {
 	br.Cancel()
 	_, err := wait(t, br)
 	require.ErrorIs(t, err, ErrCancelled)
-	require.True(t, (<-useStatus).Terminal(), "release ran while use was still running")
+	require.True(t, recv(t, useStatus).Terminal(), "release ran while use was still running")
 }
 
 func TestScope(t *testing.T) {

@@ -80,7 +80,7 @@ func TestDoCancelCancelsAwaitedHandle(t *testing.T) {
 		_, afterErr = Await(co, innerAfter)
 		return 1, nil
 	})
-	<-suspended
+	recv(t, suspended)
 	onLoop(t, l, func() {})
 	require.True(t, h.Cancel())
 	_, err := wait(t, h)
@@ -151,7 +151,7 @@ func TestAwaitOutsideBodyIsRaceFree(t *testing.T) {
 		gotCo <- co
 		return Await(co, p.Handle())
 	})
-	co := <-gotCo
+	co := recv(t, gotCo)
 	_, err := Await(co, Pure(l, 1))
 	require.ErrorIs(t, err, ErrNotInBody)
 	p.Resolve(1)

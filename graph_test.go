@@ -248,7 +248,7 @@ func TestCancelWhileCallbacksRun(t *testing.T) {
 			require.True(t, h.Status().Terminal())
 		}
 		for _, h := range hs {
-			<-h.Done()
+			recv(t, h.Done())
 		}
 		require.Equal(t, int32(8), cleanups.Load())
 	}

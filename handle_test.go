@@ -352,7 +352,7 @@ func TestResultBeforeTerminal(t *testing.T) {
 	default:
 	}
 	p.Resolve("ok")
-	<-p.Handle().Done()
+	recv(t, p.Handle().Done())
 	v, err = p.Handle().Result()
 	require.NoError(t, err)
 	require.Equal(t, "ok", v)
@@ -419,11 +419,11 @@ func TestThenOnLooplessHandleNeverRunsInsideTheCall(t *testing.T) {
 	ranOn := make(chan uintptr, 2)
 	h := Then(Pure[int](nil, 1), func(v int) (int, error) { ranOn <- getg(); return v + 1, nil })
 	_, _ = wait(t, h)
-	require.NotEqual(t, caller, <-ranOn, "API: a continuation never runs inside the call that registers it")
+	require.NotEqual(t, caller, recv(t, ranOn), "API: a continuation never runs inside the call that registers it")
 
 	h2 := Then(All[int](), func([]int) (int, error) { ranOn <- getg(); return 0, nil })
 	_, _ = wait(t, h2)
-	require.NotEqual(t, caller, <-ranOn, "API: a continuation never runs inside the call that registers it")
+	require.NotEqual(t, caller, recv(t, ranOn), "API: a continuation never runs inside the call that registers it")
 }
 
 // Cancelling a dependent withdraws its interest: an input with no interested
@@ -574,7 +574,7 @@ func TestWorkRunsOffLoopAndCancelsContext(t *testing.T) {
 		ctxErr <- ctx.Err()
 		return 0, ctx.Err()
 	})
-	<-started
+	recv(t, started)
 	require.True(t, h.Cancel())
 	_, err = wait(t, h)
 	require.ErrorIs(t, err, ErrCancelled)

@@ -65,7 +65,7 @@ func TestPostCausalOrderAcrossGoroutines(t *testing.T) {
 			handoff <- struct{}{}
 		}
 	}()
-	<-done
+	recv(t, done)
 	var got []int
 	onLoop(t, l, func() { got = append(got, seq...) })
 	require.Len(t, got, 1000)
@@ -124,10 +124,7 @@ func TestOnLoop(t *testing.T) {
 // wakeup at all, and a sleeping loop gets at most one write per sleep.
 func TestWakeupsCoalesce(t *testing.T) {
 	l := startLoop(t)
-	release := make(chan struct{})
-	busy := make(chan struct{})
-	require.NoError(t, l.Post(func() { close(busy); <-release }))
-	<-busy
+	release := holdLoop(t, l)
 	before := l.wakeups.Load()
 	var wg sync.WaitGroup
 	for p := 0; p < 4; p++ {
@@ -141,7 +138,7 @@ func TestWakeupsCoalesce(t *testing.T) {
 	}
 	wg.Wait()
 	require.Equal(t, before, l.wakeups.Load(), "posts to a busy loop must not write wakeups")
-	close(release)
+	release()
 	onLoop(t, l, func() {})
 
 	// Now against a sleeping loop: many posts, at most one write per sleep.
@@ -205,7 +202,7 @@ func TestSpinAvoidsWakeups(t *testing.T) {
 		_ = a.Post(func() { _ = l.Post(ping) })
 	}
 	require.NoError(t, l.Post(ping))
-	<-done
+	recv(t, done)
 	// With a 50 ms spin window every hop lands while l spins: l needs
 	// almost no wakeup writes (the first hop may find it asleep).
 	require.LessOrEqual(t, l.wakeups.Load(), uint64(2))

@@ -148,7 +148,7 @@ func TestUseAfterStop(t *testing.T) {
 	}
 	ran := make(chan struct{})
 	old.OnCleanup(func() { close(ran) })
-	<-ran
+	recv(t, ran)
 	v, err := Then(old, func(v int) (int, error) { return v + 1, nil }).Wait(testCtx(t))
 	require.NoError(t, err, "continuations on a dead loop still run")
 	require.Equal(t, 2, v)
@@ -253,7 +253,7 @@ func TestShutdownContextEnds(t *testing.T) {
 	started := make(chan struct{})
 	// A Work function that ignores its context keeps Stop waiting.
 	Work(l, func(context.Context) (int, error) { close(started); <-release; return 0, nil })
-	<-started
+	recv(t, started)
 	ctx, cancel := context.WithTimeout(context.Background(), 20*time.Millisecond)
 	defer cancel()
 	require.ErrorIs(t, rt.Shutdown(ctx), context.DeadlineExceeded)

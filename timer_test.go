@@ -27,7 +27,7 @@ func TestTimerOrder(t *testing.T) {
 			})
 		}
 	})
-	<-done
+	recv(t, done)
 	var got []int
 	onLoop(t, l, func() { got = append(got, order...) })
 	require.Equal(t, []int{6, 7, 1, 3, 2, 5, 0, 4}, got)
@@ -59,7 +59,7 @@ func TestTimerHeapManyWithRemovals(t *testing.T) {
 		}
 		assert.Equal(t, int(live.Load()), l.Stats().Timers)
 	})
-	<-done
+	recv(t, done)
 	var got []time.Duration
 	onLoop(t, l, func() { got = append(got, fired...) })
 	require.Len(t, got, int(n-(n+2)/3))
@@ -131,7 +131,7 @@ func TestEveryRepeatsUntilCancelled(t *testing.T) {
 			close(third)
 		}
 	})
-	<-third
+	recv(t, third)
 	require.Equal(t, Running, h.Status())
 	require.True(t, h.Cancel())
 	_, err := wait(t, h)
