@@ -176,14 +176,32 @@ func TestNowAdvancesAndIsCachedPerIteration(t *testing.T) {
 }
 
 func TestStatsCounts(t *testing.T) {
-	l := startLoop(t, Config{Name: "stats"})
-	onLoop(t, l, func() {})
-	onLoop(t, l, func() {}) // the first iteration has ended
-	s := l.Stats()
-	require.Equal(t, "stats", s.Name)
+	l := startLoop(t, Config{Name: "stats", PostBatch: 64})
 	require.Equal(t, "stats", l.Name())
-	require.GreaterOrEqual(t, s.Posted, uint64(1))
-	require.GreaterOrEqual(t, s.Iterations, uint64(1))
+	// A controlled workload, read on the loop at three points: a callback
+	// holding the loop (alone in its batch), n callbacks and a reader posted
+	// meanwhile (the next iteration's batch), and a reader the latter posts
+	// (the batch after). Posted counts a batch once it has run.
+	const n = 10
+	var at [3]Stats // on the loop
+	held, hold, done := make(chan struct{}), make(chan struct{}), make(chan struct{})
+	require.NoError(t, l.Post(func() { at[0] = l.Stats(); close(held); <-hold }))
+	recv(t, held)
+	for i := 0; i < n; i++ {
+		require.NoError(t, l.Post(func() {}))
+	}
+	require.NoError(t, l.Post(func() {
+		at[1] = l.Stats()
+		assert.NoError(t, l.Post(func() { at[2] = l.Stats(); close(done) }))
+	}))
+	close(hold)
+	recv(t, done)
+	require.Equal(t, "stats", at[0].Name)
+	require.Equal(t, uint64(0), at[0].Posted, "nothing ran from Post before the first callback")
+	require.Equal(t, at[0].Posted+1, at[1].Posted, "the holding callback's batch")
+	require.Equal(t, at[0].Iterations+1, at[1].Iterations, "the posts made meanwhile ran in the next iteration")
+	require.Equal(t, at[1].Posted+n+1, at[2].Posted, "the batch of n callbacks and the reader")
+	require.Equal(t, at[1].Iterations+1, at[2].Iterations, "a post from the loop runs in the next iteration")
 }
 
 // Spin mode picks posts up without a wakeup write when they arrive within the
