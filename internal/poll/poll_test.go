@@ -80,10 +80,16 @@ func TestWaitZeroWithNothingReady(t *testing.T) {
 
 func TestWakeUnblocksBlockingWait(t *testing.T) {
 	p := newPoller(t)
+	tid, unlock := lockThread() // the thread that will block in Wait
+	defer unlock()
 	var wg sync.WaitGroup
 	defer wg.Wait()
 	wg.Go(func() {
-		time.Sleep(20 * time.Millisecond)
+		// Wake only once Wait is asleep in the kernel: a Wake that landed
+		// before Wait would pass without unblocking anything.
+		blocked, err := blockedInWait(tid, 10*time.Second)
+		assert.NoError(t, err)
+		assert.True(t, blocked, "Wait(-1) never blocked")
 		assert.NoError(t, p.Wake())
 	})
 
