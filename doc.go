@@ -1,40 +1,182 @@
-// Package aio is an event-loop runtime for Go, modeled on libuv: one goroutine
-// per system, locked to its OS thread, owns an epoll (Linux) or kqueue (BSD,
-// macOS) poller, a timer heap, and every handle created on it.
+// Package aio is an event-loop runtime for Go, modeled on libuv. A loop is one
+// goroutine locked to its OS thread that owns an epoll (Linux) or kqueue (BSD,
+// macOS) poller, a timer heap, its TCP sockets and every handle created on it.
+// Work on a loop is expressed as handles: promises that compose, cancel from
+// any goroutine, and run their cleanups exactly once.
 //
-// # Systems
+//	rt := aio.NewRuntime(aio.RuntimeConfig{})
+//	l, err := rt.Start(aio.Config{Name: "main"})
+//	if err != nil {
+//		return err
+//	}
+//	defer rt.Shutdown(context.Background())
 //
-// A Runtime holds up to RuntimeConfig.MaxSystems loops in a lock-free slab.
-// Runtime.Start starts one; Loop.Stop returns a handle that completes when its
-// teardown is done and its slot is free. Other goroutines talk to a loop only
-// through Post (a multi-producer queue plus a coalesced wakeup) and through
-// handles.
+//	tick := aio.Then(aio.Sleep(l, 10*time.Millisecond), func(struct{}) (string, error) {
+//		return "tick", nil
+//	})
+//	v, err := tick.Wait(ctx) // from any goroutine but the loop's own
 //
-// # Handles
+// # Runtimes and systems
 //
-// A Handle[T] is a promise pinned to a loop: Pending, then Running, then one
-// of Completed, Failed or Cancelled, never to change again. Producers make
-// them (New, NewPromise, Pure, Fail, Delay, Sleep, Every, Work); combinators
-// compose them (Then, ThenAsync, Catch, Finally, All, Race, Any, Within,
-// Retry, Bracket); scopes bound their lifetime (WithScope, Adopt); Do runs
-// sequential code that Awaits them without blocking the loop.
-//
-// Cancel works from any goroutine: one compare-and-swap decides the outcome,
-// and the loop then runs, in order, the OnCancel callbacks, the continuations
-// of dependents, and the resource cleanups registered with OnCleanup (last
-// registered first, each exactly once, whatever way the handle ended).
-// Cancellation flows down as withdrawn interest: a cancelled combinator
-// withdraws from its inputs, and an input nobody wants any more is
-// cancelled, down to the timer, the Work context or the socket that
-// produces it. The graph is walked with an explicit work queue, never
-// recursion, so a chain of a million handles completes or cancels in linear
-// time and constant stack.
+// A [Runtime] has a fixed number of slots (RuntimeConfig.MaxSystems, 16 by
+// default). [Runtime.Start] takes a free slot and starts a system, a [Loop],
+// in it; it returns [ErrTooManySystems] when none is free. A stopped loop
+// gives its slot back, so a runtime can start and stop loops for ever. A
+// program that wants several cores starts several loops (one per core, say)
+// and spreads its work over them, for example with [ListenConfig.ReusePort].
 //
 // # The threading rule
 //
-// Every callback of a loop (posted functions, continuations, OnCancel,
-// cleanups, Do bodies) runs on that loop's goroutine, one at a time, so user
-// code on a loop needs no locks. A continuation never runs inside the call
-// that registers it. Blocking work belongs in Work, which runs on a bounded
-// goroutine pool and delivers its result on the loop.
+// Everything a loop owns is touched only by its goroutine. Every callback of a
+// loop (functions given to [Loop.Post], continuations, OnCancel callbacks,
+// cleanups, TCP callbacks, [Do] bodies) runs there, one at a time, so code on
+// a loop needs no locks for what only the loop touches. A callback is never
+// run inside the call that registers it, even when the handle is already
+// finished.
+//
+// Every exported function and method may be called from any goroutine unless
+// its documentation says otherwise. Called on the loop, most act at once;
+// called elsewhere, they post their loop-only part to the loop and return, and
+// what completes later is a handle. [Loop.Post] runs a function on the loop
+// from anywhere, in causal FIFO order; [Loop.OnLoop] tells whether the caller
+// is on that loop (one atomic load). The exceptions are few: [Await] works
+// only in its Do body, [Scope.Len] and [Loop.Now] are meant for the loop, and
+// [Handle.Wait] cannot block on the handle's own loop (it returns
+// [ErrAwaitOnLoop] for a handle not yet finished, instead of deadlocking).
+//
+// A callback must never block: while it runs, every other handle, timer and
+// socket of its loop waits. Blocking calls (files, DNS, databases, a mutex
+// held elsewhere, a channel receive) belong in [Work], and sequential code
+// that waits on handles belongs in [Do].
+//
+// # Handles
+//
+// A [Handle] is a value of type T that arrives later, an error, or a
+// cancellation. Its [Status] goes from [Pending] to [Running] to one of
+// [Completed], [Failed] or [Cancelled], and a terminal status never changes.
+// [Handle.Status] and [Handle.Cancelled] are one atomic load; [Handle.Done] is
+// a channel closed when the handle has finished (cleanups included);
+// [Handle.Result] gives the outcome after that, [ErrPending] before;
+// [Handle.Wait] blocks a goroutine other than the loop until Done, or until
+// its context ends.
+//
+// Producers make handles: [Pure] and [Fail] (already finished), [Delay],
+// [Sleep] and [Every] (the loop's timers), [New] and [NewPromise] (settled by
+// code that calls resolve or reject, from any goroutine; the first settlement
+// wins), [Work] (a blocking function on the loop's work pool), [Do], [Dial].
+//
+// Continuations derive a handle from one input: [Then] maps a value,
+// [ThenAsync] maps it to another handle and flattens, [Catch] handles a
+// failure (not a cancellation), [Finally] runs a function whatever the
+// outcome. Sinks derive a handle from several: [All] (every value, in input
+// order, or the first failure), [Race] (the first to complete or fail), [Any]
+// (the first to complete; errors.Join of all failures otherwise), [Within] (a
+// deadline, [ErrTimeout]), [Retry] (attempts with exponential backoff) and
+// [Bracket] (acquire, use, release exactly once). Inputs may live on other
+// loops; a derived handle is pinned to its first input's loop. A panic in a
+// user function fails its handle with a [*PanicError].
+//
+// A [Scope] is a set of handles that must not outlive something. [WithScope]
+// runs a function with a new scope, and when its handle finishes, every handle
+// put in the scope with [Adopt] and still running is cancelled; the scope's
+// handle finishes only after they all have. A TCP connection is a scope too
+// ([Conn.Scope]).
+//
+// [Do] runs plain sequential code as a coroutine on the loop: each [Await]
+// suspends the body until a handle finishes, without blocking the loop. [Work]
+// runs a function off the loop, on a pool of Config.WorkPool goroutines, with
+// a context that is cancelled when its handle is, and delivers the result on
+// the loop.
+//
+// # Cancellation is withdrawn interest
+//
+// [Handle.Cancel] works from any goroutine and reports whether it decided the
+// outcome: completion, failure and cancellation race by compare-and-swap on
+// the status, and the first wins. A cancelled handle never runs success or
+// failure continuations; its dependents end cancelled too.
+//
+// Cancellation then flows down to whatever produces the handle: a timer is
+// disarmed, Work's context is cancelled, a Do body's Await returns
+// [ErrCancelled], a Dial's socket is closed. A derived handle does not cancel
+// its inputs outright: it withdraws its interest in them. An input is
+// cancelled once every dependent that registered on it (a Then, a sink, an
+// Await) has withdrawn, so a handle shared by two consumers survives the
+// cancellation of one. Sinks withdraw the same way from inputs they no longer
+// need: the losers of a Race or Any, the rest of an All after a failure, the
+// input of a Within that timed out. Waiting on a handle (Wait, Done, Result)
+// is not interest: cancelling the only Then of a handle cancels the handle
+// even while a goroutine waits on it.
+//
+// A Scope is stronger: closing it cancels its handles whatever else wants
+// them.
+//
+// # Cleanups
+//
+// [Handle.OnCleanup] registers a resource cleanup. At the terminal transition
+// the loop runs, in order: the OnCancel callbacks (if cancelled), the
+// continuations of its dependents on the same loop (those on other loops are
+// posted there and may run later), the cleanups, last registered first, each
+// exactly once, and then closes Done. Completion, failure and cancellation all
+// pass through that one transition, so a cleanup runs on every path. A cleanup
+// registered on a finished handle runs soon after, on the loop.
+//
+// A handle dropped by everyone before it finished (a promise nobody will
+// resolve) is garbage collected like any value, and its cleanups still run, on
+// its loop; Stats.Abandoned counts it. [Finally] and [Bracket] are the
+// composable forms of a cleanup: a function run when a handle ends, whose own
+// handle later steps can wait for.
+//
+// # Stopping
+//
+// [Loop.Stop] stops a loop and returns a handle that completes once the loop
+// is gone. Stop first makes [Loop.Post] and every new producer on the loop
+// fail with [ErrStopped]; then the loop finishes its current iteration; then
+// it cancels every handle still pending on it, running their OnCancel
+// callbacks, continuations and cleanups, and runs the callbacks posted before
+// Stop, repeating until nothing is left; then it closes every socket it owns
+// (their Closed handles are cancelled) and its poller; then it waits for
+// running Work functions to return; then its goroutine unlocks its thread, the
+// slot is released, and Stop's handle completes. Stop is idempotent, may be
+// called from any goroutine, the loop's own included, and its handle, which
+// has no loop, cannot be cancelled.
+//
+// [Runtime.Shutdown] calls Stop on every running loop and waits for each Stop
+// handle, or until its context ends: then it returns the context's error and
+// the loops go on stopping. Called on one of the runtime's loops, it stops the
+// others and that one and returns [ErrAwaitOnLoop] rather than wait for
+// itself.
+//
+// # TCP
+//
+// [Listen] binds an address and calls a function on the loop with each
+// accepted [Conn]; [Dial] returns a handle of a connection. A Conn has no
+// goroutine: [Conn.OnRead] receives bytes on the loop in the loop's shared
+// read buffer, which is valid only until the callback returns; [Conn.Write]
+// and [Conn.Send] copy what the kernel does not take at once into a queue that
+// the loop flushes with writev. When the queue passes ConnConfig.HighWater the
+// connection stops reading until it drains to LowWater, and then
+// [Conn.OnDrain] runs. [Conn.OnEOF], [Conn.CloseWrite] (half-close),
+// [Conn.Close], [Conn.OnClose], [Conn.Closed], and read and idle timeouts
+// complete the set. A deadline on anything is [Within].
+//
+// # Errors
+//
+// Outcomes are matched with errors.Is: [ErrCancelled] for a cancelled handle,
+// [ErrTimeout] for Within (and [ErrReadTimeout], [ErrIdleTimeout] of
+// connections, which wrap it), [ErrStopped] for work refused by a stopping
+// loop, [ErrAwaitOnLoop] for a Wait that would deadlock, [ErrPending] for the
+// Result of an unfinished handle, [ErrNoInputs] for Race or Any of nothing,
+// [ErrNilFunc], [ErrNilLoop] and [ErrNilHandle] for nil arguments,
+// [ErrNotInBody] and [ErrGoexit] for Do bodies, [ErrTooManySystems] for Start,
+// [ErrConnClosed] (which also matches net.ErrClosed) and [ErrWriteClosed] for
+// connections. Socket errors wrap their errno, so errors.Is(err,
+// unix.ECONNREFUSED) works. A panic in a posted callback, which has no handle
+// to fail, goes to Config.OnPanic.
+//
+// # Debugging
+//
+// Built with the aiodebug tag (go test -tags aiodebug), every loop-only path
+// checks that it runs on its loop and panics where it does not. [Loop.Stats]
+// reports a loop's counters from any goroutine: iterations, posted callbacks,
+// armed timers, live and abandoned handles, panics, and TCP traffic.
 package aio
