@@ -91,20 +91,19 @@
 // failed (a hang, a wrong count, a loop that would not stop); the rows that
 // did run are printed anyway.
 //
-// # Comparing with the anchors
+// # Comparing with libuv
 //
-// /work/shared/anchors holds reference programs for the same workloads:
-// libuv/ (C against the system libuv: million_timers, async_pingpong,
-// loop_count, ...) and gostd/ (the Go-stdlib versions). They print
-// "name key=value" lines; libuv/README.md has the figures measured on this
-// machine class. Compare within one sitting on a quiet machine:
-// libuv/run_all.sh, then go run ./cmd/loopbench -json. The matching figures
-// are: timers seconds with million_timers total_ms (libuv's setup is part of
-// its total too); pingpong-loops with async_pingpong block and gostd chanpp
-// locked, pingpong-loops-spin with async_pingpong spin (rt_per_sec against
-// ops_per_sec); loop-iter with loop_count iters_per_sec. post and handles have
-// no anchor program: their gostd rows are the baseline. Run under
-// GOMAXPROCS=1 as well to compare with the anchors' single-core lines.
+// Every workload's gostd row is the Go standard library baseline, measured
+// in the same run. To compare with libuv, write or take the equivalent C
+// programs (million timers, an async ping-pong between two loops, an empty
+// loop counting its iterations) and run them in the same sitting on a quiet
+// machine, then go run ./cmd/loopbench -json. The matching figures are:
+// timers seconds with the C program's total time (libuv's setup counted);
+// pingpong-loops with a blocking async ping-pong, pingpong-loops-spin with a
+// spinning one (round trips per second); loop-iter with iterations per
+// second. post and handles have no libuv counterpart: their gostd rows are
+// the baseline. Run under GOMAXPROCS=1 as well to compare with single-core
+// figures.
 package main
 
 import (
