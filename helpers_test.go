@@ -337,3 +337,21 @@ func rescueStop(t *testing.T, l *Loop) {
 	}()
 	recv(t, done)
 }
+
+// collectUntil runs the garbage collector until ch receives (the cleanup of
+// an abandoned handle reporting, say) and returns what it received, failing
+// the test after waitTimeout. The collector offers no event to wait on, so
+// it is polled.
+func collectUntil[T any](t testing.TB, ch <-chan T) T {
+	t.Helper()
+	deadline := time.Now().Add(waitTimeout)
+	for {
+		runtime.GC()
+		select {
+		case v := <-ch:
+			return v
+		case <-time.After(10 * time.Millisecond):
+		}
+		require.True(t, time.Now().Before(deadline), "nothing was collected in time")
+	}
+}

@@ -1,7 +1,6 @@
 package aio
 
 import (
-	"runtime"
 	"testing"
 	"time"
 
@@ -19,20 +18,10 @@ func TestAbandonedHandleCollectedOnIdleLoop(t *testing.T) {
 		p := NewPromise[int](l)
 		p.Handle().OnCleanup(func() { ran <- l.OnLoop() })
 	}()
-	deadline := time.Now().Add(waitTimeout)
-	for {
-		runtime.GC()
-		select {
-		case on := <-ran:
-			require.True(t, on, "an abandoned handle's cleanups run on its loop")
-			onLoop(t, l, func() {})
-			require.Equal(t, uint64(1), l.Stats().Abandoned)
-			require.Equal(t, 0, l.Stats().Handles)
-			return
-		case <-time.After(10 * time.Millisecond): // polling the collector: no event to wait on
-		}
-		require.True(t, time.Now().Before(deadline), "a handle abandoned on an idle loop was never collected")
-	}
+	require.True(t, collectUntil(t, ran), "an abandoned handle's cleanups run on its loop")
+	onLoop(t, l, func() {})
+	require.Equal(t, uint64(1), l.Stats().Abandoned)
+	require.Equal(t, 0, l.Stats().Handles)
 }
 
 // An idle loop holding no young producer sleeps until woken: the aging bound
