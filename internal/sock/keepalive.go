@@ -9,9 +9,10 @@ import (
 )
 
 // setKeepAliveTimes sets the idle time before the first keep-alive probe and
-// the interval between probes, in whole seconds (at least 1).
+// the interval between probes, in whole seconds (at least 1, at most
+// MaxKeepAlive).
 func setKeepAliveTimes(fd int, d time.Duration) error {
-	secs := max(int((d+time.Second-1)/time.Second), 1)
+	secs := keepAliveSecs(d)
 	if err := unix.SetsockoptInt(fd, unix.IPPROTO_TCP, keepIdleOpt, secs); err != nil {
 		return err
 	}

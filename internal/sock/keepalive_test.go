@@ -3,6 +3,7 @@
 package sock
 
 import (
+	"math"
 	"net/netip"
 	"testing"
 	"time"
@@ -27,6 +28,9 @@ func TestSetKeepAliveTimes(t *testing.T) {
 			{time.Second, 1},
 			{time.Nanosecond, 1},
 			{time.Hour, 3600},
+			{MaxKeepAlive, 32767},
+			{10 * time.Hour, 32767},               // Linux refused this (EINVAL)
+			{time.Duration(math.MaxInt64), 32767}, // overflowed to 1 s
 		} {
 			require.NoError(t, SetKeepAlive(cfd, tc.d))
 			on, err := unix.GetsockoptInt(cfd, unix.SOL_SOCKET, unix.SO_KEEPALIVE)

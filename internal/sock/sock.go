@@ -94,23 +94,41 @@ func xLocalAddr(fd int) (netip.AddrPort, error) {
 	return AddrPortOf(sa), nil
 }
 
+// MaxKeepAlive is the longest keep-alive idle time and probe interval
+// SetKeepAlive sets: Linux refuses more than 32767 seconds (EINVAL), and a
+// longer d is taken to mean this much rather than failing.
+const MaxKeepAlive = 32767 * time.Second
+
+// keepAliveSecs is d in whole seconds, rounded up, from 1 to MaxKeepAlive's,
+// without overflowing for any d.
+func keepAliveSecs(d time.Duration) int {
+	d = min(d, MaxKeepAlive)
+	secs := d / time.Second
+	if d%time.Second != 0 {
+		secs++
+	}
+	return max(int(secs), 1)
+}
+
 // SetKeepAlive turns TCP keep-alive on fd on (SO_KEEPALIVE) with d as the
 // idle time before the first probe and the interval between probes, in
-// whole seconds, at least 1 (where the platform lets them be set per socket;
-// openbsd keeps its system-wide timers), or off for d <= 0. The error names
-// the option that failed and wraps the errno. Through the scheduler (x/sys).
+// whole seconds, rounded up, from 1 to MaxKeepAlive (where the platform lets
+// them be set per socket; openbsd keeps its system-wide timers), or off for
+// d <= 0. The timers are set before keep-alive is turned on, so a failure
+// leaves it as it was. The error names the option that failed and wraps the
+// errno. Through the scheduler (x/sys).
 func SetKeepAlive(fd int, d time.Duration) error {
-	on := 0
-	if d > 0 {
-		on = 1
-	}
-	if err := unix.SetsockoptInt(fd, unix.SOL_SOCKET, unix.SO_KEEPALIVE, on); err != nil {
-		return fmt.Errorf("setsockopt SO_KEEPALIVE: %w", err)
-	}
-	if d > 0 {
-		if err := setKeepAliveTimes(fd, d); err != nil {
-			return fmt.Errorf("setsockopt keep-alive times: %w", err)
+	if d <= 0 {
+		if err := unix.SetsockoptInt(fd, unix.SOL_SOCKET, unix.SO_KEEPALIVE, 0); err != nil {
+			return fmt.Errorf("setsockopt SO_KEEPALIVE: %w", err)
 		}
+		return nil
+	}
+	if err := setKeepAliveTimes(fd, d); err != nil {
+		return fmt.Errorf("setsockopt keep-alive times: %w", err)
+	}
+	if err := unix.SetsockoptInt(fd, unix.SOL_SOCKET, unix.SO_KEEPALIVE, 1); err != nil {
+		return fmt.Errorf("setsockopt SO_KEEPALIVE: %w", err)
 	}
 	return nil
 }

@@ -398,6 +398,9 @@ func TestSetKeepAliveOnOff(t *testing.T) {
 		}
 		err := SetKeepAlive(-1, time.Minute)
 		assert.ErrorIs(t, err, unix.EBADF)
+		assert.ErrorContains(t, err, "setsockopt", "the error names the option")
+		err = SetKeepAlive(-1, 0)
+		assert.ErrorIs(t, err, unix.EBADF)
 		assert.ErrorContains(t, err, "SO_KEEPALIVE")
 	})
 }
