@@ -1,4 +1,4 @@
-//go:build amd64 || arm64
+//go:build amd64 || arm64 || 386
 
 package goid
 
@@ -9,5 +9,5 @@ package goid
 // and the loop compares it only against goroutines that are alive (the loop
 // goroutine itself, or a Do body it is running), so a recycled g cannot match.
 //
-// Implemented in goid_amd64.s and goid_arm64.s.
+// Implemented in goid_amd64.s, goid_arm64.s and goid_386.s.
 func Get() uintptr
