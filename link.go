@@ -1,5 +1,7 @@
 package aio
 
+import "fmt"
+
 // sink is a node with inputs: a combinator whose logic runs on its own loop
 // and is told, input by input, when each one finishes.
 type sink interface {
@@ -118,3 +120,35 @@ func forward[T any](h *Handle[T], in *Handle[T]) {
 // ended reports whether the handle's outcome is decided. Sinks ignore inputs
 // that arrive after that.
 func (c *core) ended() bool { return c.finished || c.state.Load() >= uint32(Completed) }
+
+func checkInputs[T any](hs []*Handle[T]) error {
+	for i, h := range hs {
+		if h == nil {
+			return fmt.Errorf("%w: input %d", ErrNilHandle, i)
+		}
+	}
+	return nil
+}
+
+// attachInputs points links at hs and registers them on the sink's loop.
+func attachInputs[T any](self *core, node sink, links []link[T], hs []*Handle[T]) {
+	for i, h := range hs {
+		links[i].init(h, node, self, i)
+	}
+	self.onOwnLoop(func() { registerAll(self, links) })
+}
+
+// registerAll registers every link of a sink, unless it already ended (then
+// it wants none of its inputs). On the sink's loop.
+func registerAll[T any](self *core, links []link[T]) {
+	for i := range links {
+		links[i].registerLive(self)
+	}
+}
+
+// withdrawAll withdraws from every input not consumed yet.
+func withdrawAll[T any](links []link[T]) {
+	for i := range links {
+		links[i].withdraw()
+	}
+}

@@ -65,3 +65,79 @@ func apply[T, U any](fn func(T) (U, error), v T) (u U, err error) {
 	}()
 	return fn(v)
 }
+
+// thenAsyncNode is the handle of ThenAsync: first a dependent of the input,
+// then a sink of the handle fn returned.
+type thenAsyncNode[T, U any] struct {
+	Handle[U]
+	src   *Handle[T] // nil once the input finished or was withdrawn
+	fn    func(T) *Handle[U]
+	inner link[U]
+}
+
+// ThenAsync returns a handle that, once h completes, runs fn with its value
+// on h's loop and then ends as the handle fn returned does (the result is
+// flattened). That inner handle may live on any loop. h failing or being
+// cancelled passes through without calling fn. Cancelling the result
+// withdraws its interest from h or from the inner handle, whichever it is
+// waiting on. fn returning nil fails the result with ErrNilHandle; a panic in
+// fn fails it with a *PanicError.
+func ThenAsync[T, U any](h *Handle[T], fn func(T) *Handle[U]) *Handle[U] {
+	if h == nil {
+		return Fail[U](nil, ErrNilHandle)
+	}
+	if fn == nil {
+		return Fail[U](h.Loop(), ErrNilFunc)
+	}
+	n := &thenAsyncNode[T, U]{src: h, fn: fn}
+	n.initAfter(&h.core)
+	n.prod = n
+	h.register(n)
+	return &n.Handle
+}
+
+func (n *thenAsyncNode[T, U]) inputDone() {
+	src := n.src
+	n.src = nil
+	if src == nil || n.ended() {
+		return
+	}
+	switch src.state.Load() {
+	case uint32(Completed):
+		n.state.CompareAndSwap(uint32(Pending), uint32(Running))
+		fn := n.fn
+		n.fn = nil
+		inner, err := apply(func(v T) (*Handle[U], error) { return fn(v), nil }, src.val)
+		switch {
+		case err != nil:
+			var zero U
+			n.settle(zero, err)
+		case inner == nil:
+			var zero U
+			n.settle(zero, ErrNilHandle)
+		default:
+			n.inner.attach(inner, n, &n.core, 0)
+		}
+	case uint32(Failed):
+		var zero U
+		n.settle(zero, src.err)
+	default:
+		n.cancel()
+	}
+}
+
+func (n *thenAsyncNode[T, U]) onInput(int) {
+	if n.ended() || n.inner.reported {
+		return
+	}
+	n.inner.reported = true
+	forward(&n.Handle, n.inner.in)
+}
+
+func (n *thenAsyncNode[T, U]) stop() {
+	if src := n.src; src != nil {
+		n.src = nil
+		src.withdraw()
+	}
+	n.inner.withdraw()
+}

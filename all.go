@@ -1,0 +1,56 @@
+package aio
+
+// allNode is the handle of All.
+type allNode[T any] struct {
+	Handle[[]T]
+	links []link[T]
+	vals  []T
+	left  int
+}
+
+// All returns a handle that completes with the values of hs in input order
+// once all of them completed. The first failure fails it with that error and
+// withdraws its interest in the others (cancelling those nobody else wants); an
+// input cancelled cancels it. Cancelling the result withdraws from every input
+// still running. The result is pinned to the first input's loop; inputs may
+// live on any loop. All of no inputs is completed with an empty slice and has
+// no loop; a nil input fails it with ErrNilHandle.
+func All[T any](hs ...*Handle[T]) *Handle[[]T] {
+	if len(hs) == 0 {
+		return Pure[[]T](nil, []T{})
+	}
+	if err := checkInputs(hs); err != nil {
+		return Fail[[]T](nil, err)
+	}
+	n := &allNode[T]{links: make([]link[T], len(hs)), vals: make([]T, len(hs)), left: len(hs)}
+	n.init(hs[0].loop)
+	n.prod = n
+	attachInputs(&n.core, n, n.links, hs)
+	return &n.Handle
+}
+
+func (n *allNode[T]) onInput(i int) {
+	k := &n.links[i]
+	if n.ended() || k.reported {
+		return
+	}
+	k.reported = true
+	in := k.in
+	switch in.state.Load() {
+	case uint32(Completed):
+		n.vals[i] = in.val
+		if n.left--; n.left == 0 {
+			vals := n.vals
+			n.vals = nil
+			n.settle(vals, nil)
+		}
+	case uint32(Failed):
+		n.vals = nil
+		withdrawAll(n.links)
+		n.settle(nil, in.err)
+	default:
+		n.cancel()
+	}
+}
+
+func (n *allNode[T]) stop() { withdrawAll(n.links) }

@@ -1,0 +1,159 @@
+package aio
+
+// bracketNode is the handle of Bracket.
+type bracketNode[R, T any] struct {
+	Handle[T]
+	acq      link[R]
+	use      link[T]
+	release  func(R)
+	useFn    func(R) *Handle[T]
+	res      R
+	acquired bool // acquire completed: release is owed
+	holdAcq  bool // cancelled while acquiring: Done waits for acquire to end
+	holdUse  bool // cancelled while using: Done waits for use to end
+}
+
+// Bracket acquires a resource, uses it, and always releases it: once acquire
+// completes with r, use(r) runs on the loop, and when the handle it returns
+// ends in any way (completes, fails or is cancelled), release(r) runs, then
+// the result ends as use's handle did.
+//
+// Cancelling the result withdraws from acquire or use, whichever runs (so it
+// is cancelled unless another dependent wants it), and release runs once that
+// handle has ended, even if it lives on another loop or is a Work job: never
+// while use may still be using the resource. If acquire completes anyway, the
+// resource is released as soon as it arrives. The result's Done closes only
+// after that: release runs exactly once iff acquire completed, always on the
+// loop, always before the result's Done closes. If acquire fails or is
+// cancelled, use and release never run. A panic in use or release fails the
+// result with a *PanicError (release still runs after a panic in use).
+func Bracket[R, T any](acquire *Handle[R], release func(R), use func(R) *Handle[T]) *Handle[T] {
+	if acquire == nil {
+		return Fail[T](nil, ErrNilHandle)
+	}
+	if release == nil || use == nil {
+		return Fail[T](acquire.Loop(), ErrNilFunc)
+	}
+	n := &bracketNode[R, T]{release: release, useFn: use}
+	n.init(acquire.loop)
+	n.prod = n
+	n.acq.init(acquire, n, &n.core, 0)
+	// Registered even if the bracket already ended: a resource that arrives
+	// after a cancellation must still be released (acquireDone).
+	n.onOwnLoop(func() {
+		k := &n.acq
+		gaveUp := k.reported || n.ended()
+		k.register(&n.core)
+		if gaveUp {
+			k.reported = true
+			k.in.withdrawFrom()
+		}
+	})
+	return &n.Handle
+}
+
+func (n *bracketNode[R, T]) onInput(idx int) {
+	if idx == 0 {
+		n.acquireDone()
+		return
+	}
+	if n.holdUse {
+		// Cancelled while using, and use has now ended: release, then let
+		// the cancellation finish.
+		_ = n.doRelease()
+		n.unhold(&n.holdUse)
+		return
+	}
+	if n.use.reported {
+		return
+	}
+	n.use.reported = true
+	if n.ended() {
+		// Cancelled from another goroutine, its terminal transition still
+		// queued: use has ended, so stop releases at once instead of
+		// holding for a report that has come already.
+		return
+	}
+	if err := n.doRelease(); err != nil {
+		var zero T
+		n.settle(zero, err)
+		return
+	}
+	forward(&n.Handle, n.use.in)
+}
+
+func (n *bracketNode[R, T]) acquireDone() {
+	in := n.acq.in
+	completed := in.state.Load() == uint32(Completed)
+	if completed {
+		n.res, n.acquired = in.val, true
+	}
+	if n.ended() || n.acq.reported {
+		// Cancelled while acquiring: give back a resource that arrived
+		// anyway. If the terminal transition is still queued (a Cancel
+		// from another goroutine), the report marks acquire as consumed,
+		// so that stop does not hold for a report that has come already.
+		n.acq.reported = true
+		_ = n.doRelease()
+		n.unhold(&n.holdAcq)
+		return
+	}
+	n.acq.reported = true
+	if !completed {
+		forwardFailure(&n.Handle, in)
+		return
+	}
+	n.state.CompareAndSwap(uint32(Pending), uint32(Running))
+	useFn := n.useFn
+	n.useFn = nil
+	h, err := apply(func(r R) (*Handle[T], error) { return useFn(r), nil }, n.res)
+	if err == nil && h == nil {
+		err = ErrNilHandle
+	}
+	if err != nil {
+		_ = n.doRelease()
+		var zero T
+		n.settle(zero, err)
+		return
+	}
+	n.use.attach(h, n, &n.core, 1)
+}
+
+// doRelease runs release once if the resource was acquired.
+func (n *bracketNode[R, T]) doRelease() error {
+	if !n.acquired {
+		return nil
+	}
+	n.acquired = false
+	release, r := n.release, n.res
+	n.release = nil
+	var zero R
+	n.res = zero
+	return callErr(func() { release(r) })
+}
+
+// stop runs when the result is cancelled: withdraw from what runs and hold
+// the terminal transition until it has ended (see onInput).
+func (n *bracketNode[R, T]) stop() {
+	if !n.acq.reported {
+		n.hold(&n.holdAcq)
+		n.acq.withdraw()
+		return
+	}
+	if n.use.registered && !n.use.reported {
+		n.hold(&n.holdUse)
+		n.use.withdraw()
+		return
+	}
+	_ = n.doRelease()
+}
+
+// forwardFailure settles h as the failed or cancelled input in ended.
+func forwardFailure[T, U any](h *Handle[T], in *Handle[U]) {
+	if in.state.Load() == uint32(Failed) {
+		var zero T
+		h.settle(zero, in.err)
+		return
+	}
+	h.cancel()
+}

@@ -1,0 +1,92 @@
+package aio
+
+import (
+	"fmt"
+	"time"
+)
+
+// retryNode is the handle of Retry.
+type retryNode[T any] struct {
+	Handle[T]
+	fn      func() *Handle[T]
+	left    int           // attempts still allowed, the current one included
+	backoff time.Duration // wait before the next attempt
+	cur     link[T]       // the current attempt
+	t       timer
+	attempt int
+}
+
+// Retry calls fn (on the loop) for up to attempts attempts and ends as the
+// first attempt that completes, or as the last one fails. Between attempts it
+// waits on a loop timer: base after the first failure, then 2·base, 4·base,
+// and so on. Only failures are retried: an attempt that is cancelled cancels
+// the retry. Cancelling the result withdraws from the running attempt, or
+// disarms the timer, and no further attempt starts. attempts < 1 fails with an
+// error; fn returning nil fails with ErrNilHandle; a panic in fn fails with a
+// *PanicError.
+func Retry[T any](l *Loop, attempts int, base time.Duration, fn func() *Handle[T]) *Handle[T] {
+	if err := checkProducer(l, fn == nil); err != nil {
+		return Fail[T](l, err)
+	}
+	if attempts < 1 {
+		return Fail[T](l, fmt.Errorf("aio: Retry with %d attempts: need at least 1", attempts))
+	}
+	if base < 0 {
+		base = 0
+	}
+	n := &retryNode[T]{fn: fn, left: attempts, backoff: base}
+	n.init(l)
+	n.prod = n
+	n.t.owner = n
+	n.t.index = -1
+	n.onOwnLoop(n.fire)
+	return &n.Handle
+}
+
+func (n *retryNode[T]) base() *core { return &n.Handle.core }
+
+// fire starts the next attempt. On the loop.
+func (n *retryNode[T]) fire() {
+	if n.ended() {
+		return
+	}
+	n.state.CompareAndSwap(uint32(Pending), uint32(Running))
+	n.attempt++
+	h, err := callValue(func() (*Handle[T], error) { return n.fn(), nil })
+	switch {
+	case err != nil:
+		var zero T
+		n.settle(zero, err)
+	case h == nil:
+		var zero T
+		n.settle(zero, fmt.Errorf("%w: Retry attempt %d", ErrNilHandle, n.attempt))
+	default:
+		n.cur = link[T]{}
+		n.cur.attach(h, n, &n.core, n.attempt)
+	}
+}
+
+func (n *retryNode[T]) onInput(idx int) {
+	if n.ended() || idx != n.attempt || n.cur.reported {
+		return
+	}
+	n.cur.reported = true
+	in := n.cur.in
+	if in.state.Load() != uint32(Failed) {
+		forward(&n.Handle, in)
+		return
+	}
+	if n.left--; n.left <= 0 {
+		var zero T
+		n.settle(zero, in.err)
+		return
+	}
+	n.t.when = n.loop.Now() + n.backoff
+	n.backoff *= 2
+	n.loop.addTimer(&n.t)
+}
+
+func (n *retryNode[T]) stop() {
+	n.loop.removeTimer(&n.t)
+	n.cur.withdraw()
+}

@@ -1,0 +1,79 @@
+package aio
+
+import (
+	"fmt"
+	"time"
+)
+
+// withinNode is the handle of Within: the result, the input and the timer.
+type withinNode[T any] struct {
+	Handle[T]
+	in link[T]
+	t  timer
+	// gt replaces t for an input with no loop to run a timer on (Stop's
+	// handle, or one derived from it): a Go timer whose callback runs fire
+	// on the detached pseudo-loop. Set before the input is registered.
+	gt *time.Timer
+	d  time.Duration
+}
+
+// Within returns a handle that ends as h does if h ends within d; otherwise
+// it fails with an error matching ErrTimeout when d passes, and withdraws its
+// interest in h (which is cancelled unless another dependent wants it). d
+// counts as in Delay; d <= 0 times out on the next iteration unless h has
+// already ended.
+func Within[T any](h *Handle[T], d time.Duration) *Handle[T] {
+	if h == nil {
+		return Fail[T](nil, ErrNilHandle)
+	}
+	l := h.loop
+	if l == detached && statusOf(h.state.Load()).Terminal() {
+		return Finally(h, func() {}) // it cannot time out any more
+	}
+	n := &withinNode[T]{d: d}
+	n.init(l)
+	n.prod = n
+	n.in.init(h, n, &n.core, 0)
+	if l == detached {
+		// A loop-less handle still pending waits for a loop's teardown
+		// (Stop's handle, or derived from it): no loop timer to arm.
+		n.gt = time.AfterFunc(max(d, 0), func() { detached.exec(n.fire) })
+	} else {
+		n.startTimer(&n.t, n, d)
+	}
+	n.onOwnLoop(func() { n.in.registerLive(&n.core) })
+	return &n.Handle
+}
+
+func (n *withinNode[T]) onInput(int) {
+	if n.ended() || n.in.reported {
+		return
+	}
+	n.in.reported = true
+	n.disarm()
+	forward(&n.Handle, n.in.in)
+}
+
+func (n *withinNode[T]) base() *core { return &n.Handle.core }
+
+func (n *withinNode[T]) fire() {
+	if n.ended() {
+		return
+	}
+	n.in.withdraw()
+	var zero T
+	n.settle(zero, fmt.Errorf("%w after %v", ErrTimeout, n.d))
+}
+
+func (n *withinNode[T]) disarm() {
+	if n.gt != nil {
+		n.gt.Stop()
+		return
+	}
+	n.loop.removeTimer(&n.t)
+}
+
+func (n *withinNode[T]) stop() {
+	n.disarm()
+	n.in.withdraw()
+}
