@@ -1,7 +1,6 @@
 package aio
 
 import (
-	"errors"
 	"fmt"
 	"os"
 	"sync"
@@ -237,19 +236,6 @@ func (l *Loop) exec(fn func()) {
 	go l.runDead(fn)
 }
 
-// runDead runs fn and the jobs it queues on the calling goroutine, which
-// becomes the loop's owner for that time. Used once the loop is dead.
-func (l *Loop) runDead(fn func()) {
-	l.deadMu.Lock()
-	prev := l.g.Swap(getg())
-	defer func() { // deferred: a callback's runtime.Goexit must not wedge deadMu
-		l.g.Store(prev)
-		l.deadMu.Unlock()
-	}()
-	l.call(fn)
-	l.drain()
-}
-
 // OnLoop reports whether the caller runs on this loop: its goroutine, or a Do
 // body it is running. It makes no syscall: one atomic load and a compare.
 func (l *Loop) OnLoop() bool { return l != nil && l.g.Load() == getg() }
@@ -282,28 +268,6 @@ func (l *Loop) Stats() Stats {
 	}
 	tcpStats(l, &s)
 	return s
-}
-
-// Stop asks the loop to stop and returns a handle that completes after
-// teardown, in this order: Post and new work fail with ErrStopped; every
-// handle still pending on the loop (timers, promises, Work, Do bodies) is
-// cancelled, so its OnCancel callbacks and cleanups run; the Work pool drains
-// and its goroutines exit; every fd the loop owns is closed; the loop goroutine
-// leaves its locked thread; the slab slot is released; then the handle
-// completes. Stop is idempotent: every call returns the same handle. The
-// handle has no loop (Loop() is nil): wait on it with Wait or Done. It
-// cannot be cancelled (Cancel reports false, and a dependent giving it up,
-// such as a Race won by another input, leaves it alone): a stop is not taken
-// back. It may be
-// called from any goroutine, the loop's own included (then it stops after the
-// current callback).
-func (l *Loop) Stop() *Handle[struct{}] {
-	l.stopOnce.Do(func() {
-		l.markStopping()
-		l.awake.Store(true)
-		_ = l.poller.Wake()
-	})
-	return l.stopH
 }
 
 // call runs a user callback, turning a panic into a report instead of the
@@ -343,49 +307,6 @@ func (l *Loop) run() {
 	unlockThread()
 	l.stopped = true
 	l.finishStop()
-}
-
-// markStopping turns a running loop to stopping: Post and new work are
-// refused from here on.
-func (l *Loop) markStopping() {
-	l.postMu.Lock()
-	if l.state.Load() == stateRunning {
-		l.state.Store(stateStopping)
-	}
-	l.postMu.Unlock()
-}
-
-// errGoexit is what OnPanic is given when a callback called runtime.Goexit.
-var errGoexit = errors.New("aio: runtime.Goexit in a loop callback: the loop stops")
-
-// goexited is deferred by the loop goroutine, and does nothing once the loop
-// has stopped. It acts when the goroutine is leaving other than by Stop: a
-// callback called runtime.Goexit (testing's FailNow in a callback,
-// say), which, unlike a panic, cannot be recovered. The goroutine is lost,
-// but the loop is not left half alive: it is stopped as Stop would stop it,
-// so that its handles end, its fds close, its slot comes back and Stop's
-// handle completes, instead of everything waiting on it hanging; then the
-// Goexit is reported as a panic. A further Goexit during that teardown (in
-// an OnCancel callback, a cleanup, OnPanic) re-enters here and the teardown
-// goes on where it was cut off. The thread stays locked and ends with the
-// goroutine, which may have left it in any state. A Do body's Goexit does
-// not come here (see doNode.pull).
-func (l *Loop) goexited() {
-	if l.stopped {
-		return
-	}
-	if p := recover(); p != nil {
-		panic(p) // not a Goexit: an internal panic must stay fatal
-	}
-	defer l.goexited() // a further Goexit below comes back here
-	l.markStopping()
-	if !l.tornDown {
-		l.teardown()
-		l.tornDown = true
-	}
-	l.stopped = true
-	l.finishStop()
-	l.reportPanic(errGoexit)
 }
 
 // iterate runs one pass of the phases.
