@@ -40,13 +40,13 @@ func Bracket[R, T any](acquire *Handle[R], release func(R), use func(R) *Handle[
 	n.acq.init(acquire, n, &n.core, 0)
 	// Registered even if the bracket already ended: a resource that arrives
 	// after a cancellation must still be released (acquireDone).
-	n.onOwnLoop(func() {
+	n.loop.runInline(func() {
 		k := &n.acq
 		gaveUp := k.reported || n.ended()
 		k.register(&n.core)
 		if gaveUp {
 			k.reported = true
-			k.in.withdrawFrom()
+			k.in.withdrawFrom(k)
 		}
 	})
 	return &n.Handle

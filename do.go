@@ -61,7 +61,7 @@ func Do[T any](l *Loop, body func(co *Co) (T, error)) *Handle[T] {
 	n.co.l, n.co.node, n.co.core = l, n, &n.core
 	n.init(l)
 	n.prod = n
-	n.onOwnLoop(n.start)
+	n.loop.runInline(n.start)
 	return &n.Handle
 }
 
@@ -81,7 +81,7 @@ func (n *doNode[T]) start() {
 		}
 		// Called from another Do body: start from the loop goroutine, as a
 		// job after the current callback.
-		n.loop.jobs.push(job{f: n.start})
+		n.loop.runLater(n.start)
 		return
 	}
 	n.state.CompareAndSwap(uint32(Pending), uint32(Running))
@@ -200,7 +200,7 @@ func (a *awaitLink[T]) inputDone() {
 		a.wakeBody()
 		return
 	}
-	a.co.l.exec(a.wakeBody)
+	a.co.l.runLater(a.wakeBody)
 }
 
 // wakeBody resumes the body if it still waits on this link. On co's loop.
@@ -219,7 +219,7 @@ func (a *awaitLink[T]) withdraw() {
 		return
 	}
 	a.done = true
-	a.in.withdrawFrom()
+	a.in.withdrawFrom(a)
 }
 
 // Await suspends the Do body that co belongs to until h ends, without blocking

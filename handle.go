@@ -205,7 +205,7 @@ func (c *core) schedFinish(cancelled bool) {
 		l.jobs.push(job{c: c})
 		return
 	}
-	l.exec(c.finish)
+	l.runLater(c.finish)
 }
 
 func (c *core) stopProducer() {
@@ -311,23 +311,17 @@ func (c *core) addDep(d dependent, interested bool) {
 	}
 }
 
-// register runs addDep(d, true) on c's loop, from any goroutine.
-func (c *core) register(d dependent) {
-	if c.loop.OnLoop() {
-		c.addDep(d, true)
-		return
-	}
-	c.loop.exec(func() { c.addDep(d, true) })
-}
+// register enters d as an interested dependent of c (addDep(d, true)) from
+// any goroutine: at once on c's loop, else posted (see runInline).
+func (c *core) register(d dependent) { runInlineCall(c.loop, (*core).addInterested, c, d) }
 
-// watch runs addDep(d, false) on c's loop, from any goroutine.
-func (c *core) watch(d dependent) {
-	if c.loop.OnLoop() {
-		c.addDep(d, false)
-		return
-	}
-	c.loop.exec(func() { c.addDep(d, false) })
-}
+// watch enters d as a mere watcher of c (addDep(d, false)) from any
+// goroutine: at once on c's loop, else posted (see runInline).
+func (c *core) watch(d dependent) { runInlineCall(c.loop, (*core).addWatcher, c, d) }
+
+func (c *core) addInterested(d dependent) { c.addDep(d, true) }
+
+func (c *core) addWatcher(d dependent) { c.addDep(d, false) }
 
 // withdraw takes back one dependent's interest in c; when none is left and c
 // is still running, c is cancelled. On c's loop.
@@ -347,17 +341,15 @@ func (c *core) dropIfUnwanted() {
 			c.cancel()
 		}
 	}
-	c.onOwnLoop(drop)
+	c.loop.runInline(drop)
 }
 
-// withdrawFrom withdraws interest in c from any goroutine.
-func (c *core) withdrawFrom() {
-	if c.loop.OnLoop() {
-		c.withdraw()
-		return
-	}
-	c.loop.exec(c.withdraw)
-}
+// withdrawFrom takes back d's interest in c (see withdraw) from any
+// goroutine: at once on c's loop, else posted (see runInline). It mirrors
+// register(d); interest is a count, so d is not looked up.
+func (c *core) withdrawFrom(d dependent) { runInlineCall(c.loop, (*core).withdrawFor, c, d) }
+
+func (c *core) withdrawFor(dependent) { c.withdraw() }
 
 // Done returns a channel closed once the handle is terminal and all its
 // cleanups have run.
@@ -379,7 +371,7 @@ func (h *Handle[T]) Done() <-chan struct{} {
 // collected without finishing, abandoning its record closes the channel
 // (after the cleanups), so the waiter is not stuck forever.
 func (c *core) keepDone(ch *chan struct{}) {
-	c.onOwnLoop(func() {
+	c.loop.runInline(func() {
 		if c.finished {
 			return
 		}
@@ -447,21 +439,16 @@ func (h *Handle[T]) OnCancel(fn func()) *Handle[T] {
 		return h
 	}
 	c := &h.core
-	add := func() {
+	c.loop.runInline(func() {
 		if c.finished {
 			if c.state.Load() == uint32(Cancelled) {
-				c.loop.jobs.push(job{f: fn})
+				c.loop.runLater(fn)
 			}
 			return
 		}
 		x := c.extra()
 		x.onCancel = append(x.onCancel, fn)
-	}
-	if c.loop.OnLoop() {
-		add()
-	} else {
-		c.loop.exec(add)
-	}
+	})
 	return h
 }
 
@@ -475,18 +462,14 @@ func (h *Handle[T]) OnCleanup(fn func()) {
 	if fn == nil {
 		return
 	}
-	c := &h.core
-	if c.loop.OnLoop() {
-		c.addCleanup(fn)
-		return
-	}
-	c.loop.exec(func() { c.addCleanup(fn) })
+	runInlineCall(h.loop, (*core).addCleanup, &h.core, fn)
 }
 
+// addCleanup registers fn as a resource cleanup of c. On the loop.
 func (c *core) addCleanup(fn func()) {
 	c.loop.checkOnLoop()
 	if c.finished {
-		c.loop.jobs.push(job{f: fn})
+		c.loop.runLater(fn)
 		return
 	}
 	r := c.track()

@@ -27,7 +27,7 @@ func (k *link[T]) inputDone() {
 		k.node.onInput(k.idx)
 		return
 	}
-	k.dst.exec(func() { k.node.onInput(k.idx) })
+	k.dst.runLater(func() { k.node.onInput(k.idx) })
 }
 
 // init points k at in. It may run on any goroutine, before the sink is
@@ -75,22 +75,12 @@ func (k *link[T]) withdraw() {
 	}
 	k.reported = true
 	if k.registered {
-		k.in.withdrawFrom()
+		k.in.withdrawFrom(k)
 		return
 	}
 	// Given up before its registration ran (the sink was cancelled right
 	// after it was built off its loop): as a register then a withdraw would.
 	k.in.dropIfUnwanted()
-}
-
-// onOwnLoop runs fn on c's loop: at once when called there, else posted.
-// Sinks built by user code on any goroutine register their links through it.
-func (c *core) onOwnLoop(fn func()) {
-	if c.loop.OnLoop() {
-		fn()
-		return
-	}
-	c.loop.exec(fn)
 }
 
 // adoptCrossLoop tracks c as a producer of its loop, once. On c's loop (a
@@ -135,7 +125,7 @@ func attachInputs[T any](self *core, node sink, links []link[T], hs []*Handle[T]
 	for i, h := range hs {
 		links[i].init(h, node, self, i)
 	}
-	self.onOwnLoop(func() { registerAll(self, links) })
+	runInlineCall(self.loop, registerAll[T], self, links)
 }
 
 // registerAll registers every link of a sink, unless it already ended (then

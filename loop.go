@@ -219,22 +219,75 @@ func (l *Loop) enqueue(fn func(), max int32) error {
 	return nil
 }
 
-// exec runs fn as loop-owned code: as a job after the current callback when
-// called on the loop, posted when called elsewhere. Once the loop is dead (and
-// for handles with no loop), fn runs on a goroutine of its own, serialised
-// with any other such work by deadMu: never inside the caller's call, so a
-// continuation registered on a finished loop-less handle still runs after the
-// call that registers it, as everywhere else.
-func (l *Loop) exec(fn func()) {
+// Loop-owned code (handle state, timers, sockets, user callbacks) runs only on
+// its loop. Code that may run elsewhere gets there with runInline, runLater
+// or runInlineCall; these are the only ways, so the rules for a stopping or
+// dead loop live in one place:
+//
+//   - on the loop, runInline runs fn now, inside the call; runLater queues fn
+//     as a job that runs after the current callback, before the loop polls
+//     again (a Do body counts as on the loop);
+//   - elsewhere, both post fn, and it runs on the loop in a later iteration;
+//     the post is accepted while the loop is stopping (it is internal work,
+//     unlike Post), so teardown still sees it;
+//   - once the loop is dead (and always for handles with no loop, whose
+//     pseudo-loop is dead from the start), both run fn on a goroutine of its
+//     own, serialised with any other such work by deadMu: never inside the
+//     caller's call, so a continuation registered on a finished loop-less
+//     handle still runs after the call that registers it, as everywhere else.
+//
+// Use runInline where the caller's next steps on the loop must see fn's effect
+// (registering a dependent before the caller settles anything), runLater
+// where fn must not run inside the call (a notification, a user callback).
+
+// runInline runs fn on l: now when called on the loop, else posted (see
+// above). Off the loop fn may run before or after runInline returns.
+func (l *Loop) runInline(fn func()) {
+	if l.OnLoop() {
+		fn()
+		return
+	}
+	l.post(fn)
+}
+
+// runLater runs fn on l, never inside this call: as a job after the current
+// callback when called on the loop, else posted (see above).
+func (l *Loop) runLater(fn func()) {
 	if l.OnLoop() {
 		l.jobs.push(job{f: fn})
 		return
 	}
+	l.post(fn)
+}
+
+// runInlineCall is l.runInline(func() { fn(r, a) }) for the hot paths: the
+// closure that binds r and a is made only when the call has to be posted, so
+// on the loop it allocates nothing (a closure passed to runInline escapes,
+// and Go allocates it on every path). fn is a method expression or a function
+// that captures nothing, such as (*core).addCleanup.
+func runInlineCall[R, A any](l *Loop, fn func(R, A), r R, a A) {
+	if l.OnLoop() {
+		fn(r, a)
+		return
+	}
+	l.post(func() { fn(r, a) })
+}
+
+// post is the off-loop half of runInline and runLater: queue fn for the loop,
+// even a stopping one, or run it on a goroutine of its own once the loop is
+// dead.
+func (l *Loop) post(fn func()) {
 	if l.enqueue(fn, stateStopping) == nil {
 		return
 	}
 	go l.runDead(fn)
 }
+
+// exec is runLater.
+//
+// Deprecated: TODO(merge): tcp*.go and track.go still call exec; rewire them
+// to runLater (or runInline where the call may run at once) and delete exec.
+func (l *Loop) exec(fn func()) { l.runLater(fn) }
 
 // OnLoop reports whether the caller runs on this loop: its goroutine, or a Do
 // body it is running. It makes no syscall: one atomic load and a compare.

@@ -88,10 +88,13 @@ func New[T any](l *Loop, start func(resolve func(T), reject func(error))) *Handl
 	}
 	h := &Handle[T]{}
 	h.init(l)
+	// runInline spelled out: runInlineCall would cost an allocation on the
+	// loop, since the func value of a method of a generic type carries its
+	// dictionary and is allocated when it escapes.
 	if l.OnLoop() {
 		h.start(start)
 	} else {
-		l.exec(func() { h.start(start) })
+		l.runLater(func() { h.start(start) })
 	}
 	return h
 }

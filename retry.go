@@ -39,7 +39,7 @@ func Retry[T any](l *Loop, attempts int, base time.Duration, fn func() *Handle[T
 	n.prod = n
 	n.t.owner = n
 	n.t.index = -1
-	n.onOwnLoop(n.fire)
+	n.loop.runInline(n.fire)
 	return &n.Handle
 }
 

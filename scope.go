@@ -42,11 +42,7 @@ func Adopt[T any](s *Scope, h *Handle[T]) *Handle[T] {
 		return h
 	}
 	a := &adoption{s: s, child: h, c: &h.core, idx: -1}
-	if s.loop.OnLoop() {
-		s.add(a)
-	} else {
-		s.loop.exec(func() { s.add(a) })
-	}
+	runInlineCall(s.loop, (*Scope).add, s, a)
 	return h
 }
 
@@ -70,7 +66,7 @@ func (a *adoption) inputDone() {
 		a.s.remove(a)
 		return
 	}
-	a.s.loop.exec(func() { a.s.remove(a) })
+	a.s.loop.runLater(func() { a.s.remove(a) })
 }
 
 // remove takes a out of the children by swapping the last one into its place.
@@ -139,7 +135,7 @@ func WithScope[T any](l *Loop, fn func(s *Scope) *Handle[T]) *Handle[T] {
 	n.s.owner = &n.core
 	n.init(l)
 	n.prod = n
-	n.onOwnLoop(n.start)
+	n.loop.runInline(n.start)
 	return &n.Handle
 }
 

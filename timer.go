@@ -147,7 +147,7 @@ func (l *Loop) armTimer(c *core, t *timer) {
 		l.addTimer(t)
 		return
 	}
-	l.exec(func() {
+	l.runLater(func() {
 		switch {
 		case c.finished || statusOf(c.state.Load()).Terminal():
 		case l.state.Load() == stateDead:

@@ -37,11 +37,11 @@ func Within[T any](h *Handle[T], d time.Duration) *Handle[T] {
 	if l == detached {
 		// A loop-less handle still pending waits for a loop's teardown
 		// (Stop's handle, or derived from it): no loop timer to arm.
-		n.gt = time.AfterFunc(max(d, 0), func() { detached.exec(n.fire) })
+		n.gt = time.AfterFunc(max(d, 0), func() { detached.runLater(n.fire) })
 	} else {
 		n.startTimer(&n.t, n, d)
 	}
-	n.onOwnLoop(func() { n.in.registerLive(&n.core) })
+	n.loop.runInline(func() { n.in.registerLive(&n.core) })
 	return &n.Handle
 }
 
