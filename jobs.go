@@ -1,14 +1,30 @@
 package aio
 
-// job is one unit of loop-owned work queued during a callback: the terminal
-// transition of a handle (c), a late notification of a dependent registered on
-// a handle that had already finished (d), or a plain function (f). Exactly one
-// field is set.
+// job is one unit of loop-owned work queued during a callback, run by drain
+// after the callback returns. Exactly one field is set:
+//
+//   - c: the terminal transition of a handle (c.finish);
+//   - d: the late notification of a dependent registered on a handle that
+//     had already finished (d.inputDone);
+//   - t: any other internal work (t.runTask);
+//   - f: a function, run like a callback: a panic in it is recovered and
+//     reported (runLater queues its fn here).
+//
+// c, d and t hold pointers the caller already has, so queueing them costs
+// no allocation; f costs one when it is a method value or a closure made for
+// the purpose.
 type job struct {
 	c *core
 	d dependent
+	t task
 	f func()
 }
+
+// task is internal loop work queued without an allocation: job{t: p} for a
+// pointer p whose runTask does the work. runTask runs on the loop, after the
+// callback that queued it, and must not panic (user code it calls goes
+// through Loop.call or a guard of its own).
+type task interface{ runTask() }
 
 // jobQueue is the loop's work queue: a growable ring, FIFO. Propagation through
 // the handle graph pushes here instead of recursing, so a chain of a million
@@ -60,6 +76,8 @@ func (l *Loop) drain() {
 			j.c.finish()
 		case j.d != nil:
 			j.d.inputDone()
+		case j.t != nil:
+			j.t.runTask()
 		default:
 			l.call(j.f)
 		}
