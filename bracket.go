@@ -46,7 +46,7 @@ func Bracket[R, T any](acquire *Handle[R], release func(R), use func(R) *Handle[
 		k.register(&n.core)
 		if gaveUp {
 			k.reported = true
-			k.in.withdrawFrom(k)
+			k.in.unregister(k)
 		}
 	})
 	return &n.Handle

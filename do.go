@@ -22,13 +22,14 @@ type Co struct {
 	node interface{ resume() } // the Do handle, to resume it; immutable
 	core *core                 // the Do handle's core; immutable
 
-	cancelled bool      // the Do handle was cancelled: Await returns ErrCancelled
-	waiting   withdrawn // what the body is suspended on, to withdraw on cancel
-	wake      bool      // the awaited handle ended (vs. resumed by cancellation)
+	cancelled bool         // the Do handle was cancelled: Await returns ErrCancelled
+	waiting   pendingAwait // what the body is suspended on, to withdraw on cancel
+	wake      bool         // the awaited handle ended (vs. resumed by cancellation)
 }
 
-// withdrawn is an await in progress, seen untyped.
-type withdrawn interface{ withdraw() }
+// pendingAwait is an await in progress (an *awaitLink), seen untyped: all
+// a cancelled Do handle needs of it is to withdraw.
+type pendingAwait interface{ withdraw() }
 
 // doNode is the handle of Do.
 type doNode[T any] struct {
@@ -37,9 +38,9 @@ type doNode[T any] struct {
 	body     func(*Co) (T, error)
 	next     func() (struct{}, bool) // resumes the body; loop goroutine only
 	stopPull func()
-	val      T
-	err      error
-	ended    bool // the body returned
+	bodyVal  T     // what the body returned, until the handle settles with it
+	bodyErr  error // likewise
+	bodyDone bool  // the body returned (or called runtime.Goexit)
 }
 
 // Do runs body on the loop as a coroutine: plain sequential Go code that
@@ -98,9 +99,9 @@ func (n *doNode[T]) start() {
 		returned := false
 		defer func() {
 			co.leave()
-			n.ended = true
+			n.bodyDone = true
 			if !returned {
-				n.err = ErrGoexit
+				n.bodyErr = ErrGoexit
 				// iter.Pull would re-raise the Goexit on the loop goroutine
 				// (in next), killing the loop. A panic started during Goexit
 				// and recovered (by iter.Pull) lets the coroutine finish
@@ -108,7 +109,7 @@ func (n *doNode[T]) start() {
 				panic(goexitInBody{})
 			}
 		}()
-		n.val, n.err = callValue(func() (T, error) { return body(co) })
+		n.bodyVal, n.bodyErr = callValue(func() (T, error) { return body(co) })
 		returned = true
 	})
 	n.resume()
@@ -137,16 +138,16 @@ func (n *doNode[T]) pull() {
 // resume runs the body until it awaits again or returns. On the loop
 // goroutine.
 func (n *doNode[T]) resume() {
-	if n.ended || n.next == nil || !n.loop.onLoopThread() {
+	if n.bodyDone || n.next == nil || !n.loop.onLoopThread() {
 		return
 	}
 	n.pull()
-	if n.ended {
+	if n.bodyDone {
 		n.stopPull()
 		n.next = nil
-		v, err := n.val, n.err
+		v, err := n.bodyVal, n.bodyErr
 		var zero T
-		n.val, n.err = zero, nil
+		n.bodyVal, n.bodyErr = zero, nil
 		n.settle(v, err)
 	}
 }
@@ -205,7 +206,7 @@ func (a *awaitLink[T]) inputDone() {
 
 // wakeBody resumes the body if it still waits on this link. On co's loop.
 func (a *awaitLink[T]) wakeBody() {
-	if a.done || a.co.waiting != withdrawn(a) {
+	if a.done || a.co.waiting != pendingAwait(a) {
 		return
 	}
 	a.done = true
@@ -219,7 +220,7 @@ func (a *awaitLink[T]) withdraw() {
 		return
 	}
 	a.done = true
-	a.in.withdrawFrom(a)
+	a.in.unregister(a)
 }
 
 // Await suspends the Do body that co belongs to until h ends, without blocking

@@ -344,10 +344,10 @@ func (c *core) dropIfUnwanted() {
 	c.loop.runInline(drop)
 }
 
-// withdrawFrom takes back d's interest in c (see withdraw) from any
+// unregister takes back d's interest in c (see withdraw) from any
 // goroutine: at once on c's loop, else posted (see runInline). It mirrors
 // register(d); interest is a count, so d is not looked up.
-func (c *core) withdrawFrom(d dependent) { runInlineCall(c.loop, (*core).withdrawFor, c, d) }
+func (c *core) unregister(d dependent) { runInlineCall(c.loop, (*core).withdrawFor, c, d) }
 
 func (c *core) withdrawFor(dependent) { c.withdraw() }
 

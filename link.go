@@ -75,7 +75,7 @@ func (k *link[T]) withdraw() {
 	}
 	k.reported = true
 	if k.registered {
-		k.in.withdrawFrom(k)
+		k.in.unregister(k)
 		return
 	}
 	// Given up before its registration ran (the sink was cancelled right

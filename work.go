@@ -84,9 +84,9 @@ func (p *workPool) close() {
 // workNode is the handle of Work.
 type workNode[T any] struct {
 	Handle[T]
-	fn     func(ctx context.Context) (T, error)
-	ctx    context.Context
-	cancel context.CancelFunc
+	fn        func(ctx context.Context) (T, error)
+	ctx       context.Context
+	ctxCancel context.CancelFunc // cancels ctx (not the handle: that is Cancel)
 }
 
 // Work runs fn on the loop's work pool (Config.WorkPool goroutines), off the
@@ -102,11 +102,11 @@ func Work[T any](l *Loop, fn func(ctx context.Context) (T, error)) *Handle[T] {
 	n := &workNode[T]{fn: fn}
 	n.init(l)
 	n.prod = n
-	n.ctx, n.cancel = context.WithCancel(context.Background())
+	n.ctx, n.ctxCancel = context.WithCancel(context.Background())
 	n.state.Store(uint32(Running))
 	n.adoptSelf()
 	if !l.pool.submit(n) {
-		n.cancel()
+		n.ctxCancel()
 		var zero T
 		n.settle(zero, ErrStopped)
 	}
@@ -115,7 +115,7 @@ func Work[T any](l *Loop, fn func(ctx context.Context) (T, error)) *Handle[T] {
 
 // runWork runs on a pool goroutine.
 func (n *workNode[T]) runWork() {
-	defer n.cancel() // release the context's resources in every path
+	defer n.ctxCancel() // release the context's resources in every path
 	if n.state.Load() != uint32(Running) {
 		return
 	}
@@ -123,7 +123,7 @@ func (n *workNode[T]) runWork() {
 	n.settle(v, err)
 }
 
-func (n *workNode[T]) stop() { n.cancel() }
+func (n *workNode[T]) stop() { n.ctxCancel() }
 
 // callCtx calls fn(ctx), turning a panic into a *PanicError.
 func callCtx[T any](fn func(context.Context) (T, error), ctx context.Context) (v T, err error) {
