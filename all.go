@@ -31,10 +31,10 @@ func All[T any](hs ...*Handle[T]) *Handle[[]T] {
 
 func (n *allNode[T]) onInput(i int) {
 	k := &n.links[i]
-	if n.ended() || k.reported {
+	if n.ended() || k.done {
 		return
 	}
-	k.reported = true
+	k.done = true
 	in := k.in
 	switch in.state.Load() {
 	case uint32(Completed):

@@ -42,10 +42,10 @@ func Bracket[R, T any](acquire *Handle[R], release func(R), use func(R) *Handle[
 	// after a cancellation must still be released (acquireDone).
 	n.loop.runInline(func() {
 		k := &n.acq
-		gaveUp := k.reported || n.ended()
+		gaveUp := k.done || n.ended()
 		k.register(&n.core)
 		if gaveUp {
-			k.reported = true
+			k.done = true
 			k.in.unregister(k)
 		}
 	})
@@ -64,10 +64,10 @@ func (n *bracketNode[R, T]) onInput(idx int) {
 		n.unhold(&n.holdUse)
 		return
 	}
-	if n.use.reported {
+	if n.use.done {
 		return
 	}
-	n.use.reported = true
+	n.use.done = true
 	if n.ended() {
 		// Cancelled from another goroutine, its terminal transition still
 		// queued: use has ended, so stop releases at once instead of
@@ -88,17 +88,17 @@ func (n *bracketNode[R, T]) acquireDone() {
 	if completed {
 		n.res, n.acquired = in.val, true
 	}
-	if n.ended() || n.acq.reported {
+	if n.ended() || n.acq.done {
 		// Cancelled while acquiring: give back a resource that arrived
 		// anyway. If the terminal transition is still queued (a Cancel
 		// from another goroutine), the report marks acquire as consumed,
 		// so that stop does not hold for a report that has come already.
-		n.acq.reported = true
+		n.acq.done = true
 		_ = n.doRelease()
 		n.unhold(&n.holdAcq)
 		return
 	}
-	n.acq.reported = true
+	n.acq.done = true
 	if !completed {
 		forwardFailure(&n.Handle, in)
 		return
@@ -135,12 +135,12 @@ func (n *bracketNode[R, T]) doRelease() error {
 // stop runs when the result is cancelled: withdraw from what runs and hold
 // the terminal transition until it has ended (see onInput).
 func (n *bracketNode[R, T]) stop() {
-	if !n.acq.reported {
+	if !n.acq.done {
 		n.hold(&n.holdAcq)
 		n.acq.withdraw()
 		return
 	}
-	if n.use.registered && !n.use.reported {
+	if n.use.registered && !n.use.done {
 		n.hold(&n.holdUse)
 		n.use.withdraw()
 		return

@@ -18,7 +18,7 @@ type link[T any] struct {
 	node       sink       // immutable
 	dst        *Loop      // the sink's loop; immutable
 	idx        int        // immutable
-	reported   bool       // the sink has consumed or withdrawn from this input; sink's loop
+	done       bool       // the sink is done with this input: consumed its outcome or withdrew; sink's loop
 	registered bool       // register ran; sink's loop
 }
 
@@ -56,7 +56,7 @@ func (k *link[T]) register(self *core) {
 // registerLive registers k unless the sink already ended or gave k up. On the
 // sink's loop.
 func (k *link[T]) registerLive(self *core) {
-	if !self.ended() && !k.reported {
+	if !self.ended() && !k.done {
 		k.register(self)
 	}
 }
@@ -70,10 +70,10 @@ func (k *link[T]) attach(in *Handle[T], node sink, self *core, idx int) {
 // withdraw takes back the sink's interest in its input if it has not
 // consumed it yet. On the sink's loop.
 func (k *link[T]) withdraw() {
-	if k.in == nil || k.reported {
+	if k.in == nil || k.done {
 		return
 	}
-	k.reported = true
+	k.done = true
 	if k.registered {
 		k.in.unregister(k)
 		return

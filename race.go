@@ -45,10 +45,10 @@ func race[T any](hs []*Handle[T], anyMode bool) *Handle[T] {
 
 func (n *raceNode[T]) onInput(i int) {
 	k := &n.links[i]
-	if n.ended() || k.reported {
+	if n.ended() || k.done {
 		return
 	}
-	k.reported = true
+	k.done = true
 	in := k.in
 	n.left--
 	switch st := in.state.Load(); {

@@ -67,10 +67,10 @@ func (n *retryNode[T]) fire() {
 }
 
 func (n *retryNode[T]) onInput(idx int) {
-	if n.ended() || idx != n.attempt || n.cur.reported {
+	if n.ended() || idx != n.attempt || n.cur.done {
 		return
 	}
-	n.cur.reported = true
+	n.cur.done = true
 	in := n.cur.in
 	if in.state.Load() != uint32(Failed) {
 		forward(&n.Handle, in)

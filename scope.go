@@ -162,10 +162,10 @@ func (n *scopeNode[T]) start() {
 }
 
 func (n *scopeNode[T]) onInput(int) {
-	if n.ended() || n.inner.reported {
+	if n.ended() || n.inner.done {
 		return
 	}
-	n.inner.reported = true
+	n.inner.done = true
 	n.s.close()
 	forward(&n.Handle, n.inner.in)
 }

@@ -127,10 +127,10 @@ func (n *thenAsyncNode[T, U]) inputDone() {
 }
 
 func (n *thenAsyncNode[T, U]) onInput(int) {
-	if n.ended() || n.inner.reported {
+	if n.ended() || n.inner.done {
 		return
 	}
-	n.inner.reported = true
+	n.inner.done = true
 	forward(&n.Handle, n.inner.in)
 }
 

@@ -46,10 +46,10 @@ func Within[T any](h *Handle[T], d time.Duration) *Handle[T] {
 }
 
 func (n *withinNode[T]) onInput(int) {
-	if n.ended() || n.in.reported {
+	if n.ended() || n.in.done {
 		return
 	}
-	n.in.reported = true
+	n.in.done = true
 	n.disarm()
 	forward(&n.Handle, n.in.in)
 }
