@@ -167,12 +167,12 @@ func (n *doNode[T]) stop() {
 func (co *Co) enter() {
 	g := getg()
 	co.g.Store(g)
-	co.prev = co.l.g.Swap(g)
+	co.prev = co.l.ownerG.Swap(g)
 }
 
 // leave hands the loop back to the goroutine that resumed the body.
 func (co *Co) leave() {
-	co.l.g.Store(co.prev)
+	co.l.ownerG.Store(co.prev)
 	co.g.Store(0)
 }
 

@@ -330,8 +330,8 @@ func rescueStop(t *testing.T, l *Loop) {
 		}
 		l.postMu.Unlock()
 		g := getg()
-		l.threadG.Store(g)
-		l.g.Store(g)
+		l.loopG.Store(g)
+		l.ownerG.Store(g)
 		l.teardown()
 		l.finishStop()
 	}()

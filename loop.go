@@ -66,20 +66,22 @@ type Loop struct {
 	state  atomic.Int32 // stateRunning..stateDead, stored under postMu
 	awake  atomic.Bool  // false only while the loop blocks (or is about to) in the poller
 
-	// Identity of the goroutine allowed to run loop-owned code: the loop
-	// goroutine, a Do body the loop is running, or after the loop died whoever
-	// holds deadMu. Any goroutine reads it; only that goroutine changes it.
-	g      atomic.Uintptr
+	// ownerG is the goroutine OnLoop compares against: the one allowed to
+	// run loop-owned code. That is the loop goroutine, or a Do body the loop
+	// is running, or, after the loop died, whoever holds deadMu. Any
+	// goroutine reads it; only the owner changes it.
+	ownerG atomic.Uintptr
 	deadMu sync.Mutex // serialises inline execution once the loop is dead
 	rest   []func()   // posted callbacks still to run as the loop turns dead; loop goroutine, under deadMu
 
 	// Teardown progress, for a teardown cut off by a callback's Goexit and
 	// resumed by goexited. Owned by the loop goroutine.
 	tornDown, stopped bool
-	// threadG is the loop goroutine itself while it runs (0 before and
-	// after): the only goroutine that may create and resume Do coroutines,
-	// which the runtime pins to the thread that created them.
-	threadG atomic.Uintptr
+	// loopG is the loop's own goroutine while it runs (0 before and after),
+	// even while a Do body is the owner: the only goroutine that may create
+	// and resume Do coroutines, which the runtime pins to the thread that
+	// created them. Any goroutine reads it; the loop goroutine writes it.
+	loopG atomic.Uintptr
 
 	// Owned by the loop goroutine.
 	ready      []func() // batch taken from postQ
@@ -291,11 +293,11 @@ func (l *Loop) exec(fn func()) { l.runLater(fn) }
 
 // OnLoop reports whether the caller runs on this loop: its goroutine, or a Do
 // body it is running. It makes no syscall: one atomic load and a compare.
-func (l *Loop) OnLoop() bool { return l != nil && l.g.Load() == getg() }
+func (l *Loop) OnLoop() bool { return l != nil && l.ownerG.Load() == getg() }
 
 // onLoopThread reports whether the caller is the loop goroutine itself (not a
 // Do body, not an inline runner of a dead loop).
-func (l *Loop) onLoopThread() bool { return l.threadG.Load() == getg() }
+func (l *Loop) onLoopThread() bool { return l.loopG.Load() == getg() }
 
 // Now returns the loop's cached monotonic time (libuv's uv_now): the time
 // since the loop started, read once per iteration before timers run. Meant for
@@ -349,8 +351,8 @@ func (l *Loop) reportPanic(v any) {
 // run is the loop goroutine.
 func (l *Loop) run() {
 	lockThread()
-	l.g.Store(getg())
-	l.threadG.Store(getg())
+	l.ownerG.Store(getg())
+	l.loopG.Store(getg())
 	defer l.goexited()
 	for l.state.Load() == stateRunning {
 		l.iterate()

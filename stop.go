@@ -132,8 +132,8 @@ func (l *Loop) turnDead() {
 	l.rest = nil
 	// The loop goroutine gives up ownership while it still holds deadMu, so
 	// a dead-loop runner can never save and restore its identity.
-	l.threadG.Store(0)
-	l.g.Store(0)
+	l.loopG.Store(0)
+	l.ownerG.Store(0)
 }
 
 // closeFDs closes every fd still registered with the loop.
@@ -165,9 +165,9 @@ func (l *Loop) finishStop() {
 // becomes the loop's owner for that time. Used once the loop is dead.
 func (l *Loop) runDead(fn func()) {
 	l.deadMu.Lock()
-	prev := l.g.Swap(getg())
+	prev := l.ownerG.Swap(getg())
 	defer func() { // deferred: a callback's runtime.Goexit must not wedge deadMu
-		l.g.Store(prev)
+		l.ownerG.Store(prev)
 		l.deadMu.Unlock()
 	}()
 	l.call(fn)
