@@ -137,7 +137,7 @@ func TestGoexitMidTransitionDoesNotSpinTeardown(t *testing.T) {
 		// pass finds nothing and the loop stops. The handle itself cannot
 		// be collected instead: the Goexit's frames, finishRest's with its
 		// core, stay on the stack under the guard.
-		_ = l.enqueue(func() { p.h.x.rec.finish() }, stateStopping)
+		_ = l.enqueue(func() { p.h.rare.rec.finish() }, stateStopping)
 		_, _ = l.Stop().Wait(testCtx(t))
 	}, "Stop's handle did not complete: teardown spun on the record of a handle whose transition a Goexit cut short")
 	require.True(t, cleaned.Load(), "the handle's cleanup never ran")

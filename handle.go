@@ -25,9 +25,9 @@ type core struct {
 	done atomic.Pointer[chan struct{}] // lazily made Done channel; closedDone once finished; any goroutine
 
 	// Owned by the loop.
-	dep0 dependent  // first dependent, inline: most handles have one
-	prod producer   // what to stop when cancelled; nil if nothing
-	x    *coreExtra // what few handles need, allocated on first use
+	dep0 dependent // first dependent, inline: most handles have one
+	prod producer  // what to stop when cancelled; nil if nothing
+	rare *coreRare // what few handles need, allocated on first use
 
 	// waitLoop is the loop whose teardown completes this handle (Stop's
 	// handle and the handles derived from it one input at a time, see
@@ -36,9 +36,9 @@ type core struct {
 	waitLoop *Loop
 }
 
-// coreExtra holds the fields most handles never use, so that the common
+// coreRare holds the fields most handles never use, so that the common
 // handle (and a Then link) stays small: 72 bytes of core. Owned by the loop.
-type coreExtra struct {
+type coreRare struct {
 	deps     []dependent // dependents after the first
 	onCancel []func()
 	rec      *record // cleanups and weak tracking
@@ -46,13 +46,13 @@ type coreExtra struct {
 	deferred bool    // finish stopped at the producer, waiting for holds
 }
 
-// extra returns c's coreExtra, allocating it on first use. On the loop (or
-// before the handle is shared).
-func (c *core) extra() *coreExtra {
-	if c.x == nil {
-		c.x = &coreExtra{}
+// rareFields returns c's coreRare, allocating it on first use. On the loop
+// (or before the handle is shared).
+func (c *core) rareFields() *coreRare {
+	if c.rare == nil {
+		c.rare = &coreRare{}
 	}
-	return c.x
+	return c.rare
 }
 
 // dependent is a handle waiting on another: its inputDone runs on the input's
@@ -225,7 +225,7 @@ func (c *core) finish() {
 	if c.state.Load() == uint32(Cancelled) {
 		c.stopProducer()
 	}
-	if x := c.x; x != nil && x.holds > 0 {
+	if x := c.rare; x != nil && x.holds > 0 {
 		// The producer must see something end before the rest (a Bracket
 		// waits for its use to end to release, a scope for its children to
 		// finish): resumed by unhold.
@@ -239,7 +239,7 @@ func (c *core) finish() {
 // stopped: OnCancel callbacks, dependents, cleanups, Done. On the loop.
 func (c *core) finishRest() {
 	l := c.loop
-	x := c.x
+	x := c.rare
 	if x != nil && c.state.Load() == uint32(Cancelled) {
 		for _, fn := range x.onCancel {
 			l.call(fn)
@@ -271,7 +271,7 @@ func (c *core) finishRest() {
 func (c *core) hold(flag *bool) {
 	if !*flag {
 		*flag = true
-		c.extra().holds++
+		c.rareFields().holds++
 	}
 }
 
@@ -282,7 +282,7 @@ func (c *core) unhold(flag *bool) {
 		return
 	}
 	*flag = false
-	x := c.x
+	x := c.rare
 	if x.holds--; x.holds == 0 && x.deferred {
 		x.deferred = false
 		c.finishRest()
@@ -306,7 +306,7 @@ func (c *core) addDep(d dependent, interested bool) {
 	if c.dep0 == nil {
 		c.dep0 = d
 	} else {
-		x := c.extra()
+		x := c.rareFields()
 		x.deps = append(x.deps, d)
 	}
 }
@@ -446,7 +446,7 @@ func (h *Handle[T]) OnCancel(fn func()) *Handle[T] {
 			}
 			return
 		}
-		x := c.extra()
+		x := c.rareFields()
 		x.onCancel = append(x.onCancel, fn)
 	})
 	return h

@@ -40,7 +40,7 @@ type recordList struct {
 // loop.
 func (c *core) track() *record {
 	c.loop.checkOnLoop()
-	x := c.extra()
+	x := c.rareFields()
 	if x.rec != nil {
 		return x.rec
 	}
@@ -274,7 +274,7 @@ func (l *Loop) cancelPending() bool {
 			// not yet finished has its finish job queued already.
 			found = true
 			c.cancel()
-		case c.x != nil && c.x.deferred:
+		case c.rare != nil && c.rare.deferred:
 			// Held (a Bracket's use, a scope's children): the rest of its
 			// transition comes when they end.
 			found = true
