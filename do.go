@@ -190,10 +190,10 @@ func (co *Co) Loop() *Loop { return co.l }
 
 // awaitLink resumes a suspended body when the awaited handle ends.
 type awaitLink[T any] struct {
-	co   *Co
-	in   *Handle[T]
-	node interface{ resume() }
-	done bool // the body was woken by this link or stopped waiting; co's loop
+	co   *Co                   // immutable
+	in   *Handle[T]            // immutable
+	node interface{ resume() } // immutable
+	done bool                  // the body was woken by this link or stopped waiting; co's loop
 }
 
 func (a *awaitLink[T]) inputDone() {
@@ -206,6 +206,7 @@ func (a *awaitLink[T]) inputDone() {
 
 // wakeBody resumes the body if it still waits on this link. On co's loop.
 func (a *awaitLink[T]) wakeBody() {
+	a.co.l.checkOnLoop()
 	if a.done || a.co.waiting != pendingAwait(a) {
 		return
 	}

@@ -36,8 +36,9 @@ type core struct {
 	waitLoop *Loop
 }
 
-// coreRare holds the fields most handles never use, so that the common
-// handle (and a Then link) stays small: 72 bytes of core. Owned by the loop.
+// coreRare holds the fields most handles never use, allocated on first use,
+// so that the common handle (and a Then link, one allocation) stays small.
+// Owned by the loop.
 type coreRare struct {
 	deps     []dependent // dependents after the first
 	onCancel []func()
@@ -239,6 +240,7 @@ func (c *core) finish() {
 // stopped: OnCancel callbacks, dependents, cleanups, Done. On the loop.
 func (c *core) finishRest() {
 	l := c.loop
+	l.checkOnLoop()
 	x := c.rare
 	if x != nil && c.state.Load() == uint32(Cancelled) {
 		for _, fn := range x.onCancel {
@@ -269,6 +271,7 @@ func (c *core) finishRest() {
 // hold delays the rest of c's terminal transition, if it is cancelled, until
 // unhold: the flag records that this holder holds. On the loop.
 func (c *core) hold(flag *bool) {
+	c.loop.checkOnLoop()
 	if !*flag {
 		*flag = true
 		c.rareFields().holds++
@@ -278,6 +281,7 @@ func (c *core) hold(flag *bool) {
 // unhold releases a hold and, with none left, completes a deferred terminal
 // transition. On the loop.
 func (c *core) unhold(flag *bool) {
+	c.loop.checkOnLoop()
 	if !*flag {
 		return
 	}

@@ -46,6 +46,7 @@ func (k *link[T]) init(in *Handle[T], node sink, self *core, idx int) {
 // its own loop is concerned (nothing on its loop will finish it), so it is
 // tracked for Stop.
 func (k *link[T]) register(self *core) {
+	self.loop.checkOnLoop()
 	k.registered = true
 	k.in.register(k)
 	if k.in.loop != self.loop {
@@ -73,6 +74,7 @@ func (k *link[T]) withdraw() {
 	if k.in == nil || k.done {
 		return
 	}
+	k.dst.checkOnLoop()
 	k.done = true
 	if k.registered {
 		k.in.unregister(k)

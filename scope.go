@@ -6,8 +6,8 @@ package aio
 // leaves the scope by itself when it finishes, so a long-lived scope (a
 // connection serving many requests) holds only what is still running.
 type Scope struct {
-	loop  *Loop
-	owner *core // WithScope's handle, whose terminal transition waits for the children; nil for other scopes
+	loop  *Loop // immutable
+	owner *core // WithScope's handle, whose terminal transition waits for the children; nil for other scopes; immutable
 	// Owned by the loop.
 	children []*adoption // running adopted handles; each knows its index
 	closed   bool
@@ -18,9 +18,9 @@ type Scope struct {
 // removes the child from the scope when it finishes.
 type adoption struct {
 	s     *Scope
-	child interface{ Cancel() bool }
-	c     *core
-	idx   int // position in s.children; -1 once removed. Scope's loop.
+	child interface{ Cancel() bool } // immutable
+	c     *core                      // the child's core; immutable
+	idx   int                        // position in s.children; -1 once removed. Scope's loop.
 }
 
 // newScope returns an open scope on l (nil l: the detached pseudo-loop).
@@ -48,6 +48,7 @@ func Adopt[T any](s *Scope, h *Handle[T]) *Handle[T] {
 
 // add enters a in the scope. On the scope's loop.
 func (s *Scope) add(a *adoption) {
+	s.loop.checkOnLoop()
 	if s.closed {
 		a.child.Cancel()
 		return
@@ -72,6 +73,7 @@ func (a *adoption) inputDone() {
 // remove takes a out of the children by swapping the last one into its place.
 // On the scope's loop.
 func (s *Scope) remove(a *adoption) {
+	s.loop.checkOnLoop()
 	i := a.idx
 	if i < 0 || i >= len(s.children) || s.children[i] != a {
 		return
@@ -91,6 +93,7 @@ func (s *Scope) remove(a *adoption) {
 // leave the scope as they finish; WithScope's handle finishes only after the
 // last of them (its cleanups included). On the scope's loop; idempotent.
 func (s *Scope) close() {
+	s.loop.checkOnLoop()
 	if s.closed {
 		return
 	}

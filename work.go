@@ -84,9 +84,9 @@ func (p *workPool) close() {
 // workNode is the handle of Work.
 type workNode[T any] struct {
 	Handle[T]
-	fn        func(ctx context.Context) (T, error)
-	ctx       context.Context
-	ctxCancel context.CancelFunc // cancels ctx (not the handle: that is Cancel)
+	fn        func(ctx context.Context) (T, error) // read by the pool goroutine; immutable
+	ctx       context.Context                      // immutable
+	ctxCancel context.CancelFunc                   // cancels ctx (not the handle: that is Cancel)
 }
 
 // Work runs fn on the loop's work pool (Config.WorkPool goroutines), off the
