@@ -3,28 +3,32 @@ package aio
 // job is one unit of loop-owned work queued during a callback, run by drain
 // after the callback returns. Exactly one field is set:
 //
-//   - c: the terminal transition of a handle (c.finish);
+//   - c: the terminal transition of a handle (c.finish), the hottest job;
 //   - d: the late notification of a dependent registered on a handle that
 //     had already finished (d.inputDone);
-//   - t: any other internal work (t.runTask);
-//   - f: a function, run like a callback: a panic in it is recovered and
-//     reported (runLater queues its fn here).
+//   - t: any other work (t.runTask): internal work of the loop, or a
+//     function queued by runLater (a funcTask).
 //
 // c, d and t hold pointers the caller already has, so queueing them costs
-// no allocation; f costs one when it is a method value or a closure made for
-// the purpose.
+// no allocation (a func is a pointer too: a funcTask in t costs none
+// either, beyond the closure the caller made).
 type job struct {
 	c *core
 	d dependent
 	t task
-	f func()
 }
 
-// task is internal loop work queued without an allocation: job{t: p} for a
-// pointer p whose runTask does the work. runTask runs on the loop, after the
-// callback that queued it, and must not panic (user code it calls goes
+// task is loop work queued without an allocation: job{t: p} for a pointer p
+// whose runTask does the work. runTask runs on loop l, after the callback
+// that queued it; internal work must not panic (user code it calls goes
 // through Loop.call or a guard of its own).
-type task interface{ runTask() }
+type task interface{ runTask(l *Loop) }
+
+// funcTask is a function queued as a job. It runs like a callback: a panic
+// in it is recovered and reported (Loop.call).
+type funcTask func()
+
+func (f funcTask) runTask(l *Loop) { l.call(f) }
 
 // jobQueue is the loop's work queue: a growable ring, FIFO. Propagation through
 // the handle graph pushes here instead of recursing, so a chain of a million
@@ -76,10 +80,8 @@ func (l *Loop) drain() {
 			j.c.finish()
 		case j.d != nil:
 			j.d.inputDone()
-		case j.t != nil:
-			j.t.runTask()
 		default:
-			l.call(j.f)
+			j.t.runTask(l)
 		}
 	}
 }

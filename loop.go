@@ -256,7 +256,7 @@ func (l *Loop) runInline(fn func()) {
 // callback when called on the loop, else posted (see above).
 func (l *Loop) runLater(fn func()) {
 	if l.OnLoop() {
-		l.jobs.push(job{f: fn})
+		l.jobs.push(job{t: funcTask(fn)})
 		return
 	}
 	l.post(fn)
@@ -275,6 +275,23 @@ func runInlineCall[R, A any](l *Loop, fn func(R, A), r R, a A) {
 	l.post(func() { fn(r, a) })
 }
 
+// runInlineHandle is runInline for an operation that reports an error, and
+// returns a handle with its outcome: born terminal when fn ran now, on the
+// loop; completed when the posted fn has run otherwise. For the operations
+// that return a handle only because they may be called from another
+// goroutine (SetNoDelay, Listener.Close).
+func (l *Loop) runInlineHandle(fn func() error) *Handle[struct{}] {
+	if l.OnLoop() {
+		if err := fn(); err != nil {
+			return Fail[struct{}](l, err)
+		}
+		return Pure(l, struct{}{})
+	}
+	h := runningHandle(l)
+	l.post(func() { h.settle(struct{}{}, fn()) })
+	return h
+}
+
 // post is the off-loop half of runInline and runLater: queue fn for the loop,
 // even a stopping one, or run it on a goroutine of its own once the loop is
 // dead.
@@ -284,12 +301,6 @@ func (l *Loop) post(fn func()) {
 	}
 	go l.runDead(fn)
 }
-
-// exec is runLater.
-//
-// Deprecated: TODO(merge): tcp*.go and track.go still call exec; rewire them
-// to runLater (or runInline where the call may run at once) and delete exec.
-func (l *Loop) exec(fn func()) { l.runLater(fn) }
 
 // OnLoop reports whether the caller runs on this loop: its goroutine, or a Do
 // body it is running. It makes no syscall: one atomic load and a compare.

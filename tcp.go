@@ -184,7 +184,7 @@ func (t *tcpLoop) release(l *Loop) {
 	l.checkOnLoop()
 	t.refs--
 	if t.refs == 0 {
-		l.jobs.push(job{f: t.free})
+		l.jobs.push(job{t: funcTask(t.free)})
 	}
 }
 
@@ -234,22 +234,6 @@ func (t *tcpLoop) recycle(b []byte) {
 	if cap(b) == chunkSize && len(t.chunks) < maxFreeChunks && t.refs > 0 {
 		t.chunks = append(t.chunks, b[:0])
 	}
-}
-
-// runOnLoop runs fn as loop-owned code and returns a handle with its outcome:
-// at once on the loop (the handle is born terminal), else posted (the handle
-// completes when fn has run). Used by the operations that return a handle only
-// because they may be called from another goroutine.
-func runOnLoop(l *Loop, fn func() error) *Handle[struct{}] {
-	if l.OnLoop() {
-		if err := fn(); err != nil {
-			return Fail[struct{}](l, err)
-		}
-		return Pure(l, struct{}{})
-	}
-	h := runningHandle(l)
-	l.exec(func() { h.settle(struct{}{}, fn()) })
-	return h
 }
 
 // runningHandle returns a Running handle of l, for the loop code that settles

@@ -16,7 +16,7 @@ func (c *Conn) CloseWrite() *Handle[struct{}] {
 	l := c.l
 	if !l.OnLoop() {
 		h := runningHandle(c.l)
-		l.exec(func() { c.closeWrite(h) })
+		l.runLater(func() { c.closeWrite(h) })
 		return h
 	}
 	switch {
@@ -98,14 +98,14 @@ func (c *Conn) maybeFinish() {
 // reason, completes. Any goroutine. To let the queue flush first, use
 // CloseWrite (and let the peer close).
 func (c *Conn) Close() *Handle[struct{}] {
-	if c.l.OnLoop() { // the common case, without runOnLoop's closure
+	if c.l.OnLoop() { // the common case, without runInlineHandle's closure
 		c.closeWith(nil)
 		if c.closed.state.Load() == uint32(Completed) {
 			return &c.closed // this Close completed it: no handle to allocate
 		}
 		return Pure(c.l, struct{}{})
 	}
-	return runOnLoop(c.l, func() error { c.closeWith(nil); return nil })
+	return c.l.runInlineHandle(func() error { c.closeWith(nil); return nil })
 }
 
 // stop is the producer side of Closed: cancelling it (Loop.Stop does)
@@ -187,7 +187,7 @@ func (c *Conn) closeWith(err error) {
 	}
 	settleClosed(&c.closed, err)
 	if c.onClose != nil {
-		l.jobs.push(job{d: (*connCloseCall)(c)})
+		l.jobs.push(job{t: (*connCloseCall)(c)})
 	}
 }
 
@@ -205,11 +205,7 @@ func (c *Conn) OnClose(fn func(c *Conn, err error)) error {
 	if fn == nil {
 		return ErrNilFunc
 	}
-	if c.l.OnLoop() { // set at once: a closure less per connection
-		c.setOnClose(fn)
-		return nil
-	}
-	c.l.exec(func() { c.setOnClose(fn) })
+	runInlineCall(c.l, (*Conn).setOnClose, c, fn) // on the loop, no closure
 	return nil
 }
 
@@ -222,14 +218,14 @@ func (c *Conn) setOnClose(fn func(c *Conn, err error)) {
 		c.onClose = fn
 		return
 	}
-	c.l.jobs.push(job{f: func() { c.callOnClose(fn) }})
+	c.l.jobs.push(job{t: funcTask(func() { c.callOnClose(fn) })})
 }
 
 // connCloseCall is a Conn as the job that runs its OnClose callback: a job
 // of its own type, so that queueing it allocates nothing.
 type connCloseCall Conn
 
-func (cc *connCloseCall) inputDone() {
+func (cc *connCloseCall) runTask(*Loop) {
 	c := (*Conn)(cc)
 	if fn := c.onClose; fn != nil {
 		c.onClose = nil

@@ -150,15 +150,16 @@ func (c *Conn) Scope() *Scope {
 		return c.scope.Load()
 	}
 	if c.gone.Load() { // closed meanwhile, maybe before seeing s
-		c.l.exec(s.close)
+		c.l.runLater(s.close)
 	}
 	return s
 }
 
-// onLoopDo runs fn on the loop if the connection is open there: at once on
-// the loop, else posted. It returns ErrConnClosed if the connection is
-// already known to be closed.
-func (c *Conn) onLoopDo(fn func()) error {
+// runInlineIfOpen is Loop.runInline for a connection's setting: fn runs on
+// the loop if the connection is still open there, now when called on the
+// loop, else posted. It returns ErrConnClosed if the connection is already
+// known to be closed.
+func (c *Conn) runInlineIfOpen(fn func()) error {
 	if c.l.OnLoop() {
 		if c.state == connClosed {
 			return ErrConnClosed
@@ -169,7 +170,7 @@ func (c *Conn) onLoopDo(fn func()) error {
 	if c.gone.Load() {
 		return ErrConnClosed
 	}
-	c.l.exec(func() {
+	c.l.runLater(func() {
 		if c.state != connClosed {
 			fn()
 		}
@@ -191,11 +192,11 @@ func (c *Conn) callback(fn func(*Conn)) {
 	fn(c)
 }
 
-// connSync is Conn as a loop job: its inputDone applies the interest the
-// connection wants. A job{d: ...} of it costs no allocation.
+// connSync is Conn as a loop job: its runTask applies the interest the
+// connection wants. A job{t: ...} of it costs no allocation.
 type connSync Conn
 
-func (s *connSync) inputDone() { (*Conn)(s).syncInterest() }
+func (s *connSync) runTask(*Loop) { (*Conn)(s).syncInterest() }
 
 // update queues one interest update for after the current callback, so that
 // the changes a callback makes (OnRead, a write that queued, a pause) cost at
@@ -204,7 +205,7 @@ func (c *Conn) update() {
 	c.l.checkOnLoop()
 	if !c.syncing {
 		c.syncing = true
-		c.l.jobs.push(job{d: (*connSync)(c)})
+		c.l.jobs.push(job{t: (*connSync)(c)})
 	}
 }
 

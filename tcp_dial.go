@@ -59,11 +59,11 @@ func Dial(l *Loop, addr string, cfg ConnConfig) *Handle[*Conn] {
 		})
 		n.r = &dialResolve{res: res, cfg: cfg, addr: addr}
 		res.register(n)
-	case l.OnLoop():
+	case l.OnLoop(): // runInline by hand: the closure and the copy of cfg only when posted
 		n.connect(ap, &cfg)
 	default:
 		cfg := cfg // only this copy goes to the heap, with the closure
-		l.exec(func() { n.connect(ap, &cfg) })
+		l.runLater(func() { n.connect(ap, &cfg) })
 	}
 	return &n.Handle
 }

@@ -114,11 +114,7 @@ func Listen(l *Loop, addr string, cfg ListenConfig, onConn func(c *Conn)) (*List
 	ln.closed.prod = ln
 	ln.t.owner = ln
 	ln.t.index = -1
-	if l.OnLoop() {
-		ln.start()
-	} else {
-		l.exec(ln.start)
-	}
+	l.runInline(ln.start)
 	return ln, nil
 }
 
@@ -210,7 +206,7 @@ func (ln *Listener) Loop() *Loop { return ln.l }
 // stay open. It returns a handle that completes once the socket is closed: at
 // once on the loop, after a posted job elsewhere. Idempotent; any goroutine.
 func (ln *Listener) Close() *Handle[struct{}] {
-	return runOnLoop(ln.l, func() error { ln.closeWith(nil); return nil })
+	return ln.l.runInlineHandle(func() error { ln.closeWith(nil); return nil })
 }
 
 // Closed returns a handle that ends when the listener is closed: completed

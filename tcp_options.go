@@ -87,7 +87,7 @@ func (c *Conn) SetKeepAlive(d time.Duration) *Handle[struct{}] {
 }
 
 func (c *Conn) sockopt(set func() error) *Handle[struct{}] {
-	return runOnLoop(c.l, func() error {
+	return c.l.runInlineHandle(func() error {
 		if c.state != connOpen {
 			return ErrConnClosed
 		}
@@ -142,7 +142,7 @@ func (c *Conn) setTimeout(what string, d time.Duration,
 	if d < 0 {
 		return fmt.Errorf("aio: tcp: negative %s timeout %v", what, d)
 	}
-	return c.onLoopDo(func() {
+	return c.runInlineIfOpen(func() {
 		if d == 0 && c.to == nil {
 			return // off already: nothing to allocate
 		}

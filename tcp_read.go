@@ -28,7 +28,7 @@ func (c *Conn) OnRead(fn func(c *Conn, b []byte)) error {
 		c.update()
 		return nil
 	}
-	return c.onLoopDo(func() { c.onRead = fn; c.update() })
+	return c.runInlineIfOpen(func() { c.onRead = fn; c.update() })
 }
 
 // OnEOF sets the callback that runs, on the loop, when the peer has finished
@@ -41,15 +41,15 @@ func (c *Conn) OnEOF(fn func(c *Conn)) error {
 	if fn == nil {
 		return ErrNilFunc
 	}
-	return c.onLoopDo(func() { c.onEOF = fn })
+	return c.runInlineIfOpen(func() { c.onEOF = fn })
 }
 
 // PauseRead stops reading until ResumeRead: the kernel's receive buffer fills
 // and TCP flow control slows the peer down. Any goroutine.
-func (c *Conn) PauseRead() error { return c.onLoopDo(func() { c.paused = true; c.update() }) }
+func (c *Conn) PauseRead() error { return c.runInlineIfOpen(func() { c.paused = true; c.update() }) }
 
 // ResumeRead undoes PauseRead. Any goroutine.
-func (c *Conn) ResumeRead() error { return c.onLoopDo(func() { c.paused = false; c.update() }) }
+func (c *Conn) ResumeRead() error { return c.runInlineIfOpen(func() { c.paused = false; c.update() }) }
 
 func (c *Conn) callRead(b []byte) {
 	defer c.guard()

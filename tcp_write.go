@@ -48,7 +48,7 @@ func (c *Conn) OnDrain(fn func(c *Conn)) error {
 	if fn == nil {
 		return ErrNilFunc
 	}
-	return c.onLoopDo(func() { c.queue().onDrain = fn })
+	return c.runInlineIfOpen(func() { c.queue().onDrain = fn })
 }
 
 // Write queues a copy of b for sending and returns a handle that completes
@@ -79,7 +79,7 @@ func (c *Conn) Write(b []byte) *Handle[struct{}] {
 	}
 	own := append([]byte(nil), b...)
 	h := runningHandle(c.l)
-	l.exec(func() {
+	l.runLater(func() {
 		queued, err := c.write(own, true)
 		switch {
 		case err != nil:
@@ -108,7 +108,7 @@ func (c *Conn) Send(b []byte) error {
 		return err
 	}
 	own := append([]byte(nil), b...)
-	c.l.exec(func() { _, _ = c.write(own, true) })
+	c.l.runLater(func() { _, _ = c.write(own, true) })
 	return nil
 }
 

@@ -130,7 +130,7 @@ func (r *record) run() {
 // collected runs on a runtime goroutine after the handle was garbage
 // collected without finishing: its cleanups still run, on its loop.
 func (r *record) collected() {
-	r.loop.exec(r.abandon)
+	r.loop.runLater(r.abandon)
 }
 
 // abandon ends the record of a handle collected without finishing: it counts
@@ -211,17 +211,14 @@ func (l *Loop) adoptProducer(c *core) {
 // adoptSelf queues c for lazy tracking as a producer from any goroutine:
 // directly on its loop, else by a posted job that skips a handle already
 // finished by then.
-func (c *core) adoptSelf() {
-	l := c.loop
-	if l.OnLoop() {
+func (c *core) adoptSelf() { runInlineCall(c.loop, (*Loop).adoptPending, c.loop, c) }
+
+// adoptPending adopts c as a producer unless it finished before the
+// adoption reached the loop. On the loop.
+func (l *Loop) adoptPending(c *core) {
+	if !c.finished {
 		l.adoptProducer(c)
-		return
 	}
-	l.exec(func() {
-		if !c.finished {
-			l.adoptProducer(c)
-		}
-	})
 }
 
 // youngCompact is the length at which the young list is first compacted
