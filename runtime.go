@@ -58,7 +58,8 @@ func (rt *Runtime) Running() int { return rt.slab.InUse() }
 // Shutdown stops every system still running and waits until each one's Stop
 // handle completed, or ctx ends (then it returns ctx's error; the systems go
 // on stopping). Called on one of the runtime's loops it would wait for itself:
-// it stops the others, then returns ErrAwaitOnLoop.
+// it stops every system, that loop's own included (which stops after the
+// current callback), and returns ErrAwaitOnLoop without waiting.
 func (rt *Runtime) Shutdown(ctx context.Context) error {
 	var (
 		stops  []*Handle[struct{}]

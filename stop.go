@@ -9,12 +9,15 @@ import "errors"
 // (runDead).
 
 // Stop asks the loop to stop and returns a handle that completes after
-// teardown, in this order: Post and new work fail with ErrStopped; every
-// handle still pending on the loop (timers, promises, Work, Do bodies) is
-// cancelled, so its OnCancel callbacks and cleanups run; the Work pool drains
-// and its goroutines exit; every fd the loop owns is closed; the loop
-// goroutine leaves its locked thread; the slab slot is released; then the
-// handle completes.
+// teardown, in this order: Post and new work fail with ErrStopped; the loop
+// finishes its current iteration; every handle still pending on the loop
+// (timers, promises, Work, Do bodies) is cancelled, so its OnCancel
+// callbacks and cleanups run, and callbacks posted before Stop run, until
+// nothing is left; every fd the loop owns is closed (a connection's Closed
+// is cancelled) and then the poller; the Work pool waits for the functions
+// still running (their contexts are cancelled) and its goroutines exit; the
+// loop goroutine leaves its locked thread; the slab slot is released; then
+// the handle completes.
 //
 // Stop is idempotent: every call returns the same handle. It may be called
 // from any goroutine, the loop's own included (then the loop stops after the
