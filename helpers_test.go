@@ -73,15 +73,6 @@ func startLoopOn(t testing.TB, rt *Runtime, cfg ...Config) *Loop {
 	return l
 }
 
-// startOwnLoop is startLoop returning the loop's runtime too.
-//
-// Deprecated: kept for the TCP tests; use startLoopOn(t, newRuntime(...)).
-func startOwnLoop(t testing.TB, cfg Config) (*Loop, *Runtime) {
-	t.Helper()
-	rt := newRuntime(t, RuntimeConfig{})
-	return startLoopOn(t, rt, cfg), rt
-}
-
 // requireNoLeak requires that no goroutine but the test's own is left at
 // this point (TestMain checks the whole run; this names the point).
 func requireNoLeak(t testing.TB, msg string) {

@@ -290,7 +290,7 @@ func TestTCPOnCloseReplacedAfterClose(t *testing.T) {
 
 // Loop.Stop closes an open connection: OnClose gets ErrCancelled.
 func TestTCPOnCloseAtStop(t *testing.T) {
-	l, _ := startOwnLoop(t, Config{Name: "onclose-stop"})
+	l := startLoop(t, Config{Name: "onclose-stop"})
 	ln := echoListen(t, l, ListenConfig{})
 	c, err := wait(t, Dial(l, ln.Addr().String(), ConnConfig{}))
 	require.NoError(t, err)

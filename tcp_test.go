@@ -102,7 +102,8 @@ func TestTCPIPv6Echo(t *testing.T) {
 // their Closed handles, fails their pending writes, and leaves no fd.
 func TestTCPStopClosesConnections(t *testing.T) {
 	fds := fdCount(t)
-	l, rt := startOwnLoop(t, Config{Name: "stop"})
+	rt := newRuntime(t, RuntimeConfig{})
+	l := startLoopOn(t, rt, Config{Name: "stop"})
 	var mu sync.Mutex
 	var handles []*Handle[struct{}]
 	keep := func(h *Handle[struct{}]) {
@@ -157,7 +158,8 @@ func TestTCPStopClosesConnections(t *testing.T) {
 func TestTCPStopClosesConnectingAndLateConns(t *testing.T) {
 	stuck := stuckAddr(t)
 	fds := fdCount(t)
-	l, rt := startOwnLoop(t, Config{Name: "stop-late"})
+	rt := newRuntime(t, RuntimeConfig{})
+	l := startLoopOn(t, rt, Config{Name: "stop-late"})
 	var mu sync.Mutex
 	var closed []*Handle[struct{}]
 	n := 0 // on the loop
@@ -210,7 +212,8 @@ func TestTCPStopClosesConnectingAndLateConns(t *testing.T) {
 // handles, while one without a timer closed after them.
 func TestTCPStopClosesSocketsAfterCancelling(t *testing.T) {
 	for _, cfg := range []ConnConfig{{}, {IdleTimeout: time.Hour}} {
-		l, rt := startOwnLoop(t, Config{Name: "stop-order"})
+		rt := newRuntime(t, RuntimeConfig{})
+		l := startLoopOn(t, rt, Config{Name: "stop-order"})
 		ln, err := Listen(l, "127.0.0.1:0", ListenConfig{Conn: cfg}, func(c *Conn) { _ = c.OnRead(tcpEcho) })
 		require.NoError(t, err)
 		c, err := wait(t, Dial(l, ln.Addr().String(), cfg))
