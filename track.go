@@ -180,8 +180,11 @@ func (l *Loop) trackYoung() {
 // producers strongly: an abandoned one becomes collectable within twice this.
 // A loop with work passes its iteration boundaries sooner and never waits
 // for it; a loop whose young producers all finish sleeps as long as it
-// likes.
-const youngAging = 50 * time.Millisecond
+// likes. It is long beside a request's round trip: a loop that pauses
+// briefly between building handles and using them (a million promises
+// built, then settled by the next post) must not pay for tracking them all
+// weakly in the pause; the safety net only needs to come eventually.
+const youngAging = time.Second
 
 // pendingProducer reports whether c may still need Stop to cancel it. A
 // terminal handle has its finish job queued already.

@@ -24,16 +24,16 @@ func TestAbandonedHandleCollectedOnIdleLoop(t *testing.T) {
 	require.Equal(t, 0, l.Stats().Handles)
 }
 
-// An idle loop holding no young producer sleeps until woken: the aging bound
-// applies only while there is something to age.
-func TestIdleLoopWithoutYoungSleeps(t *testing.T) {
+// An idle loop sleeps until woken unless it holds young producers: the
+// aging bound applies only while there is something to age.
+func TestIdleLoopWakesOnlyToAge(t *testing.T) {
 	l := startLoop(t)
-	onLoop(t, l, func() {
-		p := NewPromise[int](l)
-		p.Resolve(1)
-	})
-	before := l.Stats().Iterations
-	time.Sleep(3 * youngAging) // a quiet period: nothing to wait for
-	require.LessOrEqual(t, l.Stats().Iterations-before, uint64(2),
-		"a loop with nothing to age stops waking once its young producers finished")
+	var p *Promise[int]
+	var pending, settled time.Duration
+	onLoop(t, l, func() { p = NewPromise[int](l) })
+	onLoop(t, l, func() { pending = l.pollTimeout() })
+	onLoop(t, l, func() { p.Resolve(1) })
+	onLoop(t, l, func() { settled = l.pollTimeout() })
+	require.Equal(t, youngAging, pending, "a held young producer bounds the sleep")
+	require.Equal(t, time.Duration(-1), settled, "nothing to age: sleep until woken")
 }
