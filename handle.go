@@ -247,16 +247,9 @@ func (c *core) finishRest() {
 			l.call(fn)
 		}
 	}
-	if d := c.dep0; d != nil {
-		c.dep0 = nil
-		d.inputDone()
-	}
+	c.tellDependents()
 	if x != nil {
-		for i, d := range x.deps {
-			x.deps[i] = nil
-			d.inputDone()
-		}
-		x.deps, x.onCancel = nil, nil
+		x.onCancel = nil
 	}
 	c.prod = nil
 	if x != nil && x.rec != nil {
@@ -265,6 +258,25 @@ func (c *core) finishRest() {
 	l.handles.Add(-1)
 	if p := c.done.Swap(closedDone); p != nil && p != closedDone {
 		close(*p)
+	}
+}
+
+// tellDependents tells every dependent registered on c that c finished, in
+// the order they registered, and forgets them. The lists are emptied before
+// the first is told, so that one registering during the telling (c is
+// finished by then) is kept for a job of its own (see addDep). On the loop.
+func (c *core) tellDependents() {
+	d0 := c.dep0
+	c.dep0 = nil
+	var ds []dependent
+	if x := c.rare; x != nil {
+		ds, x.deps = x.deps, nil
+	}
+	if d0 != nil {
+		d0.inputDone()
+	}
+	for _, d := range ds {
+		d.inputDone()
 	}
 }
 
@@ -301,10 +313,12 @@ func (c *core) unhold(flag *bool) {
 func (c *core) addDep(d dependent, interested bool) {
 	c.loop.checkOnLoop()
 	if c.finished {
-		c.loop.jobs.push(job{d: d})
-		return
-	}
-	if interested {
+		// Told later by a job of c (tellDependents): one job for however
+		// many register before it runs, and a job stays one pointer.
+		if c.dep0 == nil && (c.rare == nil || len(c.rare.deps) == 0) {
+			c.loop.jobs.push(job{c: c})
+		}
+	} else if interested {
 		c.interest++
 	}
 	if c.dep0 == nil {

@@ -3,18 +3,18 @@ package aio
 // job is one unit of loop-owned work queued during a callback, run by drain
 // after the callback returns. Exactly one field is set:
 //
-//   - c: the terminal transition of a handle (c.finish), the hottest job;
-//   - d: the late notification of a dependent registered on a handle that
-//     had already finished (d.inputDone);
+//   - c: a handle's terminal transition (c.finish), the hottest job, or, for
+//     a handle that had already finished, the telling of the dependents
+//     registered since (c.tellDependents, see addDep);
 //   - t: any other work (t.runTask): internal work of the loop, or a
 //     function queued by runLater (a funcTask).
 //
-// c, d and t hold pointers the caller already has, so queueing them costs
-// no allocation (a func is a pointer too: a funcTask in t costs none
-// either, beyond the closure the caller made).
+// Both hold pointers the caller already has, so queueing costs no
+// allocation (a func is a pointer too: a funcTask in t costs none beyond
+// the closure the caller made), and a job is three words: the ring of a
+// million-handle cancellation is that much smaller.
 type job struct {
 	c *core
-	d dependent
 	t task
 }
 
@@ -77,9 +77,11 @@ func (l *Loop) drain() {
 		j := l.jobs.pop()
 		switch {
 		case j.c != nil:
-			j.c.finish()
-		case j.d != nil:
-			j.d.inputDone()
+			if j.c.finished {
+				j.c.tellDependents()
+			} else {
+				j.c.finish()
+			}
 		default:
 			j.t.runTask(l)
 		}
