@@ -11,10 +11,11 @@ type Iovecs struct{}
 // MaxIovecs bounds the segments handed to one writev.
 const MaxIovecs = 64
 
-// Writev writes the first MaxIovecs of bufs with one writev(2) and returns
-// how many bytes the kernel took; its errors are writev(2)'s (EAGAIN when
-// the socket buffer is full). iov is unused here (see writev_raw.go).
-// Through the scheduler (libc).
+// Writev writes the first MaxIovecs buffers of bufs, empty ones counted
+// (unlike the raw Writev: a caller only sees a shorter write), with one
+// writev(2) and returns how many bytes the kernel took; its errors are
+// writev(2)'s (EAGAIN when the socket buffer is full). iov is unused here
+// (see writev_raw.go). Through the scheduler (libc).
 func Writev(fd int, bufs [][]byte, _ *Iovecs) (int, error) {
 	if len(bufs) > MaxIovecs {
 		bufs = bufs[:MaxIovecs]

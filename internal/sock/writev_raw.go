@@ -17,8 +17,8 @@ type Iovecs []unix.Iovec
 // MaxIovecs bounds the segments handed to one writev (IOV_MAX is 1024).
 const MaxIovecs = 64
 
-// Writev writes the first MaxIovecs of bufs (empty ones skipped) with one
-// writev(2), using *iov as scratch, and returns how many bytes the kernel
+// Writev writes the first MaxIovecs non-empty buffers of bufs (empty ones
+// are skipped and do not count) with one writev(2), using *iov as scratch, and returns how many bytes the kernel
 // took; its errors are writev(2)'s (EAGAIN when the socket buffer is full).
 // Raw up to RawCopyMax bytes where Write is, through the scheduler for
 // more.
