@@ -39,13 +39,16 @@ func Bracket[R, T any](acquire *Handle[R], release func(R), use func(R) *Handle[
 	n.prod = n
 	n.acq.init(acquire, n, &n.core, 0)
 	// Registered even if the bracket already ended: a resource that arrives
-	// after a cancellation must still be released (acquireDone).
+	// after a cancellation must still be released (acquireDone). If stop
+	// already gave acquire up, withdraw at once; if the bracket is only
+	// Cancelled, its stop is still to come and will hold the terminal
+	// transition until acquire has ended, so that release runs before the
+	// result's cleanups and Done.
 	n.loop.runInline(func() {
 		k := &n.acq
-		gaveUp := k.done || n.ended()
+		gaveUp := k.done
 		k.register(&n.core)
 		if gaveUp {
-			k.done = true
 			k.in.unregister(k)
 		}
 	})

@@ -54,3 +54,29 @@ func TestBracketCancelledOffLoopWhileInputReports(t *testing.T) {
 		onLoop(t, l, func() { require.Equal(t, 1, released, "released once, after use ended") })
 	})
 }
+
+// Bug: a Bracket built off its loop and cancelled before its registration
+// ran marked acquire as given up, so its terminal transition did not wait;
+// when acquire completed anyway (another dependent kept it alive), release
+// ran after the result's cleanups and Done, against Bracket's contract.
+func TestBracketCancelledBeforeRegistrationReleasesBeforeDone(t *testing.T) {
+	l := startLoop(t)
+	released := make(chan int, 1)
+	count := 0
+	var acquire *Promise[int]
+	var sink *Handle[int]
+	func() {
+		release := holdLoop(t, l) // what follows lands in one batch
+		defer release()
+		acquire = NewPromise[int](l)
+		Then(acquire.Handle(), func(v int) (int, error) { return v, nil }) // keeps acquire wanted
+		sink = Bracket(acquire.Handle(), func(int) { count++ }, func(r int) *Handle[int] { return Pure(l, r) })
+		sink.OnCleanup(func() { released <- count })
+		require.True(t, sink.Cancel())
+	}()
+	onLoop(t, l, func() {}) // the batch has run: the bracket is waiting for acquire
+	acquire.Resolve(1)
+	require.Equal(t, 1, recv(t, released), "released before the result's cleanups")
+	_, err := wait(t, sink)
+	require.ErrorIs(t, err, ErrCancelled)
+}
