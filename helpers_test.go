@@ -208,7 +208,7 @@ func deepChain(t *testing.T, extend func(*Loop, *Handle[int]) *Handle[int]) (*Lo
 }
 
 // fdCount is the number of fds the process has open.
-func fdCount(t *testing.T) int {
+func fdCount(t testing.TB) int {
 	t.Helper()
 	ents, err := os.ReadDir("/proc/self/fd")
 	if err != nil {
