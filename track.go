@@ -156,8 +156,8 @@ func (r *record) abandon() {
 // holding the young ones strongly for two iterations only delays the
 // collection of an abandoned one by as much. An idle loop must not hold them
 // for as long as it sleeps: while any are held, the poll phase wakes after
-// youngAging at the latest (pollTimeout), so the two boundaries come within
-// twice that, work or no work. On the loop.
+// youngAging at the latest (pollTimeout), so the boundaries come within
+// about that, work or no work. On the loop.
 func (l *Loop) trackYoung() {
 	for i, c := range l.older {
 		l.older[i] = nil
@@ -177,7 +177,8 @@ func (l *Loop) trackYoung() {
 }
 
 // youngAging bounds how long an idle loop sleeps while it holds young
-// producers strongly: an abandoned one becomes collectable within twice this.
+// producers strongly: an abandoned one becomes collectable after about
+// this long (trackYoung runs just before the poll, so one wake ages them).
 // A loop with work passes its iteration boundaries sooner and never waits
 // for it; a loop whose young producers all finish sleeps as long as it
 // likes. It is long beside a request's round trip: a loop that pauses
@@ -211,9 +212,9 @@ func (l *Loop) adoptProducer(c *core) {
 	l.young = append(l.young, c)
 }
 
-// adoptSelf queues c for lazy tracking as a producer from any goroutine:
-// directly on its loop, else by a posted job that skips a handle already
-// finished by then.
+// adoptSelf queues c for lazy tracking as a producer from any goroutine,
+// at once on its loop, else posted; either way a handle already finished
+// by then is skipped.
 func (c *core) adoptSelf() { runInlineCall(c.loop, (*Loop).adoptPending, c.loop, c) }
 
 // adoptPending adopts c as a producer unless it finished before the

@@ -28,12 +28,17 @@ func TestAbandonedHandleCollectedOnIdleLoop(t *testing.T) {
 // aging bound applies only while there is something to age.
 func TestIdleLoopWakesOnlyToAge(t *testing.T) {
 	l := startLoop(t)
-	var p *Promise[int]
 	var pending, settled time.Duration
-	onLoop(t, l, func() { p = NewPromise[int](l) })
-	onLoop(t, l, func() { pending = l.pollTimeout() })
-	onLoop(t, l, func() { p.Resolve(1) })
-	onLoop(t, l, func() { settled = l.pollTimeout() })
+	onLoop(t, l, func() { // one callback: the loop's own aging cannot come between
+		p := NewPromise[int](l)
+		l.trackYoung() // an iteration boundary: p is held, one boundary older
+		pending = l.pollTimeout()
+		p.Resolve(1)
+		l.drain()
+		l.trackYoung()
+		l.trackYoung() // nothing pending is held any longer
+		settled = l.pollTimeout()
+	})
 	require.Equal(t, youngAging, pending, "a held young producer bounds the sleep")
 	require.Equal(t, time.Duration(-1), settled, "nothing to age: sleep until woken")
 }
