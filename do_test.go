@@ -182,7 +182,7 @@ func TestStopResumesSuspendedBodies(t *testing.T) {
 
 // Bug R7: Do racing Stop spun for ever on the dead loop.
 //
-// Do racing Stop. Do checks the loop state, then exec(n.start). When the
+// Do racing Stop. Do checks the loop state, then runLater(n.start). When the
 // loop died in between, start ran inline on the caller, where onLoopThread is
 // false, so it pushed itself as a job, which drain popped and ran, which
 // pushed itself again: the caller spun forever holding the dead loop's deadMu.

@@ -144,9 +144,9 @@ func TestGoexitMidTransitionDoesNotSpinTeardown(t *testing.T) {
 	require.Equal(t, 0, rt.Running())
 }
 
-// Once a loop is dead, exec runs callbacks on a goroutine of
+// Once a loop is dead, runLater runs callbacks on a goroutine of
 // their own (runDead) holding deadMu. A Goexit there leaves deadMu locked and
-// l.g naming a dead goroutine, so every later callback on that loop blocks
+// l.ownerG naming a dead goroutine, so every later callback on that loop blocks
 // for ever on deadMu. The same happens, process-wide, on the detached
 // pseudo-loop (Stop's handles, All of nothing, ...) for a Goexit in a
 // callback on one of its handles.

@@ -83,7 +83,7 @@ func TestDeepAllChain(t *testing.T) {
 //
 // Cancelling a chain of Within recurses once per link: cancel ->
 // schedFinish (on-loop cancel) -> stopProducer -> withinNode.stop -> link.withdraw
-// -> withdrawFrom -> withdraw -> cancel of the next Within ... A 1,000,000-deep
+// -> unregister -> withdraw -> cancel of the next Within ... A 1,000,000-deep
 // chain grew the loop goroutine's stack to 256 MiB; under boundStack a
 // recursion overflows long before deepN() links.
 func TestCancelWithinChainBoundedStack(t *testing.T) {

@@ -485,18 +485,14 @@ func TestAbandonedHandleRunsCleanups(t *testing.T) {
 func TestAbandonedHandleDoneIsClosed(t *testing.T) {
 	l := startLoop(t)
 	var done <-chan struct{}
+	cleaned := make(chan struct{}, 1)
 	onLoop(t, l, func() {
 		h := NewPromise[int](l).Handle()
-		h.OnCleanup(func() {})
+		h.OnCleanup(func() { cleaned <- struct{}{} })
 		done = h.Done()
 	})
+	collectUntil(t, cleaned)
 	onLoop(t, l, func() {})
-	onLoop(t, l, func() {})
-	deadline := time.Now().Add(10 * time.Second)
-	for l.Stats().Abandoned == 0 && time.Now().Before(deadline) {
-		runtime.GC()
-		time.Sleep(5 * time.Millisecond)
-	}
 	require.Equal(t, uint64(1), l.Stats().Abandoned, "the handle was collected and abandoned")
 	_, err := wait(t, l.Stop())
 	require.NoError(t, err)

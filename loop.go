@@ -222,9 +222,10 @@ func (l *Loop) enqueue(fn func(), max int32) error {
 }
 
 // Loop-owned code (handle state, timers, sockets, user callbacks) runs only on
-// its loop. Code that may run elsewhere gets there with runInline, runLater
-// or runInlineCall; these are the only ways, so the rules for a stopping or
-// dead loop live in one place:
+// its loop. Code that may run elsewhere gets there with runInline, runLater,
+// runInlineCall or runInlineHandle (or, on a few hot paths, an OnLoop test by
+// hand); all of them post through post, so the rules for a stopping or dead
+// loop live in one place:
 //
 //   - on the loop, runInline runs fn now, inside the call; runLater queues fn
 //     as a job that runs after the current callback, before the loop polls

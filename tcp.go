@@ -25,7 +25,7 @@ import (
 // one release path, that object's close on the loop. Loop.Stop reaches them
 // through the loop's fd table: after its last pass cancelling pending
 // handles, it closes every socket still registered there (closeFDs, see
-// fd.go), so that the cancel callbacks of that pass still find their
+// stop.go), so that the cancel callbacks of that pass still find their
 // connections open. A Listener's Closed is also a tracked producer, which
 // that pass cancels, closing it earlier; a Conn's is not (see newConn).
 // Either way Closed ends cancelled.
@@ -66,9 +66,10 @@ type ConnConfig struct {
 	// Nagle never holds back such a first write.)
 	Nagle bool
 	// KeepAlive > 0 turns TCP keep-alive on with this idle time before the
-	// first probe and between probes (where the platform lets it be set;
-	// openbsd keeps its system-wide timers). 0 leaves it off; negative is an
-	// error.
+	// first probe and between probes, in whole seconds rounded up, at most
+	// 32767 s (Linux's limit; a longer time means that), where the platform
+	// lets it be set (openbsd keeps its system-wide timers). 0 leaves it
+	// off; negative is an error.
 	KeepAlive time.Duration
 	// HighWater is the write-queue size in bytes above which the connection
 	// stops reading (so a peer that sends without reading cannot make the

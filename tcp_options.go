@@ -76,8 +76,9 @@ func (c *Conn) SetNoDelay(on bool) *Handle[struct{}] {
 	})
 }
 
-// SetKeepAlive turns TCP keep-alive on with idle time and probe interval d,
-// or off for d == 0 (see ConnConfig.KeepAlive). The handle completes once the
+// SetKeepAlive turns TCP keep-alive on with idle time and probe interval d
+// (whole seconds, at most 32767 s), or off for d == 0 (see
+// ConnConfig.KeepAlive). The handle completes once the
 // options are set. Any goroutine.
 func (c *Conn) SetKeepAlive(d time.Duration) *Handle[struct{}] {
 	if d < 0 {
