@@ -127,6 +127,10 @@ type Stats struct {
 	Abandoned  uint64 // handles collected without reaching a terminal state (their cleanups still ran)
 	Panics     uint64 // panics recovered from user callbacks (their handles failed with a *PanicError)
 
+	// Work (work.go): the loop's pool of Config.WorkPool goroutines.
+	WorkQueued  int // Work jobs waiting for a free goroutine (a cancelled one leaves when a goroutine reaches it)
+	WorkRunning int // Work functions running now
+
 	// TCP (tcp*.go): the loop's listeners and connections.
 	TCPListeners   int    // listeners open
 	TCPOpen        int    // connections open (accepted or dialed, established, not yet closed)
@@ -332,6 +336,9 @@ func (l *Loop) Stats() Stats {
 		Handles:    int(l.handles.Load()),
 		Abandoned:  l.abandoned.Load(),
 		Panics:     l.panics.Load(),
+
+		WorkQueued:  int(l.pool.queued.Load()),
+		WorkRunning: int(l.pool.running.Load()),
 	}
 	tcpStats(l, &s)
 	return s

@@ -3,6 +3,7 @@ package aio
 import (
 	"context"
 	"sync"
+	"sync/atomic"
 )
 
 // workPool runs blocking functions off the loop on a bounded set of
@@ -19,6 +20,9 @@ type workPool struct {
 	idle    int        // under mu
 	closed  bool       // under mu
 	wg      sync.WaitGroup
+
+	queued  atomic.Int64 // len(queue), for Stats; written under mu, read by any goroutine
+	running atomic.Int64 // functions running now, for Stats; any goroutine
 }
 
 // workItem is a job as the pool sees it.
@@ -38,6 +42,7 @@ func (p *workPool) submit(it workItem) bool {
 		return false
 	}
 	p.queue = append(p.queue, it)
+	p.queued.Add(1)
 	if p.idle > 0 {
 		p.cond.Signal()
 	} else if p.workers < p.size {
@@ -65,6 +70,7 @@ func (p *workPool) worker() {
 		it := p.queue[0]
 		p.queue[0] = nil
 		p.queue = p.queue[1:]
+		p.queued.Add(-1)
 		p.mu.Unlock()
 		it.runWork()
 		p.mu.Lock()
@@ -89,8 +95,10 @@ type workNode[T any] struct {
 	ctxCancel context.CancelFunc                   // cancels ctx (not the handle: that is Cancel)
 }
 
-// Work runs fn on the loop's work pool (Config.WorkPool goroutines), off the
-// loop, and completes the handle with its result on the loop. ctx is cancelled
+// Work runs fn on the loop's work pool (Config.WorkPool goroutines, 4 unless
+// configured, as libuv's threadpool), off the loop, and completes the handle
+// with its result on the loop. Jobs beyond the pool's size wait in a queue,
+// first in first out; Stats.WorkQueued and Stats.WorkRunning show both. ctx is cancelled
 // when the handle is cancelled (or the loop stops); fn should return soon
 // after. A job cancelled before a worker picked it up never runs. A panic in
 // fn fails the handle with a *PanicError. Stop waits for running fns to
@@ -119,7 +127,10 @@ func (n *workNode[T]) runWork() {
 	if n.state.Load() != uint32(Running) {
 		return
 	}
+	running := &n.loop.pool.running
+	running.Add(1)
 	v, err := callCtx(n.fn, n.ctx)
+	running.Add(-1) // before the result is published: a waiter sees it counted out
 	n.settle(v, err)
 }
 

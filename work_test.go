@@ -1,0 +1,49 @@
+package aio
+
+import (
+	"context"
+	"testing"
+
+	"github.com/stretchr/testify/require"
+)
+
+// Stats counts the Work jobs waiting for a goroutine and the functions
+// running, so that an operator sees a pool that is too small.
+func TestWorkStatsCountQueuedAndRunning(t *testing.T) {
+	l := startLoop(t, Config{WorkPool: 1})
+	started, release := make(chan struct{}), make(chan struct{})
+	first := Work(l, func(context.Context) (int, error) {
+		close(started)
+		<-release
+		return 1, nil
+	})
+	recv(t, started)
+	rest := []*Handle[int]{
+		Work(l, func(context.Context) (int, error) { return 2, nil }),
+		Work(l, func(context.Context) (int, error) { return 3, nil }),
+	}
+	s := l.Stats()
+	require.Equal(t, 2, s.WorkQueued, "the one goroutine is busy: two jobs wait")
+	require.Equal(t, 1, s.WorkRunning)
+
+	rest[1].Cancel() // a cancelled job still waits until a goroutine reaches it
+	require.Equal(t, 2, l.Stats().WorkQueued)
+
+	close(release)
+	v, err := wait(t, first)
+	require.NoError(t, err)
+	require.Equal(t, 1, v)
+	v, err = wait(t, rest[0])
+	require.NoError(t, err)
+	require.Equal(t, 2, v)
+	_, err = wait(t, rest[1])
+	require.ErrorIs(t, err, ErrCancelled)
+	// The cancelled job leaves the queue when the goroutine reaches it,
+	// which its handle does not wait for; a job queued after it does.
+	v, err = wait(t, Work(l, func(context.Context) (int, error) { return 4, nil }))
+	require.NoError(t, err)
+	require.Equal(t, 4, v)
+	s = l.Stats()
+	require.Zero(t, s.WorkQueued)
+	require.Zero(t, s.WorkRunning, "a function's end is counted before its result is seen")
+}
