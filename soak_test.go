@@ -64,19 +64,18 @@ func (b soakBaseline) stopAndCheck(t testing.TB, loops ...*Loop) {
 
 // soakCounters are the outcomes a soak test tallies, on its loops.
 type soakCounters struct {
-	started, completed, failed, cancelled, cleanups, registered atomic.Int64
+	started, completed, failed, cancelled, cleanups atomic.Int64
 }
 
 func (c *soakCounters) String() string {
-	return fmt.Sprintf("started %d: completed %d, failed %d, cancelled %d; cleanups %d of %d",
+	return fmt.Sprintf("started %d: completed %d, failed %d, cancelled %d; cleanups %d",
 		c.started.Load(), c.completed.Load(), c.failed.Load(), c.cancelled.Load(),
-		c.cleanups.Load(), c.registered.Load())
+		c.cleanups.Load())
 }
 
 // tally counts how h ended once it has: exactly one outcome per handle.
 func tally[T any](c *soakCounters, h *Handle[T]) {
 	c.started.Add(1)
-	c.registered.Add(1)
 	h.OnCleanup(func() {
 		c.cleanups.Add(1)
 		switch _, err := h.Result(); {
@@ -94,7 +93,28 @@ func tally[T any](c *soakCounters, h *Handle[T]) {
 func (c *soakCounters) requireTallied(t testing.TB) {
 	t.Helper()
 	t.Log(c)
-	require.Equal(t, c.registered.Load(), c.cleanups.Load(), "a cleanup ran other than exactly once")
+	require.Equal(t, c.started.Load(), c.cleanups.Load(), "a cleanup ran other than exactly once")
+}
+
+// soakFailures records what a soak test's callbacks found wrong, from any
+// loop, and keeps the first message for the report.
+type soakFailures struct {
+	n     atomic.Int64
+	first atomic.Pointer[string]
+}
+
+func (f *soakFailures) add(format string, args ...any) {
+	f.n.Add(1)
+	msg := fmt.Sprintf(format, args...)
+	f.first.CompareAndSwap(nil, &msg)
+}
+
+// requireNone fails the test if anything was recorded.
+func (f *soakFailures) requireNone(t testing.TB) {
+	t.Helper()
+	if p := f.first.Load(); p != nil {
+		require.Zero(t, f.n.Load(), "first: %s", *p)
+	}
 }
 
 // drive runs step on l every tick until d has passed, then, once inFlight
@@ -148,13 +168,8 @@ func TestSoakRapidConnectClose(t *testing.T) {
 
 	var inFlight atomic.Int64
 	var kinds [4]atomic.Int64
-	var failures atomic.Int64
-	var firstErr atomic.Pointer[string]
-	fail := func(format string, args ...any) {
-		failures.Add(1)
-		msg := fmt.Sprintf(format, args...)
-		firstErr.CompareAndSwap(nil, &msg)
-	}
+	var failures soakFailures
+	fail := failures.add
 	var n int
 	open := func() {
 		if inFlight.Load() >= 64 {
@@ -201,9 +216,7 @@ func TestSoakRapidConnectClose(t *testing.T) {
 		}
 	}
 	drive(t, cli, soakFor(60*time.Second), time.Millisecond, &inFlight, open)
-	if p := firstErr.Load(); p != nil {
-		require.Zero(t, failures.Load(), "first: %s", *p)
-	}
+	failures.requireNone(t)
 	t.Logf("connections: echo %d, server close %d, cancelled dial %d, empty %d; served %d",
 		kinds[0].Load(), kinds[1].Load(), kinds[2].Load(), kinds[3].Load(), served.Load())
 	require.Positive(t, kinds[0].Load())
@@ -330,14 +343,9 @@ func TestSoakMixedOutcomes(t *testing.T) {
 	b := takeBaseline(t)
 	a, other := startLoop(t), startLoop(t)
 	var sinks soakCounters
-	var inFlight, wrong, acquired, released atomic.Int64 // acquired: Brackets whose acquire completed
-	var firstWrong atomic.Pointer[string]
-	bad := func(format string, args ...any) {
-		wrong.Add(1)
-		msg := fmt.Sprintf(format, args...)
-		firstWrong.CompareAndSwap(nil, &msg)
-	}
-	errBoom := errors.New("boom")
+	var inFlight, acquired, released atomic.Int64 // acquired: Brackets whose acquire completed
+	var wrong soakFailures
+	bad := wrong.add
 	rng := rand.New(rand.NewPCG(3, 4))
 	// input makes a handle that completes with v, fails, panics or is
 	// cancelled, on a or other, now or a little later.
@@ -484,9 +492,7 @@ func TestSoakMixedOutcomes(t *testing.T) {
 		}
 	}
 	drive(t, a, soakFor(60*time.Second), 100*time.Microsecond, &inFlight, step)
-	if p := firstWrong.Load(); p != nil {
-		require.Zero(t, wrong.Load(), "first: %s", *p)
-	}
+	wrong.requireNone(t)
 	requireIdle(t, a)
 	requireIdle(t, other)
 	sinks.requireTallied(t)
