@@ -108,11 +108,7 @@ func onLoop(t testing.TB, l *Loop, fn func()) {
 	t.Helper()
 	done := make(chan struct{})
 	require.NoError(t, l.Post(func() { defer close(done); fn() }))
-	select {
-	case <-done:
-	case <-time.After(waitTimeout):
-		t.Fatal("posted callback did not run")
-	}
+	recv(t, done)
 }
 
 // recv receives from ch, failing the test after waitTimeout.
@@ -345,4 +341,15 @@ func collectUntil[T any](t testing.TB, ch <-chan T) T {
 		}
 		require.True(t, time.Now().Before(deadline), "nothing was collected in time")
 	}
+}
+
+// requireAbandoned waits, running the collector, for the cleanup of a
+// handle dropped on l to report on ran whether it ran on l, and checks that
+// it did and that l counted the handle as abandoned and has none left.
+func requireAbandoned(t testing.TB, l *Loop, ran <-chan bool) {
+	t.Helper()
+	require.True(t, collectUntil(t, ran), "an abandoned handle's cleanups run on its loop")
+	onLoop(t, l, func() {})
+	require.Equal(t, uint64(1), l.Stats().Abandoned)
+	require.Equal(t, 0, l.Stats().Handles)
 }

@@ -18,10 +18,7 @@ func TestAbandonedHandleCollectedOnIdleLoop(t *testing.T) {
 		p := NewPromise[int](l)
 		p.Handle().OnCleanup(func() { ran <- l.OnLoop() })
 	}()
-	require.True(t, collectUntil(t, ran), "an abandoned handle's cleanups run on its loop")
-	onLoop(t, l, func() {})
-	require.Equal(t, uint64(1), l.Stats().Abandoned)
-	require.Equal(t, 0, l.Stats().Handles)
+	requireAbandoned(t, l, ran)
 }
 
 // An idle loop sleeps until woken unless it holds young producers: the
