@@ -337,7 +337,7 @@ func (l *Loop) Stats() Stats {
 		Abandoned:  l.abandoned.Load(),
 		Panics:     l.panics.Load(),
 
-		WorkQueued:  int(l.pool.queued.Load()),
+		WorkQueued:  l.pool.queued(),
 		WorkRunning: int(l.pool.running.Load()),
 	}
 	tcpStats(l, &s)

@@ -21,7 +21,6 @@ type workPool struct {
 	closed  bool       // under mu
 	wg      sync.WaitGroup
 
-	queued  atomic.Int64 // len(queue), for Stats; written under mu, read by any goroutine
 	running atomic.Int64 // functions running now, for Stats; any goroutine
 }
 
@@ -42,7 +41,6 @@ func (p *workPool) submit(it workItem) bool {
 		return false
 	}
 	p.queue = append(p.queue, it)
-	p.queued.Add(1)
 	if p.idle > 0 {
 		p.cond.Signal()
 	} else if p.workers < p.size {
@@ -70,11 +68,17 @@ func (p *workPool) worker() {
 		it := p.queue[0]
 		p.queue[0] = nil
 		p.queue = p.queue[1:]
-		p.queued.Add(-1)
 		p.mu.Unlock()
 		it.runWork()
 		p.mu.Lock()
 	}
+}
+
+// queued returns how many jobs wait for a worker. Any goroutine.
+func (p *workPool) queued() int {
+	p.mu.Lock()
+	defer p.mu.Unlock()
+	return len(p.queue)
 }
 
 // close stops accepting jobs and waits until every worker finished the queue
@@ -98,11 +102,11 @@ type workNode[T any] struct {
 // Work runs fn on the loop's work pool (Config.WorkPool goroutines, 4 unless
 // configured, as libuv's threadpool), off the loop, and completes the handle
 // with its result on the loop. Jobs beyond the pool's size wait in a queue,
-// first in first out; Stats.WorkQueued and Stats.WorkRunning show both. ctx is cancelled
-// when the handle is cancelled (or the loop stops); fn should return soon
-// after. A job cancelled before a worker picked it up never runs. A panic in
-// fn fails the handle with a *PanicError. Stop waits for running fns to
-// return.
+// first in first out; Stats.WorkQueued and Stats.WorkRunning show both. ctx
+// is cancelled when the handle is cancelled (or the loop stops); fn should
+// return soon after. A job cancelled before a worker picked it up never
+// runs. A panic in fn fails the handle with a *PanicError. Stop waits for
+// running fns to return.
 func Work[T any](l *Loop, fn func(ctx context.Context) (T, error)) *Handle[T] {
 	if err := checkProducer(l, fn == nil); err != nil {
 		return Fail[T](l, err)
