@@ -28,11 +28,8 @@ type bracketNode[R, T any] struct {
 // cancelled, use and release never run. A panic in use or release fails the
 // result with a *PanicError (release still runs after a panic in use).
 func Bracket[R, T any](acquire *Handle[R], release func(R), use func(R) *Handle[T]) *Handle[T] {
-	if acquire == nil {
-		return Fail[T](nil, ErrNilHandle)
-	}
-	if release == nil || use == nil {
-		return Fail[T](acquire.Loop(), ErrNilFunc)
+	if acquire == nil || release == nil || use == nil {
+		return refusedAfter[R, T](acquire)
 	}
 	n := &bracketNode[R, T]{release: release, useFn: use}
 	n.init(acquire.loop)

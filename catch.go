@@ -12,11 +12,8 @@ type catchNode[T any] struct {
 // fn's result. A cancelled h is not a failure: fn does not run and the result
 // is cancelled. A panic in fn fails the result with a *PanicError.
 func Catch[T any](h *Handle[T], fn func(error) (T, error)) *Handle[T] {
-	if h == nil {
-		return Fail[T](nil, ErrNilHandle)
-	}
-	if fn == nil {
-		return Fail[T](h.Loop(), ErrNilFunc)
+	if h == nil || fn == nil {
+		return refusedAfter[T, T](h)
 	}
 	n := &catchNode[T]{src: h, fn: fn}
 	n.initAfter(&h.core)

@@ -13,11 +13,8 @@ type finallyNode[T any] struct {
 // handle's Done closes. A panic in fn fails the result with a *PanicError
 // (unless the result was cancelled).
 func Finally[T any](h *Handle[T], fn func()) *Handle[T] {
-	if h == nil {
-		return Fail[T](nil, ErrNilHandle)
-	}
-	if fn == nil {
-		return Fail[T](h.Loop(), ErrNilFunc)
+	if h == nil || fn == nil {
+		return refusedAfter[T, T](h)
 	}
 	n := &finallyNode[T]{src: h, fn: fn}
 	n.initAfter(&h.core)

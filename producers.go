@@ -18,6 +18,17 @@ func checkProducer(l *Loop, nilFunc bool) error {
 	return nil
 }
 
+// refusedAfter is the failed handle a continuation of h returns instead of
+// starting when h or its function is nil: ErrNilHandle (no loop) for a nil
+// h, else ErrNilFunc on h's loop. Callers test for nil themselves, so that
+// the common path makes no call.
+func refusedAfter[T, U any](h *Handle[T]) *Handle[U] {
+	if h == nil {
+		return Fail[U](nil, ErrNilHandle)
+	}
+	return Fail[U](h.Loop(), ErrNilFunc)
+}
+
 // callValue runs a user function, turning a panic into a *PanicError.
 func callValue[T any](fn func() (T, error)) (v T, err error) {
 	defer func() {

@@ -15,11 +15,8 @@ type thenNode[T, U any] struct {
 // Cancelling the result withdraws its interest in h: h is cancelled once no
 // dependent wants it. A panic in fn fails the result with a *PanicError.
 func Then[T, U any](h *Handle[T], fn func(T) (U, error)) *Handle[U] {
-	if h == nil {
-		return Fail[U](nil, ErrNilHandle)
-	}
-	if fn == nil {
-		return Fail[U](h.Loop(), ErrNilFunc)
+	if h == nil || fn == nil {
+		return refusedAfter[T, U](h)
 	}
 	n := &thenNode[T, U]{src: h, fn: fn}
 	n.initAfter(&h.core)
@@ -83,11 +80,8 @@ type thenAsyncNode[T, U any] struct {
 // waiting on. fn returning nil fails the result with ErrNilHandle; a panic in
 // fn fails it with a *PanicError.
 func ThenAsync[T, U any](h *Handle[T], fn func(T) *Handle[U]) *Handle[U] {
-	if h == nil {
-		return Fail[U](nil, ErrNilHandle)
-	}
-	if fn == nil {
-		return Fail[U](h.Loop(), ErrNilFunc)
+	if h == nil || fn == nil {
+		return refusedAfter[T, U](h)
 	}
 	n := &thenAsyncNode[T, U]{src: h, fn: fn}
 	n.initAfter(&h.core)
