@@ -71,13 +71,28 @@ type ConnConfig struct {
 	// lets it be set (openbsd keeps its system-wide timers). 0 leaves it
 	// off; negative is an error.
 	KeepAlive time.Duration
-	// HighWater is the write-queue size in bytes above which the connection
-	// stops reading (so a peer that sends without reading cannot make the
-	// queue grow without bound). 0 means DefaultHighWater.
+	// HighWater is the write-queue size in bytes above which the queue is
+	// full: Conn.Full reports it and, unless ReadWhileFull is set, the
+	// connection stops reading. 0 means DefaultHighWater.
 	HighWater int
-	// LowWater is the write-queue size at or below which reading resumes and
-	// OnDrain runs, after the queue went above HighWater. 0 means HighWater/4.
+	// LowWater is the write-queue size at or below which a full queue is
+	// drained: OnDrain runs and reading held back by the queue resumes.
+	// 0 means HighWater/4.
 	LowWater int
+	// ReadWhileFull keeps the connection reading while its write queue is
+	// full, so that its two directions have independent flow control: what
+	// a proxy, a tunnel or any two-way stream needs (Pipe sets it).
+	//
+	// By default a full write queue stops reading until it drains, so that
+	// a request/response server spends no memory on a client that sends
+	// requests without reading the replies: the client's own sends stall.
+	// The failure mode of that default is a deadlock between two peers that
+	// each write before they read: if the peer stops reading until it can
+	// write its replies, and this side stops reading those replies until
+	// the peer reads, neither moves. With ReadWhileFull the program bounds
+	// the queue itself: pause the source of what it writes (PauseRead on
+	// the other connection) while Full, and resume it in OnDrain.
+	ReadWhileFull bool
 	// ReadTimeout closes the connection with ErrReadTimeout when it is reading
 	// (OnRead set, not paused) and no byte arrived for this long. 0: none.
 	ReadTimeout time.Duration

@@ -18,7 +18,7 @@ import (
 //
 // Lifecycle: a Conn is born connecting (Dial) or open (accepted). Open, it
 // reads while OnRead is set and nothing holds reading back (PauseRead, a
-// full write queue, EOF), and writes straight to the kernel, queueing what
+// full write queue unless ReadWhileFull, EOF), and writes straight to the kernel, queueing what
 // the kernel does not take. It ends in closeWith, the one transition to
 // closed, on every path (Close, an error, a timeout, both directions
 // finished, Loop.Stop): the fd is closed there and Closed settles.
@@ -57,6 +57,7 @@ type Conn struct {
 	gone   atomic.Bool           // closed; written on the loop, read anywhere
 	wshut  atomic.Bool           // CloseWrite was called; written on the loop, read anywhere
 	queued atomic.Int64          // bytes in the write queue; written on the loop, read anywhere
+	full   atomic.Bool           // the queue went above hw and has not come down to lw; written on the loop
 	scope  atomic.Pointer[Scope] // made on first use, by any goroutine
 
 	// Owned by the loop.
@@ -65,9 +66,12 @@ type Conn struct {
 	ev      poll.Events // interest registered with the poller; 0: not registered
 	syncing bool        // an interest update is queued as a job
 	paused  bool        // PauseRead
-	full    bool        // the queue went above hw and has not come down to lw: not reading
-	eof     bool        // the peer's FIN was read
-	wdone   bool        // shutdown(SHUT_WR) done
+	held    bool        // reading is held back by a full queue (not ReadWhileFull)
+	// readWhileFull is ConnConfig.ReadWhileFull: a full queue does not hold
+	// reading back.
+	readWhileFull bool
+	eof           bool // the peer's FIN was read
+	wdone         bool // shutdown(SHUT_WR) done
 	// noDelayDue says TCP_NODELAY is still to be set, before the second
 	// write system call (see noDelayAfterFirst).
 	noDelayDue uint8
@@ -106,6 +110,7 @@ func newConn(l *Loop, tl *tcpLoop, fd int, cfg ConnConfig, state uint8) *Conn {
 func (c *Conn) init(l *Loop, tl *tcpLoop, fd int, cfg ConnConfig, state uint8) {
 	c.l, c.tl, c.fd, c.state = l, tl, fd, state
 	c.hw, c.lw = cfg.HighWater, cfg.LowWater
+	c.readWhileFull = cfg.ReadWhileFull
 	if cfg.ReadTimeout|cfg.IdleTimeout != 0 {
 		to := c.timeouts()
 		to.read, to.idle = cfg.ReadTimeout, cfg.IdleTimeout
@@ -129,6 +134,12 @@ func (c *Conn) RemoteAddr() netip.AddrPort { return c.raddr }
 // Buffered returns the bytes written (Write, Send) that have not reached the
 // kernel yet. Any goroutine.
 func (c *Conn) Buffered() int { return int(c.queued.Load()) }
+
+// Full reports whether the write queue went above the high-water mark and
+// has not come down to the low-water mark since: OnDrain will run when it
+// has. A program that writes what it reads from elsewhere pauses that
+// source while Full and resumes it in OnDrain. Any goroutine.
+func (c *Conn) Full() bool { return c.full.Load() }
 
 // Closed returns a handle that ends when the connection is gone and its fd
 // closed: completed after Close or an orderly end (both sides finished),

@@ -45,11 +45,18 @@ func (c *Conn) OnEOF(fn func(c *Conn)) error {
 }
 
 // PauseRead stops reading until ResumeRead: the kernel's receive buffer fills
-// and TCP flow control slows the peer down. Any goroutine.
+// and TCP flow control slows the peer down. Called from OnRead, it takes
+// effect after that callback returns: no further bytes are delivered. Any
+// goroutine.
 func (c *Conn) PauseRead() error { return c.runInlineIfOpen(func() { c.paused = true; c.update() }) }
 
-// ResumeRead undoes PauseRead. Any goroutine.
-func (c *Conn) ResumeRead() error { return c.runInlineIfOpen(func() { c.paused = false; c.update() }) }
+// ResumeRead resumes reading, whatever held it back: PauseRead, or a full
+// write queue (ConnConfig.ReadWhileFull unset), which then holds reading
+// back again only once it has drained and filled anew. Reading after EOF
+// cannot resume. Any goroutine.
+func (c *Conn) ResumeRead() error {
+	return c.runInlineIfOpen(func() { c.paused, c.held = false, false; c.update() })
+}
 
 func (c *Conn) callRead(b []byte) {
 	defer c.guard()
@@ -59,7 +66,7 @@ func (c *Conn) callRead(b []byte) {
 // reading reports whether the connection wants to read. On the loop.
 func (c *Conn) reading() bool {
 	c.l.checkOnLoop()
-	return c.state == connOpen && c.onRead != nil && !c.paused && !c.full && !c.eof
+	return c.state == connOpen && c.onRead != nil && !c.paused && !c.held && !c.eof
 }
 
 // readSome reads until the socket is drained, the connection stops reading,

@@ -40,10 +40,11 @@ type writeWaiter struct {
 	h   *Handle[struct{}]
 }
 
-// OnDrain sets the callback that runs, on the loop, when the write queue,
-// after growing above the high-water mark (which paused reading), has come
-// down to the low-water mark (and reading resumed). Any goroutine;
-// ErrNilFunc for nil.
+// OnDrain sets the callback that runs, on the loop, each time the write
+// queue, after growing above the high-water mark (Full), has come down to
+// the low-water mark, whatever held reading back or did not
+// (ConnConfig.ReadWhileFull). Reading held back by the full queue has
+// resumed when it runs. Any goroutine; ErrNilFunc for nil.
 func (c *Conn) OnDrain(fn func(c *Conn)) error {
 	if fn == nil {
 		return ErrNilFunc
@@ -58,8 +59,9 @@ func (c *Conn) OnDrain(fn func(c *Conn)) error {
 // rest is copied and queued; elsewhere b is copied and the write posted. The
 // handle fails with ErrConnClosed, ErrWriteClosed or the socket's error if
 // the bytes cannot be sent; cancelling it does not take them back (Close
-// does). Writing past the high-water mark is allowed, but the connection
-// stops reading until the queue drains (see OnDrain). Any goroutine.
+// does). Writing past the high-water mark is allowed; the queue is then
+// Full, and unless ConnConfig.ReadWhileFull is set the connection stops
+// reading until it drains (see OnDrain). Any goroutine.
 func (c *Conn) Write(b []byte) *Handle[struct{}] {
 	l := c.l
 	if l.OnLoop() {
@@ -229,9 +231,12 @@ func (c *Conn) enqueue(b []byte, owned bool) {
 		c.update() // the queue was empty: ask for Writable
 	}
 	c.tl.queued.Add(int64(n))
-	if !c.full && int(c.queued.Load()) > c.hw {
-		c.full = true // stop reading until the queue drains
-		c.update()
+	if !c.full.Load() && int(c.queued.Load()) > c.hw {
+		c.full.Store(true)
+		if !c.readWhileFull {
+			c.held = true // stop reading until the queue drains
+			c.update()
+		}
 	}
 }
 
@@ -277,19 +282,24 @@ func (c *Conn) flush() {
 	left := int(c.queued.Load())
 	if left == 0 {
 		c.update() // no more Writable
-		if c.wshut.Load() && !c.wdone {
-			c.shutdown()
+	}
+	// The drain is news before the FIN that may follow and close the
+	// connection: a program that pauses a source on Full hears it.
+	if c.full.Load() && left <= c.lw {
+		c.full.Store(false)
+		if c.held {
+			c.held = false
+			c.update()
+		}
+		if fn := c.q.onDrain; fn != nil { // full: the queue exists
+			c.callback(fn)
 			if c.state != connOpen {
 				return
 			}
 		}
 	}
-	if c.full && left <= c.lw {
-		c.full = false
-		c.update()
-		if fn := c.q.onDrain; fn != nil { // full: the queue exists
-			c.callback(fn)
-		}
+	if c.queued.Load() == 0 && c.wshut.Load() && !c.wdone {
+		c.shutdown()
 	}
 }
 

@@ -42,19 +42,7 @@ func TestTCPBackpressure(t *testing.T) {
 	})
 	require.NoError(t, err)
 	nc := netDial(t, ln)
-	werr := make(chan error, 1)
-	go func() {
-		buf := make([]byte, 256<<10)
-		var err error
-		for off := 0; off < total && err == nil; off += len(buf) {
-			pattern(buf, off)
-			_, err = nc.Write(buf)
-		}
-		if err == nil {
-			err = nc.CloseWrite()
-		}
-		werr <- err
-	}()
+	werr := sendAll(nc, total)
 	select {
 	case <-paused:
 	case <-time.After(waitTimeout):
@@ -72,17 +60,9 @@ func TestTCPBackpressure(t *testing.T) {
 	require.Zero(t, drains.Load())
 
 	// The client reads again: everything comes back, in order.
-	got := make([]byte, 256<<10)
-	for off := 0; off < total; {
-		n, err := nc.Read(got)
-		require.NoError(t, err)
-		want := make([]byte, n)
-		pattern(want, off)
-		require.True(t, bytes.Equal(want, got[:n]), "echo differs at %d", off)
-		off += n
-	}
+	readBack(t, nc, total)
 	require.NoError(t, recv(t, werr))
-	_, err = nc.Read(got)
+	_, err = nc.Read(make([]byte, 1))
 	require.ErrorIs(t, err, io.EOF)
 	require.LessOrEqual(t, maxQueued.Load(), int64(hw+ReadBufferSize))
 	require.Positive(t, drains.Load(), "OnDrain ran once the queue came down")
@@ -204,4 +184,100 @@ func TestTCPWriteQueueStaysBounded(t *testing.T) {
 	t.Logf("live segments max %d, len(segs) max %d, queue emptied %d times", maxLive, maxLen, emptied)
 	require.Less(t, emptied, 10, "the queue kept emptying: the stream never exercised a queue that stays non-empty")
 	require.Less(t, maxLen, 4*maxLive+64, "segs kept %d slots for at most %d live segments", maxLen, maxLive)
+}
+
+// sendAll has the client send total bytes of pattern, then half-close,
+// without reading; the channel reports the end. The sends can finish only
+// if the server keeps reading while its write queue is full.
+func sendAll(nc *net.TCPConn, total int) <-chan error {
+	werr := make(chan error, 1)
+	go func() {
+		buf := make([]byte, 64<<10)
+		var err error
+		for off := 0; off < total && err == nil; off += len(buf) {
+			pattern(buf, off)
+			_, err = nc.Write(buf)
+		}
+		if err == nil {
+			err = nc.CloseWrite()
+		}
+		werr <- err
+	}()
+	return werr
+}
+
+// readBack reads total bytes of pattern from nc, checking them.
+func readBack(t *testing.T, nc net.Conn, total int) {
+	t.Helper()
+	got := make([]byte, 64<<10)
+	for off := 0; off < total; {
+		n, err := nc.Read(got)
+		require.NoError(t, err)
+		want := make([]byte, n)
+		pattern(want, off)
+		require.True(t, bytes.Equal(want, got[:n]), "echo differs at %d", off)
+		off += n
+	}
+}
+
+// ReadWhileFull gives the two directions independent flow control: an echo
+// server whose queue is far above high water goes on reading, so a client
+// that sends everything before it reads anything finishes; Full is set
+// meanwhile and OnDrain runs once the client reads.
+func TestTCPReadWhileFull(t *testing.T) {
+	const hw, total = 64 << 10, 8 << 20
+	l := startLoop(t)
+	var fullSeen atomic.Int64
+	drained := make(chan bool, 1)
+	cfg := ListenConfig{Conn: ConnConfig{HighWater: hw, ReadWhileFull: true}}
+	ln, err := Listen(l, "127.0.0.1:0", cfg, func(c *Conn) {
+		_ = c.OnRead(func(c *Conn, b []byte) {
+			_ = c.Send(b)
+			if c.Full() {
+				fullSeen.Add(1)
+			}
+		})
+		_ = c.OnDrain(func(c *Conn) {
+			select {
+			case drained <- c.Full():
+			default:
+			}
+		})
+	})
+	require.NoError(t, err)
+	nc := netDial(t, ln)
+	require.NoError(t, recv(t, sendAll(nc, total)), "the server stopped reading")
+	require.Positive(t, fullSeen.Load(), "the queue never went above high water")
+	readBack(t, nc, total)
+	require.False(t, recv(t, drained), "OnDrain ran with the queue still Full")
+	closedLoopTCP(t, l.closeListener(t, ln))
+}
+
+// ResumeRead resumes reading held back by a full write queue: the server
+// stops reading once its queue is full, the test resumes it, and the client
+// can then send everything without reading (the queue is the program's to
+// bound from then on).
+func TestTCPResumeReadUndoesFullHold(t *testing.T) {
+	const hw, total = 64 << 10, 8 << 20
+	l := startLoop(t)
+	held := make(chan *Conn, 1)
+	ln, err := Listen(l, "127.0.0.1:0", ListenConfig{Conn: ConnConfig{HighWater: hw}}, func(c *Conn) {
+		_ = c.OnRead(func(c *Conn, b []byte) {
+			_ = c.Send(b)
+			if c.Full() && c.held {
+				select {
+				case held <- c:
+				default:
+				}
+			}
+		})
+	})
+	require.NoError(t, err)
+	nc := netDial(t, ln)
+	sent := sendAll(nc, total)
+	c := recv(t, held)
+	require.NoError(t, c.ResumeRead())
+	require.NoError(t, recv(t, sent), "ResumeRead did not resume reading")
+	readBack(t, nc, total)
+	closedLoopTCP(t, l.closeListener(t, ln))
 }
