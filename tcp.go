@@ -99,6 +99,14 @@ type ConnConfig struct {
 	// IdleTimeout closes the connection with ErrIdleTimeout when no byte was
 	// read and none reached the kernel for this long. 0: none.
 	IdleTimeout time.Duration
+	// ReadBuffer and WriteBuffer > 0 set the kernel's receive and send
+	// buffer sizes (SO_RCVBUF, SO_SNDBUF; Linux doubles the value and caps
+	// it at net.core.rmem_max/wmem_max) before the connection is
+	// established, so that the receive window is scaled for it: on the
+	// listening socket for accepted connections (which inherit them), on
+	// the socket before connect for Dial. 0 leaves the system's default
+	// (and its autotuning); negative is an error.
+	ReadBuffer, WriteBuffer int
 }
 
 // withDefaults validates c and fills in its defaults.
@@ -112,6 +120,9 @@ func (c ConnConfig) withDefaults() (ConnConfig, error) {
 	case c.ReadTimeout < 0 || c.IdleTimeout < 0:
 		return c, fmt.Errorf("aio: tcp: negative timeout (read %v, idle %v)",
 			c.ReadTimeout, c.IdleTimeout)
+	case c.ReadBuffer < 0 || c.WriteBuffer < 0:
+		return c, fmt.Errorf("aio: tcp: negative buffer size (read %d, write %d)",
+			c.ReadBuffer, c.WriteBuffer)
 	}
 	if c.HighWater == 0 {
 		c.HighWater = DefaultHighWater

@@ -137,7 +137,7 @@ func (n *dialNode) connect(ap netip.AddrPort, cfg *ConnConfig) {
 		fail("socket", err)
 		return
 	}
-	if err := setConnOptions(fd, *cfg, true); err != nil {
+	if err := setConnOptions(fd, *cfg, true, true); err != nil {
 		unix.Close(fd)
 		fail("options", err)
 		return

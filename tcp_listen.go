@@ -138,6 +138,9 @@ func listenSocket(ap netip.AddrPort, cfg ListenConfig) (int, netip.AddrPort, err
 			return fail("setsockopt SO_REUSEPORT", err)
 		}
 	}
+	if err := setBufferSizes(fd, cfg.Conn); err != nil {
+		return fail("options", err)
+	}
 	if sock.AcceptInheritsNoDelay && !cfg.Conn.Nagle {
 		if err := sock.SetsockoptInt(fd, unix.IPPROTO_TCP, unix.TCP_NODELAY, 1); err != nil {
 			return fail("setsockopt TCP_NODELAY", err)
@@ -264,7 +267,7 @@ func (ln *Listener) acceptFailed(err error) {
 
 // serve turns an accepted fd into a Conn and hands it to the callback.
 func (ln *Listener) serve(fd int, peer netip.AddrPort) {
-	if err := setConnOptions(fd, ln.cfg.Conn, ln.inheritsNoDelay(fd)); err != nil {
+	if err := setConnOptions(fd, ln.cfg.Conn, ln.inheritsNoDelay(fd), false); err != nil {
 		// The peer is most likely gone already (some systems refuse options
 		// on a reset socket): nothing to hand over.
 		unix.Close(fd)

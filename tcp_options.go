@@ -8,10 +8,32 @@ import (
 	"golang.org/x/sys/unix"
 )
 
-// setConnOptions applies cfg's socket options to fd; TCP_NODELAY only if
-// the socket does not have it already (inherited from its listener) or gets
-// it later (see noDelayAfterFirst).
-func setConnOptions(fd int, cfg ConnConfig, skipNoDelay bool) error {
+// setBufferSizes sets the socket buffer sizes cfg asks for on fd: a
+// listening socket (accepted ones inherit them) or one about to connect.
+func setBufferSizes(fd int, cfg ConnConfig) error {
+	if cfg.ReadBuffer > 0 {
+		if err := sock.SetsockoptInt(fd, unix.SOL_SOCKET, unix.SO_RCVBUF, cfg.ReadBuffer); err != nil {
+			return fmt.Errorf("setsockopt SO_RCVBUF: %w", err)
+		}
+	}
+	if cfg.WriteBuffer > 0 {
+		if err := sock.SetsockoptInt(fd, unix.SOL_SOCKET, unix.SO_SNDBUF, cfg.WriteBuffer); err != nil {
+			return fmt.Errorf("setsockopt SO_SNDBUF: %w", err)
+		}
+	}
+	return nil
+}
+
+// setConnOptions applies cfg's per-connection socket options to fd;
+// TCP_NODELAY only if the socket does not have it already (inherited from
+// its listener) or gets it later (see noDelayAfterFirst); the buffer sizes
+// only with buffers (a socket about to connect: accepted ones inherit them).
+func setConnOptions(fd int, cfg ConnConfig, skipNoDelay, buffers bool) error {
+	if buffers {
+		if err := setBufferSizes(fd, cfg); err != nil {
+			return err
+		}
+	}
 	if !cfg.Nagle && !skipNoDelay {
 		if err := sock.SetsockoptInt(fd, unix.IPPROTO_TCP, unix.TCP_NODELAY, 1); err != nil {
 			return fmt.Errorf("setsockopt TCP_NODELAY: %w", err)

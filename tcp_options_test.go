@@ -1,6 +1,7 @@
 package aio
 
 import (
+	"errors"
 	"io"
 	"testing"
 	"time"
@@ -150,4 +151,30 @@ func noDelayOf(t *testing.T, c *Conn) int {
 	})
 	require.NoError(t, got.err)
 	return got.v
+}
+
+// ReadBuffer and WriteBuffer size the kernel buffers of accepted connections
+// (inherited from the listening socket) and of dialed ones.
+func TestTCPBufferSizes(t *testing.T) {
+	const size = 16 << 10
+	l := startLoop(t)
+	cfg := ConnConfig{ReadBuffer: size, WriteBuffer: 2 * size}
+	ln, conns := echoListenConns(t, l, "127.0.0.1:0", ListenConfig{Conn: cfg}, 1)
+	dialed, err := wait(t, Dial(l, ln.Addr().String(), cfg))
+	require.NoError(t, err)
+	for _, c := range []*Conn{recv(t, conns), dialed} {
+		got := onLoopValue(t, l, func() [2]int {
+			r, rerr := unix.GetsockoptInt(c.fd, unix.SOL_SOCKET, unix.SO_RCVBUF)
+			s, serr := unix.GetsockoptInt(c.fd, unix.SOL_SOCKET, unix.SO_SNDBUF)
+			require.NoError(t, errors.Join(rerr, serr))
+			return [2]int{r, s}
+		})
+		// Linux doubles the value asked for (bookkeeping overhead); the BSDs
+		// keep it.
+		require.Contains(t, []int{size, 2 * size}, got[0], "SO_RCVBUF of %v", c.LocalAddr())
+		require.Contains(t, []int{2 * size, 4 * size}, got[1], "SO_SNDBUF of %v", c.LocalAddr())
+	}
+	_, err = wait(t, dialed.Close()) // and the echo side sees EOF and closes
+	require.NoError(t, err)
+	closedLoopTCP(t, l.closeListener(t, ln))
 }
