@@ -152,10 +152,12 @@
 // accepted [Conn]; [Dial] returns a handle of a connection. A Conn has no
 // goroutine: [Conn.OnRead] receives bytes on the loop in the loop's shared
 // read buffer, which is valid only until the callback returns; [Conn.Write]
-// and [Conn.Send] copy what the kernel does not take at once into a queue that
-// the loop flushes with writev. When the queue passes ConnConfig.HighWater the
-// connection stops reading until it drains to LowWater, and then
-// [Conn.OnDrain] runs. [Conn.OnEOF], [Conn.CloseWrite] (half-close),
+// (an io.Writer that never blocks) copies what the kernel does not take at
+// once into a queue that the loop flushes with writev, and [Conn.Flush] tells
+// when it did. When the queue passes ConnConfig.HighWater it is
+// [Conn.Full], and the connection stops reading until it drains to
+// LowWater (unless ConnConfig.ReadWhileFull: the directions then have
+// independent flow control); [Conn.OnDrain] runs at each drain. [Conn.OnEOF], [Conn.CloseWrite] (half-close),
 // [Conn.Close], [Conn.OnClose], [Conn.Closed], and read and idle timeouts
 // complete the set. A deadline on anything is [Within].
 //

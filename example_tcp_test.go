@@ -18,8 +18,9 @@ func ExampleListen() {
 
 	ln, err := aio.Listen(l, "127.0.0.1:0", aio.ListenConfig{}, func(c *aio.Conn) {
 		// The bytes are the loop's read buffer, valid during the callback:
-		// Send copies them into the connection's write queue.
-		_ = c.OnRead(func(c *aio.Conn, b []byte) { _ = c.Send(b) })
+		// Write copies what the kernel does not take into the connection's
+		// write queue.
+		_ = c.OnRead(func(c *aio.Conn, b []byte) { _, _ = c.Write(b) })
 	})
 	if err != nil {
 		panic(err)
@@ -36,7 +37,8 @@ func ExampleListen() {
 				c.Close()
 			}
 		})
-		return struct{}{}, c.Send([]byte("hello"))
+		_, err := c.Write([]byte("hello"))
+		return struct{}{}, err
 	})
 
 	fmt.Println(reply.Handle().Wait(context.Background()))
@@ -74,7 +76,7 @@ func ExampleConn_Scope() {
 	if err != nil {
 		panic(err)
 	}
-	_ = client.Send([]byte("query"))
+	_, _ = client.Write([]byte("query"))
 	<-started
 	client.Close() // the client goes away: the server sees EOF and closes
 
@@ -92,7 +94,7 @@ func ExampleConn_OnClose() {
 	ended := make(chan error, 2)
 	cfg := aio.ListenConfig{Conn: aio.ConnConfig{ReadTimeout: 500 * time.Millisecond}}
 	ln, err := aio.Listen(l, "127.0.0.1:0", cfg, func(c *aio.Conn) {
-		_ = c.OnRead(func(c *aio.Conn, b []byte) { _ = c.Send(b) })
+		_ = c.OnRead(func(c *aio.Conn, b []byte) { _, _ = c.Write(b) })
 		_ = c.OnClose(func(_ *aio.Conn, err error) { ended <- err })
 	})
 	if err != nil {
@@ -104,7 +106,7 @@ func ExampleConn_OnClose() {
 		panic(err)
 	}
 	_ = polite.OnRead(func(c *aio.Conn, _ []byte) { c.Close() })
-	_ = polite.Send([]byte("hi"))
+	_, _ = polite.WriteString("hi")
 	fmt.Println("first:", <-ended)
 
 	silent, err := aio.Dial(l, ln.Addr().String(), aio.ConnConfig{}).Wait(context.Background())

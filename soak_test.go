@@ -160,7 +160,7 @@ func TestSoakRapidConnectClose(t *testing.T) {
 				c.Close()
 				return
 			}
-			_ = c.Send(p)
+			_ = send(c, p)
 		})
 	})
 	require.NoError(t, err)
@@ -202,11 +202,11 @@ func TestSoakRapidConnectClose(t *testing.T) {
 					}
 				})
 				_ = c.OnEOF(func(c *Conn) { fail("echo: EOF after %q", got); c.Close() })
-				_ = c.Send([]byte("ping"))
+				_ = send(c, []byte("ping"))
 			case 1:
 				_ = c.OnRead(func(c *Conn, p []byte) { fail("bye: got %q", p) })
 				_ = c.OnEOF(func(c *Conn) { c.Close() })
-				_ = c.Send([]byte("bye"))
+				_ = send(c, []byte("bye"))
 			default: // a Dial that won against its Cancel, or kind 3
 				c.Close()
 			}

@@ -35,7 +35,7 @@ var (
 	// of the writes still queued when Close ran. errors.Is(err, net.ErrClosed)
 	// holds for it too.
 	ErrConnClosed = fmt.Errorf("aio: tcp connection closed: %w", net.ErrClosed)
-	// ErrWriteClosed is returned by Write and Send after CloseWrite.
+	// ErrWriteClosed is returned by Write after CloseWrite.
 	ErrWriteClosed = errors.New("aio: tcp write after CloseWrite")
 	// ErrReadTimeout is the error a Conn closes with when reading is on and no
 	// byte arrived for ConnConfig.ReadTimeout. errors.Is(err, ErrTimeout) holds.

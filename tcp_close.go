@@ -10,7 +10,7 @@ import (
 // CloseWrite half-closes the connection: once the write queue is flushed it
 // sends FIN (shutdown(SHUT_WR)); reading goes on. It returns a handle that
 // completes when FIN was sent (fails if the connection closes first). Write
-// and Send fail with ErrWriteClosed afterwards. If EOF was already read, the
+// fails with ErrWriteClosed afterwards. If EOF was already read, the
 // connection closes once FIN is sent. Idempotent; any goroutine.
 func (c *Conn) CloseWrite() *Handle[struct{}] {
 	l := c.l

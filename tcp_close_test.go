@@ -23,11 +23,11 @@ func TestTCPHalfClose(t *testing.T) {
 		var question []byte // on the loop
 		_ = c.OnRead(func(c *Conn, b []byte) { question = append(question, b...) })
 		_ = c.OnEOF(func(c *Conn) {
-			assert.NoError(t, c.Send(append([]byte("answer to "), question...)))
+			assert.NoError(t, send(c, append([]byte("answer to "), question...)))
 			assert.Equal(t, Running, c.Closed().Status())
 			c.CloseWrite() // both directions are finished: the connection closes
 			assert.Equal(t, Completed, c.Closed().Status())
-			assert.ErrorIs(t, c.Send([]byte("late")), ErrConnClosed)
+			assert.ErrorIs(t, send(c, []byte("late")), ErrConnClosed)
 		})
 		closed <- c
 	})
@@ -55,12 +55,12 @@ func TestTCPCloseWriteAfterFlush(t *testing.T) {
 		_ = c.OnRead(func(*Conn, []byte) {}) // to see the client's EOF
 		big := make([]byte, size)
 		pattern(big, 0)
-		w := c.Write(big)
+		w := writeFlush(c, big)
 		h := c.CloseWrite()
 		assert.Equal(t, Running, w.Status(), "8 MiB do not fit in the kernel at once")
 		assert.Equal(t, Running, h.Status())
-		assert.ErrorIs(t, c.Send([]byte("late")), ErrWriteClosed)
-		_, err := c.Write([]byte("late")).Result()
+		assert.ErrorIs(t, send(c, []byte("late")), ErrWriteClosed)
+		_, err := writeFlush(c, []byte("late")).Result()
 		assert.ErrorIs(t, err, ErrWriteClosed)
 		shut <- h
 	})
@@ -142,7 +142,7 @@ func TestTCPConnectCloseNoFDLeak(t *testing.T) {
 				}
 				slot()
 			})
-			return struct{}{}, c.Send([]byte("hi"))
+			return struct{}{}, send(c, []byte("hi"))
 		})
 		Catch(h, func(err error) (*Conn, error) {
 			failed.Add(1)

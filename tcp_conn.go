@@ -131,7 +131,7 @@ func (c *Conn) LocalAddr() netip.AddrPort { return c.laddr }
 // RemoteAddr returns the peer's address. Any goroutine.
 func (c *Conn) RemoteAddr() netip.AddrPort { return c.raddr }
 
-// Buffered returns the bytes written (Write, Send) that have not reached the
+// Buffered returns the bytes written (Write) that have not reached the
 // kernel yet. Any goroutine.
 func (c *Conn) Buffered() int { return int(c.queued.Load()) }
 

@@ -81,17 +81,17 @@ func TestTCPConnMisuse(t *testing.T) {
 	require.NoError(t, err)
 	_, err = wait(t, c.SetNoDelay(false))
 	require.NoError(t, err)
-	_, err = wait(t, c.Write(nil))
+	_, err = wait(t, writeFlush(c, nil))
 	require.NoError(t, err, "an empty write completes")
 
 	_, err = wait(t, c.CloseWrite())
 	require.NoError(t, err)
-	require.ErrorIs(t, c.Send([]byte("x")), ErrWriteClosed)
-	_, err = wait(t, c.Write([]byte("x")))
+	require.ErrorIs(t, send(c, []byte("x")), ErrWriteClosed)
+	_, err = wait(t, writeFlush(c, []byte("x")))
 	require.ErrorIs(t, err, ErrWriteClosed)
 	errs := onLoopValue(t, l, func() [2]error { // on the loop: Send, Write
-		_, err := c.Write([]byte("x")).Result()
-		return [2]error{c.Send([]byte("x")), err}
+		_, err := writeFlush(c, []byte("x")).Result()
+		return [2]error{send(c, []byte("x")), err}
 	})
 	require.ErrorIs(t, errs[0], ErrWriteClosed)
 	require.ErrorIs(t, errs[1], ErrWriteClosed)
@@ -102,11 +102,11 @@ func TestTCPConnMisuse(t *testing.T) {
 	require.NoError(t, err)
 	_, err = wait(t, c.Close())
 	require.NoError(t, err, "Close is idempotent")
-	require.ErrorIs(t, c.Send([]byte("x")), ErrConnClosed)
+	require.ErrorIs(t, send(c, []byte("x")), ErrConnClosed)
 	require.ErrorIs(t, c.OnRead(tcpEcho), ErrConnClosed)
 	require.ErrorIs(t, c.PauseRead(), ErrConnClosed)
 	require.ErrorIs(t, c.SetIdleTimeout(time.Second), ErrConnClosed)
-	_, err = wait(t, c.Write([]byte("x")))
+	_, err = wait(t, writeFlush(c, []byte("x")))
 	require.ErrorIs(t, err, ErrConnClosed)
 	require.ErrorIs(t, err, net.ErrClosed)
 	_, err = wait(t, c.CloseWrite())
@@ -114,7 +114,7 @@ func TestTCPConnMisuse(t *testing.T) {
 	_, err = wait(t, c.SetNoDelay(true))
 	require.ErrorIs(t, err, ErrConnClosed)
 	errs = onLoopValue(t, l, func() [2]error { // on the loop: OnRead, Send
-		return [2]error{c.OnRead(tcpEcho), c.Send([]byte("x"))}
+		return [2]error{c.OnRead(tcpEcho), send(c, []byte("x"))}
 	})
 	require.ErrorIs(t, errs[0], ErrConnClosed)
 	require.ErrorIs(t, errs[1], ErrConnClosed)

@@ -38,7 +38,7 @@ func TestTCPDialEchoSameLoop(t *testing.T) {
 	for i := 0; i < n; i++ {
 		msg := bytes.Repeat([]byte{byte(i)}, size)
 		want = append(want, msg...)
-		hs = append(hs, c.Write(msg)) // off the loop: copied, posted in order
+		hs = append(hs, writeFlush(c, msg)) // off the loop: copied, posted in order
 	}
 	for _, h := range hs {
 		_, err := wait(t, h)
@@ -55,7 +55,7 @@ func TestTCPDialEchoSameLoop(t *testing.T) {
 	require.NoError(t, err)
 	_, err = wait(t, c.Closed())
 	require.NoError(t, err)
-	require.ErrorIs(t, c.Send([]byte("x")), ErrConnClosed)
+	require.ErrorIs(t, send(c, []byte("x")), ErrConnClosed)
 	eventually(t, func() bool { return l.Stats().TCPOpen == 0 }, "the server side closes on EOF")
 	_, err = wait(t, ln.Close())
 	require.NoError(t, err)
@@ -94,7 +94,7 @@ func TestTCPDialWaitsForWritable(t *testing.T) {
 	require.NoError(t, err)
 	got := make(chan string, 1)
 	require.NoError(t, c.OnRead(func(c *Conn, b []byte) { got <- string(b) }))
-	require.NoError(t, c.Send([]byte("slow path")))
+	require.NoError(t, send(c, []byte("slow path")))
 	require.Equal(t, "slow path", recv(t, got))
 	_, err = wait(t, c.Close())
 	require.NoError(t, err)

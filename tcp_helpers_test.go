@@ -9,7 +9,7 @@ import (
 )
 
 // tcpEcho is the echo callback: every byte read is sent back.
-func tcpEcho(c *Conn, b []byte) { _ = c.Send(b) }
+func tcpEcho(c *Conn, b []byte) { _ = send(c, b) }
 
 // echoListen listens on 127.0.0.1 with an echo server; the listener is closed
 // when the test ends (Stop would close it too).
@@ -90,4 +90,19 @@ func (l *Loop) closeListener(t *testing.T, ln *Listener) *Loop {
 	_, err := wait(t, ln.Close())
 	require.NoError(t, err)
 	return l
+}
+
+// send is Write for tests that only look at the error.
+func send(c *Conn, b []byte) error {
+	_, err := c.Write(b)
+	return err
+}
+
+// writeFlush writes b and returns Flush's handle, or a failed one when the
+// write is refused.
+func writeFlush(c *Conn, b []byte) *Handle[struct{}] {
+	if _, err := c.Write(b); err != nil {
+		return Fail[struct{}](c.Loop(), err)
+	}
+	return c.Flush()
 }

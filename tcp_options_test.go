@@ -51,7 +51,7 @@ func TestTCPReadTimeout(t *testing.T) {
 	ln, err := Listen(l, "127.0.0.1:0", ListenConfig{Conn: ConnConfig{ReadTimeout: 150 * time.Millisecond}},
 		func(c *Conn) {
 			_ = c.OnRead(tcpEcho)
-			ticker := Adopt(c.Scope(), Every(l, 20*time.Millisecond, func() { _ = c.Send([]byte("tick")) }))
+			ticker := Adopt(c.Scope(), Every(l, 20*time.Millisecond, func() { _ = send(c, []byte("tick")) }))
 			conns <- c
 			_ = ticker
 		})
@@ -128,10 +128,10 @@ func TestTCPDialNoDelayBeforeSecondWrite(t *testing.T) {
 			if tc.before != nil {
 				tc.before(c)
 			}
-			_, err = wait(t, c.Write(tc.first))
+			_, err = wait(t, writeFlush(c, tc.first))
 			require.NoError(t, err)
 			require.Equal(t, tc.afterFirst, noDelayOf(t, c), "TCP_NODELAY after the first write")
-			_, err = wait(t, c.Write([]byte("two")))
+			_, err = wait(t, writeFlush(c, []byte("two")))
 			require.NoError(t, err)
 			require.Equal(t, tc.afterSecond, noDelayOf(t, c), "TCP_NODELAY after the second write")
 		})

@@ -12,7 +12,7 @@ const maxReadsPerEvent = 16
 // OnRead sets the read callback and starts reading. fn runs on the loop with
 // the bytes that arrived; b is the loop's shared read buffer (ReadBufferSize
 // bytes, used by every connection of the loop) and is valid only until fn
-// returns: copy what you keep. Passing b to Write or Send is fine (they copy
+// returns: copy what you keep. Passing b to Write is fine (it copies
 // what the kernel does not take at once). A panic in fn closes the
 // connection with a *PanicError. Any goroutine; ErrNilFunc for nil,
 // ErrConnClosed after the connection closed.

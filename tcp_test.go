@@ -90,7 +90,7 @@ func TestTCPIPv6Echo(t *testing.T) {
 	require.Equal(t, ln.Addr(), sc.LocalAddr())
 	got := make(chan string, 1)
 	require.NoError(t, c.OnRead(func(c *Conn, b []byte) { got <- string(b) }))
-	require.NoError(t, c.Send([]byte("over v6")))
+	require.NoError(t, send(c, []byte("over v6")))
 	require.Equal(t, "over v6", recv(t, got))
 	_, err = wait(t, c.Close())
 	require.NoError(t, err)
@@ -116,7 +116,7 @@ func TestTCPStopClosesConnections(t *testing.T) {
 		_ = c.OnRead(tcpEcho)
 		keep(c.Closed())
 		if accepted++; accepted <= 2 {
-			keep(c.Write(make([]byte, 24<<20))) // stays queued: the clients do not read
+			keep(writeFlush(c, make([]byte, 24<<20))) // stays queued: the clients do not read
 		}
 	})
 	require.NoError(t, err)

@@ -1,6 +1,8 @@
 package aio
 
 import (
+	"unsafe"
+
 	"github.com/valkyria/aio/internal/sock"
 	"golang.org/x/sys/unix"
 )
@@ -9,7 +11,7 @@ import (
 // segs[head:], of which the first, segs[head], is sent from headOff on.
 // Small writes are copied into chunks of chunkSize, larger ones into a
 // segment of their own. Positions count the bytes of the stream since the
-// queue was made: total were accepted by Write/Send, written reached the
+// queue was made: total were accepted by Write, written reached the
 // kernel. Owned by the loop.
 type writeQueue struct {
 	segs    [][]byte // queued segments; those before head are sent (nil)
@@ -17,7 +19,7 @@ type writeQueue struct {
 	headOff int      // bytes of segs[head] already sent
 	total   uint64
 	written uint64
-	// waiters[waitHead:] are the Write handles not completed yet, by end
+	// waiters[waitHead:] are the Flush handles not completed yet, by end
 	// position, oldest first.
 	waiters     []writeWaiter
 	waitHead    int
@@ -34,7 +36,7 @@ func (c *Conn) queue() *writeQueue {
 	return c.q
 }
 
-// writeWaiter is a Write handle waiting for the stream to reach end.
+// writeWaiter is a Flush handle waiting for the stream to reach end.
 type writeWaiter struct {
 	end uint64
 	h   *Handle[struct{}]
@@ -52,66 +54,80 @@ func (c *Conn) OnDrain(fn func(c *Conn)) error {
 	return c.runInlineIfOpen(func() { c.queue().onDrain = fn })
 }
 
-// Write queues a copy of b for sending and returns a handle that completes
-// once all of b has reached the kernel (written to the socket; not
-// acknowledged by the peer). b may be reused as soon as Write returns. On the
-// loop the bytes are written at once if the queue is empty, and only the
-// rest is copied and queued; elsewhere b is copied and the write posted. The
-// handle fails with ErrConnClosed, ErrWriteClosed or the socket's error if
-// the bytes cannot be sent; cancelling it does not take them back (Close
-// does). Writing past the high-water mark is allowed; the queue is then
+// Write sends b, or queues a copy of what the kernel does not take at once,
+// and returns len(b): it never blocks and never writes short, so Conn is an
+// io.Writer (fmt.Fprintf, json.Encoder and io.Copy write to it). b may be
+// reused as soon as Write returns. On the loop the bytes are written at
+// once if the queue is empty; elsewhere b is copied and the write posted,
+// in the caller's order. It returns 0 and ErrConnClosed or ErrWriteClosed
+// when the write is refused up front; an error that happens later closes
+// the connection (see Closed). Flush tells when the bytes reached the
+// kernel. Writing past the high-water mark is allowed; the queue is then
 // Full, and unless ConnConfig.ReadWhileFull is set the connection stops
-// reading until it drains (see OnDrain). Any goroutine.
-func (c *Conn) Write(b []byte) *Handle[struct{}] {
-	l := c.l
-	if l.OnLoop() {
-		queued, err := c.write(b, false)
-		switch {
-		case err != nil:
-			return Fail[struct{}](l, err)
-		case !queued:
-			return Pure(l, struct{}{})
-		}
-		h := runningHandle(c.l)
-		c.addWaiter(h)
-		return h
-	}
-	if err := c.writeCheck(); err != nil {
-		return Fail[struct{}](l, err)
-	}
-	own := append([]byte(nil), b...)
-	h := runningHandle(c.l)
-	l.runLater(func() {
-		queued, err := c.write(own, true)
-		switch {
-		case err != nil:
-			h.settle(struct{}{}, err)
-		case !queued:
-			h.settle(struct{}{}, nil)
-		default:
-			c.addWaiter(h)
-		}
-	})
-	return h
-}
-
-// Send is Write without a handle, for code that does not need to know when
-// the bytes reach the kernel: it copies what it queues just the same, and
-// allocates nothing when the kernel takes b at once. It returns
-// ErrConnClosed or ErrWriteClosed when the write is refused up front; an
-// error that happens later closes the connection (see Closed). Any
-// goroutine.
-func (c *Conn) Send(b []byte) error {
+// reading until it drains (see OnDrain). It allocates nothing when the
+// kernel takes b at once. Any goroutine.
+func (c *Conn) Write(b []byte) (int, error) {
 	if c.l.OnLoop() {
-		_, err := c.write(b, false)
-		return err
+		if _, err := c.write(b, false); err != nil {
+			return 0, err
+		}
+		return len(b), nil
 	}
 	if err := c.writeCheck(); err != nil {
-		return err
+		return 0, err
 	}
 	own := append([]byte(nil), b...)
 	c.l.runLater(func() { _, _ = c.write(own, true) })
-	return nil
+	return len(b), nil
+}
+
+// WriteString is Write for a string, without converting it to a byte slice
+// first. Any goroutine.
+func (c *Conn) WriteString(s string) (int, error) {
+	return c.Write(unsafe.Slice(unsafe.StringData(s), len(s))) // Write only reads it
+}
+
+// Flush returns a handle that completes once every byte written before the
+// call has reached the kernel (written to the socket; not acknowledged by
+// the peer): at once when nothing is queued. The loop sends queued bytes
+// by itself; Flush only tells when. It fails with ErrConnClosed, or the
+// socket's error, if the bytes cannot be sent; cancelling it does not take
+// them back (Close does). Any goroutine.
+func (c *Conn) Flush() *Handle[struct{}] {
+	l := c.l
+	if l.OnLoop() {
+		return c.flushHandle(nil)
+	}
+	if c.gone.Load() {
+		return Fail[struct{}](l, ErrConnClosed)
+	}
+	h := runningHandle(l)
+	l.runLater(func() { c.flushHandle(h) })
+	return h
+}
+
+// flushHandle settles h, or makes a handle (h nil), for the bytes queued
+// so far. On the loop.
+func (c *Conn) flushHandle(h *Handle[struct{}]) *Handle[struct{}] {
+	var err error
+	switch {
+	case c.state != connOpen:
+		err = ErrConnClosed
+	case c.queued.Load() > 0:
+		if h == nil {
+			h = runningHandle(c.l)
+		}
+		c.addWaiter(h)
+		return h
+	}
+	if h == nil {
+		if err != nil {
+			return Fail[struct{}](c.l, err)
+		}
+		return Pure(c.l, struct{}{})
+	}
+	h.settle(struct{}{}, err)
+	return h
 }
 
 // writeCheck is the up-front check of a write made off the loop.
@@ -174,8 +190,8 @@ func (c *Conn) wrote(n int) {
 	}
 }
 
-// addWaiter queues h to complete when the bytes written so far have reached
-// the kernel. On the loop.
+// addWaiter queues h to complete when the bytes written so far (at least
+// one of them queued) have reached the kernel. On the loop.
 func (c *Conn) addWaiter(h *Handle[struct{}]) {
 	c.l.checkOnLoop()
 	q := c.q // write queued something: q exists
@@ -340,7 +356,7 @@ func (c *Conn) consume(n int) {
 	}
 }
 
-// completeWrites completes the Write handles whose bytes all reached the
+// completeWrites completes the Flush handles whose bytes all reached the
 // kernel.
 func (q *writeQueue) completeWrites() {
 	for q.waitHead < len(q.waiters) && q.waiters[q.waitHead].end <= q.written {

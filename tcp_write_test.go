@@ -3,6 +3,7 @@ package aio
 import (
 	"bytes"
 	"errors"
+	"fmt"
 	"io"
 	"net"
 	"sync/atomic"
@@ -25,7 +26,7 @@ func TestTCPBackpressure(t *testing.T) {
 	var drains atomic.Int64
 	ln, err := Listen(l, "127.0.0.1:0", ListenConfig{Conn: ConnConfig{HighWater: hw}}, func(c *Conn) {
 		_ = c.OnRead(func(c *Conn, b []byte) {
-			_ = c.Send(b)
+			_ = send(c, b)
 			q := int64(c.Buffered())
 			if q > maxQueued.Load() {
 				maxQueued.Store(q)
@@ -80,7 +81,7 @@ func TestTCPPeerResetMidWrite(t *testing.T) {
 	conns := make(chan *Conn, 1)
 	ln, err := Listen(l, "127.0.0.1:0", ListenConfig{}, func(c *Conn) {
 		_ = c.OnRead(func(c *Conn, b []byte) {
-			writes <- c.Write(make([]byte, 64<<20))
+			writes <- writeFlush(c, make([]byte, 64<<20))
 		})
 		conns <- c
 	})
@@ -161,7 +162,7 @@ func TestTCPWriteQueueStaysBounded(t *testing.T) {
 				emptied++
 			}
 			for c.Buffered() < 4<<20 && sent < total {
-				_ = c.Send(chunk)
+				_ = send(c, chunk)
 				sent += len(chunk)
 			}
 			if q := c.q; q != nil {
@@ -232,7 +233,7 @@ func TestTCPReadWhileFull(t *testing.T) {
 	cfg := ListenConfig{Conn: ConnConfig{HighWater: hw, ReadWhileFull: true}}
 	ln, err := Listen(l, "127.0.0.1:0", cfg, func(c *Conn) {
 		_ = c.OnRead(func(c *Conn, b []byte) {
-			_ = c.Send(b)
+			_ = send(c, b)
 			if c.Full() {
 				fullSeen.Add(1)
 			}
@@ -263,7 +264,7 @@ func TestTCPResumeReadUndoesFullHold(t *testing.T) {
 	held := make(chan *Conn, 1)
 	ln, err := Listen(l, "127.0.0.1:0", ListenConfig{Conn: ConnConfig{HighWater: hw}}, func(c *Conn) {
 		_ = c.OnRead(func(c *Conn, b []byte) {
-			_ = c.Send(b)
+			_ = send(c, b)
 			if c.Full() && c.held {
 				select {
 				case held <- c:
@@ -279,5 +280,43 @@ func TestTCPResumeReadUndoesFullHold(t *testing.T) {
 	require.NoError(t, c.ResumeRead())
 	require.NoError(t, recv(t, sent), "ResumeRead did not resume reading")
 	readBack(t, nc, total)
+	closedLoopTCP(t, l.closeListener(t, ln))
+}
+
+// Conn is an io.Writer: fmt, io.Copy and WriteString write to it from any
+// goroutine, in order; Flush completes once those bytes reached the kernel,
+// at once with nothing queued, and fails once the connection is closed.
+func TestTCPWriteIsWriter(t *testing.T) {
+	l := startLoop(t)
+	ln, conns := echoListenConns(t, l, "127.0.0.1:0", ListenConfig{}, 1)
+	nc := netDial(t, ln)
+	c := recv(t, conns)
+	var w io.Writer = c
+	_, err := fmt.Fprintf(w, "%s-%d|", "fmt", 1)
+	require.NoError(t, err)
+	big := bytes.Repeat([]byte("x"), 4<<20) // more than the kernel takes at once
+	n, err := io.Copy(w, bytes.NewReader(big))
+	require.NoError(t, err)
+	require.EqualValues(t, len(big), n)
+	_, err = c.WriteString("|end")
+	require.NoError(t, err)
+	flushed := c.Flush()
+	want := append(append([]byte("fmt-1|"), big...), "|end"...)
+	got := make([]byte, len(want))
+	_, err = io.ReadFull(nc, got)
+	require.NoError(t, err)
+	require.True(t, bytes.Equal(want, got), "the bytes arrived out of order")
+	_, err = wait(t, flushed)
+	require.NoError(t, err)
+
+	require.Equal(t, Completed, onLoopValue(t, l, func() Status { return c.Flush().Status() }),
+		"Flush with nothing queued completes at once on the loop")
+	_, err = wait(t, c.Close())
+	require.NoError(t, err)
+	_, err = wait(t, c.Flush())
+	require.ErrorIs(t, err, ErrConnClosed)
+	n2, err := c.Write([]byte("late"))
+	require.ErrorIs(t, err, ErrConnClosed)
+	require.Zero(t, n2)
 	closedLoopTCP(t, l.closeListener(t, ln))
 }

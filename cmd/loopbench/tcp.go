@@ -63,7 +63,7 @@ var pingMsg = []byte("PING\n")
 var poundMsg = []byte("QS")
 
 // echoBack is the aio echo server's read callback.
-func echoBack(c *aio.Conn, b []byte) { _ = c.Send(b) }
+func echoBack(c *aio.Conn, b []byte) { _, _ = c.Write(b) }
 
 // listenEcho starts an aio echo server on 127.0.0.1.
 func listenEcho(l *aio.Loop, cfg aio.ListenConfig) (*aio.Listener, error) {
@@ -342,7 +342,7 @@ func (cl *poundClient) dialed() {
 		return
 	}
 	_ = c.OnRead(cl.onRead)
-	_ = c.Send(poundMsg)
+	_, _ = c.Write(poundMsg)
 	_ = c.OnClose(cl.onClosed)
 }
 
@@ -547,7 +547,7 @@ func rallyAIO(o options, workload string, conns int, msg []byte, loops int) (res
 					f.finish(nil)
 					return
 				}
-				if err := c.Send(msg); err != nil {
+				if _, err := c.Write(msg); err != nil {
 					f.finish(err)
 				}
 			})
@@ -559,7 +559,7 @@ func rallyAIO(o options, workload string, conns int, msg []byte, loops int) (res
 		start = m.start
 		if err := cli.Post(func() {
 			for _, c := range cs {
-				if err := c.Send(msg); err != nil {
+				if _, err := c.Write(msg); err != nil {
 					f.finish(err)
 				}
 			}

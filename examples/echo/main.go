@@ -96,10 +96,10 @@ func shutdownRuntime(rt *aio.Runtime) error {
 	return rt.Shutdown(ctx)
 }
 
-// echo sends back whatever arrives; Send copies what the kernel does not take
+// echo sends back whatever arrives; Write copies what the kernel does not take
 // at once, and a client that does not read makes its connection stop reading
 // (the write queue's high-water mark) instead of growing without bound.
-func echo(c *aio.Conn, b []byte) { _ = c.Send(b) }
+func echo(c *aio.Conn, b []byte) { _, _ = c.Write(b) }
 
 // accept runs on the shard's loop for every new connection.
 func (s *shard) accept(c *aio.Conn) {
