@@ -75,12 +75,14 @@ func TestTCPConnMisuse(t *testing.T) {
 	require.ErrorIs(t, c.OnDrain(nil), ErrNilFunc)
 	require.Error(t, c.SetReadTimeout(-1))
 	require.Error(t, c.SetIdleTimeout(-time.Second))
-	_, err = wait(t, c.SetKeepAlive(-1))
-	require.Error(t, err)
-	_, err = wait(t, c.SetKeepAlive(30*time.Second))
-	require.NoError(t, err)
-	_, err = wait(t, c.SetNoDelay(false))
-	require.NoError(t, err)
+	require.Error(t, c.SetKeepAlive(-1))
+	require.NoError(t, c.SetKeepAlive(30*time.Second))
+	require.NoError(t, c.SetNoDelay(false))
+	require.Zero(t, onLoopValue(t, l, func() int { // posted, applied in order
+		v, err := unix.GetsockoptInt(c.fd, unix.IPPROTO_TCP, unix.TCP_NODELAY)
+		require.NoError(t, err)
+		return v
+	}))
 	_, err = wait(t, writeFlush(c, nil))
 	require.NoError(t, err, "an empty write completes")
 
@@ -111,8 +113,8 @@ func TestTCPConnMisuse(t *testing.T) {
 	require.ErrorIs(t, err, net.ErrClosed)
 	_, err = wait(t, c.CloseWrite())
 	require.ErrorIs(t, err, ErrConnClosed)
-	_, err = wait(t, c.SetNoDelay(true))
-	require.ErrorIs(t, err, ErrConnClosed)
+	require.ErrorIs(t, c.SetNoDelay(true), ErrConnClosed)
+	require.ErrorIs(t, c.SetKeepAlive(time.Minute), ErrConnClosed)
 	errs = onLoopValue(t, l, func() [2]error { // on the loop: OnRead, Send
 		return [2]error{c.OnRead(tcpEcho), send(c, []byte("x"))}
 	})

@@ -85,9 +85,11 @@ func (c *Conn) beforeWrite(n int) {
 }
 
 // SetNoDelay sets or clears TCP_NODELAY (set by default; see
-// ConnConfig.Nagle). The handle completes once the option is set: at once on
-// the loop, after a posted job elsewhere. Any goroutine.
-func (c *Conn) SetNoDelay(on bool) *Handle[struct{}] {
+// ConnConfig.Nagle). On the loop it acts at once and returns the system
+// call's error; elsewhere it is posted, and an error there (only a socket
+// that already failed gives one) closes the connection with it (see
+// Closed). Any goroutine; ErrConnClosed after the connection closed.
+func (c *Conn) SetNoDelay(on bool) error {
 	v := 0
 	if on {
 		v = 1
@@ -100,21 +102,28 @@ func (c *Conn) SetNoDelay(on bool) *Handle[struct{}] {
 
 // SetKeepAlive turns TCP keep-alive on with idle time and probe interval d
 // (whole seconds, at most 32767 s), or off for d == 0 (see
-// ConnConfig.KeepAlive). The handle completes once the
-// options are set. Any goroutine.
-func (c *Conn) SetKeepAlive(d time.Duration) *Handle[struct{}] {
+// ConnConfig.KeepAlive), acting and reporting as SetNoDelay does. Any
+// goroutine; an error for negative d.
+func (c *Conn) SetKeepAlive(d time.Duration) error {
 	if d < 0 {
-		return Fail[struct{}](c.l, fmt.Errorf("aio: tcp: negative KeepAlive %v", d))
+		return fmt.Errorf("aio: tcp: negative KeepAlive %v", d)
 	}
 	return c.sockopt(func() error { return sock.SetKeepAlive(c.fd, d) })
 }
 
-func (c *Conn) sockopt(set func() error) *Handle[struct{}] {
-	return c.l.runInlineHandle(func() error {
-		if c.state != connOpen {
+// sockopt runs set, a socket option's system call, on the loop: see
+// SetNoDelay for how its error is reported.
+func (c *Conn) sockopt(set func() error) error {
+	if c.l.OnLoop() {
+		if c.state == connClosed {
 			return ErrConnClosed
 		}
 		return set()
+	}
+	return c.runInlineIfOpen(func() {
+		if err := set(); err != nil {
+			c.closeWith(c.ioError("setsockopt", err))
+		}
 	})
 }
 
