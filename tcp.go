@@ -34,16 +34,39 @@ var (
 	// ErrConnClosed is the error of an operation on a Conn that is closed, and
 	// of the writes still queued when Close ran. errors.Is(err, net.ErrClosed)
 	// holds for it too.
-	ErrConnClosed = fmt.Errorf("aio: tcp connection closed: %w", net.ErrClosed)
+	ErrConnClosed error = &kindError{"aio: tcp connection closed", []error{net.ErrClosed}}
 	// ErrWriteClosed is returned by Write after CloseWrite.
 	ErrWriteClosed = errors.New("aio: tcp write after CloseWrite")
 	// ErrReadTimeout is the error a Conn closes with when reading is on and no
-	// byte arrived for ConnConfig.ReadTimeout. errors.Is(err, ErrTimeout) holds.
-	ErrReadTimeout = fmt.Errorf("aio: tcp read timeout: %w", ErrTimeout)
+	// byte arrived for ConnConfig.ReadTimeout. errors.Is(err, ErrTimeout)
+	// holds, and it is a net.Error whose Timeout is true.
+	ErrReadTimeout error = &kindError{"aio: tcp read timeout", []error{ErrTimeout}}
 	// ErrIdleTimeout is the error a Conn closes with when nothing was read or
-	// written for ConnConfig.IdleTimeout. errors.Is(err, ErrTimeout) holds.
-	ErrIdleTimeout = fmt.Errorf("aio: tcp idle timeout: %w", ErrTimeout)
+	// written for ConnConfig.IdleTimeout. errors.Is(err, ErrTimeout) holds,
+	// and it is a net.Error whose Timeout is true.
+	ErrIdleTimeout error = &kindError{"aio: tcp idle timeout", []error{ErrTimeout}}
+	// errConnStopped is what OnClose hears when Loop.Stop closed the
+	// connection: errors.Is(err, ErrStopped) and (as for every handle Stop
+	// ends) errors.Is(err, ErrCancelled) hold.
+	errConnStopped error = &kindError{"aio: tcp connection closed: loop stopped", []error{ErrStopped, ErrCancelled}}
 )
+
+// kindError is an error with a text of its own that is also (errors.Is) each
+// of its kinds, without repeating their texts ("aio: tcp read timeout", not
+// "aio: tcp read timeout: aio: timeout").
+type kindError struct {
+	text  string
+	kinds []error
+}
+
+func (e *kindError) Error() string   { return e.text }
+func (e *kindError) Unwrap() []error { return e.kinds }
+
+// Timeout is net.Error's: true for the timeouts.
+func (e *kindError) Timeout() bool { return errors.Is(e, ErrTimeout) }
+
+// Temporary is net.Error's (deprecated there): as Timeout.
+func (e *kindError) Temporary() bool { return e.Timeout() }
 
 // Defaults of ListenConfig and ConnConfig.
 const (

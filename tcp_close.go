@@ -192,15 +192,17 @@ func (c *Conn) closeWith(err error) {
 }
 
 // OnClose sets the callback that runs, on the loop, once the connection has
-// closed, however it closed. err is Closed's error: nil after Close or an
-// orderly end, the cause otherwise (a reset, a timeout, a panicking
-// callback), ErrCancelled when Loop.Stop closed it. It runs once, after
-// Closed's direct continuations (those registered on Closed itself; what
-// they start, and Wait or Done on Closed, may see the close before it),
-// never inside this call; on a connection that
-// is already closed it runs soon. Setting it again before it ran replaces
-// it. Unlike Finally(c.Closed(), ...) it allocates nothing: for code that
-// makes many short connections. Any goroutine; ErrNilFunc for nil.
+// closed, however it closed. err is nil after Close or an orderly end, the
+// cause otherwise: a reset, a timeout, a panicking callback, ErrCancelled
+// when Closed was cancelled, and an error for which errors.Is(err,
+// ErrStopped) holds (and ErrCancelled, as for everything Stop ends) when
+// Loop.Stop closed it. It runs once, after Closed's direct continuations
+// (those registered on Closed itself; what they start, and Wait or Done on
+// Closed, may see the close before it), never inside this call; on a
+// connection that is already closed it runs soon. Setting it again before
+// it ran replaces it. Unlike Finally(c.Closed(), ...) it allocates nothing:
+// for code that makes many short connections. Any goroutine; ErrNilFunc
+// for nil.
 func (c *Conn) OnClose(fn func(c *Conn, err error)) error {
 	if fn == nil {
 		return ErrNilFunc
@@ -237,5 +239,8 @@ func (cc *connCloseCall) runTask(*Loop) {
 func (c *Conn) callOnClose(fn func(c *Conn, err error)) {
 	c.l.checkOnLoop()
 	_, err := c.closed.Result()
+	if err == ErrCancelled && c.l.state.Load() != stateRunning {
+		err = errConnStopped // say why
+	}
 	c.l.call(func() { fn(c, err) })
 }

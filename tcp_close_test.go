@@ -288,7 +288,8 @@ func TestTCPOnCloseReplacedAfterClose(t *testing.T) {
 	require.Equal(t, []string{"second"}, onLoopValue(t, l, func() []string { return ran }))
 }
 
-// Loop.Stop closes an open connection: OnClose gets ErrCancelled.
+// Loop.Stop closes an open connection: OnClose gets an error that says so,
+// is ErrStopped and, as everything Stop ends, ErrCancelled.
 func TestTCPOnCloseAtStop(t *testing.T) {
 	l := startLoop(t, Config{Name: "onclose-stop"})
 	ln := echoListen(t, l, ListenConfig{})
@@ -297,5 +298,8 @@ func TestTCPOnCloseAtStop(t *testing.T) {
 	reports := onCloseReports(t, c, nil)
 	_, err = l.Stop().Wait(testCtx(t))
 	require.NoError(t, err)
-	require.ErrorIs(t, recv(t, reports).err, ErrCancelled)
+	err = recv(t, reports).err
+	require.ErrorIs(t, err, ErrStopped)
+	require.ErrorIs(t, err, ErrCancelled)
+	require.Equal(t, "aio: tcp connection closed: loop stopped", err.Error())
 }

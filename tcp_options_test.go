@@ -3,6 +3,7 @@ package aio
 import (
 	"errors"
 	"io"
+	"net"
 	"testing"
 	"time"
 
@@ -23,6 +24,10 @@ func TestTCPIdleTimeout(t *testing.T) {
 	_, err := wait(t, qc.Closed())
 	require.ErrorIs(t, err, ErrIdleTimeout)
 	require.ErrorIs(t, err, ErrTimeout)
+	require.Equal(t, "aio: tcp idle timeout", err.Error(), "one prefix, no repetition")
+	var ne net.Error
+	require.ErrorAs(t, err, &ne)
+	require.True(t, ne.Timeout())
 	require.GreaterOrEqual(t, time.Since(start), idle)
 	_, err = quiet.Read(make([]byte, 1))
 	require.ErrorIs(t, err, io.EOF)
