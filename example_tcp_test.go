@@ -4,6 +4,8 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"io"
+	"net"
 	"strings"
 	"time"
 
@@ -118,4 +120,43 @@ func ExampleConn_OnClose() {
 	// Output:
 	// first: <nil>
 	// second: true
+}
+
+// A TCP proxy: each client is piped to a connection dialed to the upstream
+// (here an echo server) on the same loop. The dial is adopted by the
+// client's scope, so a client that goes away first cancels it; the pipe
+// passes the client's FIN on and ends when both sides have.
+func ExamplePipe() {
+	rt, l := start()
+	defer stop(rt)
+
+	upstream, err := aio.Listen(l, "127.0.0.1:0", aio.ListenConfig{}, func(c *aio.Conn) {
+		_ = c.OnRead(func(c *aio.Conn, b []byte) { _, _ = c.Write(b) })
+	})
+	if err != nil {
+		panic(err)
+	}
+	piped := make(chan *aio.Handle[aio.Piped], 1)
+	proxy, err := aio.Listen(l, "127.0.0.1:0", aio.ListenConfig{}, func(client *aio.Conn) {
+		up := aio.Adopt(client.Scope(), aio.Dial(l, upstream.Addr().String(), aio.ConnConfig{}))
+		aio.Then(up, func(u *aio.Conn) (struct{}, error) {
+			piped <- aio.Pipe(client, u)
+			return struct{}{}, nil
+		})
+	})
+	if err != nil {
+		panic(err)
+	}
+
+	c, err := net.Dial("tcp", proxy.Addr().String())
+	if err != nil {
+		panic(err)
+	}
+	defer c.Close()
+	_, _ = c.Write([]byte("through the proxy"))
+	_ = c.(*net.TCPConn).CloseWrite()
+	reply, _ := io.ReadAll(c)
+	n, err := (<-piped).Wait(context.Background())
+	fmt.Printf("%s %+v %v\n", reply, n, err)
+	// Output: through the proxy {AToB:17 BToA:17} <nil>
 }

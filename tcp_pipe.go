@@ -1,0 +1,159 @@
+package aio
+
+import (
+	"errors"
+	"fmt"
+)
+
+// Piped counts the bytes a Pipe copied each way.
+type Piped struct {
+	AToB, BToA int64
+}
+
+// errPipeLoops is Pipe's refusal of connections on two loops.
+var errPipeLoops = errors.New("aio: Pipe of connections on different loops (dial the second on the first's loop)")
+
+// Pipe copies the bytes each connection reads to the other until both
+// directions have ended, as a proxy or a tunnel does, with flow control per
+// direction: a direction pauses reading its source while the destination's
+// write queue is Full and resumes when it drains, and the other direction
+// goes on meanwhile (both connections get ConnConfig.ReadWhileFull). A FIN
+// passes on as a half-close: when a reaches EOF, b's write side is closed
+// once its queue is flushed, and the other way round; each connection
+// closes once both its directions are finished. An error on either side
+// (a reset, a timeout, a failed write) closes both at once.
+//
+// The handle completes with the byte counts when both connections have
+// closed in order, fails with the first error otherwise, and is cancelled
+// when Loop.Stop closes them. Cancelling it closes both connections. It is
+// adopted by both connections' scopes, so that a Listener's Drain waits
+// for it. Bytes a connection read before Pipe are the caller's: write them
+// to the other first; a connection that already reached EOF passes it on
+// at once.
+//
+// Pipe takes over both connections' OnRead, OnEOF, OnDrain and OnClose
+// callbacks (the handle is the news of the end) and their PauseRead state.
+// They must be on the same loop; a nil, identical or closed connection, or
+// connections on two loops, fail the handle and close the connections that
+// were given. Any goroutine.
+func Pipe(a, b *Conn) *Handle[Piped] {
+	switch {
+	case a == nil || b == nil:
+		err := errors.New("aio: Pipe of a nil connection")
+		for _, c := range []*Conn{a, b} {
+			if c != nil {
+				c.Close()
+				return Fail[Piped](c.l, err)
+			}
+		}
+		return Fail[Piped](nil, err)
+	case a == b:
+		a.Close()
+		return Fail[Piped](a.l, errors.New("aio: Pipe of a connection to itself"))
+	case a.l != b.l:
+		a.Close()
+		b.Close()
+		return Fail[Piped](a.l, errPipeLoops)
+	}
+	p := &pipeNode{a: a, b: b}
+	p.init(a.l)
+	p.prod = p
+	p.state.Store(uint32(Running))
+	a.l.runInline(p.start)
+	return &p.Handle
+}
+
+// pipeNode is Pipe's handle and state. Owned by the loop.
+type pipeNode struct {
+	Handle[Piped]
+	a, b  *Conn
+	stats Piped
+	open  int   // connections not closed yet
+	err   error // the first error that closed a connection
+	busy  [2]*Promise[struct{}]
+}
+
+// start wires the two directions. On the loop.
+func (p *pipeNode) start() {
+	a, b := p.a, p.b
+	if a.state != connOpen || b.state != connOpen {
+		a.closeWith(nil)
+		b.closeWith(nil)
+		p.settle(Piped{}, fmt.Errorf("aio: Pipe: %w", ErrConnClosed))
+		return
+	}
+	if p.ended() { // cancelled before it started
+		a.closeWith(nil)
+		b.closeWith(nil)
+		return
+	}
+	p.open = 2
+	p.direction(a, b, &p.stats.AToB)
+	p.direction(b, a, &p.stats.BToA)
+	// Each connection is busy while the pipe runs (see Listener.Drain): a
+	// promise in its scope, not the pipe's handle, which the first orderly
+	// close would cancel while the other connection still flushes.
+	for i, c := range []*Conn{a, b} {
+		p.busy[i] = NewPromise[struct{}](c.l)
+		Adopt(c.Scope(), p.busy[i].Handle())
+	}
+}
+
+// direction copies what src reads to dst, counting into n. On the loop.
+func (p *pipeNode) direction(src, dst *Conn, n *int64) {
+	src.readWhileFull = true
+	src.held = false
+	src.paused = false
+	src.onRead = func(src *Conn, b []byte) {
+		*n += int64(len(b))
+		if _, err := dst.write(b, false); err != nil {
+			return // dst closed (its OnClose ends the pipe) or shut (src is at EOF)
+		}
+		if dst.full.Load() {
+			src.paused = true // until dst drains
+			src.update()
+		}
+	}
+	src.onEOF = func(*Conn) { dst.closeWrite(nil) }
+	dst.queue().onDrain = func(*Conn) {
+		if src.paused {
+			src.paused = false
+			src.update()
+		}
+	}
+	src.onClose = func(src *Conn, err error) { p.closed(dst, err) }
+	src.update()
+	if src.eof { // EOF came before Pipe: pass it on now
+		dst.closeWrite(nil)
+	}
+}
+
+// closed runs when one connection has closed with err: an error closes the
+// other at once, and the last close settles the pipe. On the loop.
+func (p *pipeNode) closed(other *Conn, err error) {
+	p.open--
+	if err != nil && p.err == nil {
+		p.err = err
+		other.closeWith(err)
+	}
+	if p.open > 0 {
+		return
+	}
+	for _, b := range p.busy {
+		b.Resolve(struct{}{})
+	}
+	switch {
+	case p.err == nil:
+		p.settle(p.stats, nil)
+	case errors.Is(p.err, ErrCancelled):
+		p.cancel()
+	default:
+		p.settle(p.stats, p.err)
+	}
+}
+
+// stop is the producer side: cancelling the pipe closes both connections.
+func (p *pipeNode) stop() {
+	p.a.closeWith(ErrCancelled)
+	p.b.closeWith(ErrCancelled)
+}

@@ -1,0 +1,300 @@
+package aio
+
+import (
+	"bytes"
+	"errors"
+	"fmt"
+	"io"
+	"net"
+	"testing"
+	"time"
+
+	"github.com/stretchr/testify/require"
+)
+
+// smallBuffers are the socket buffers and water marks of the pipe tests:
+// small enough that every direction pauses and resumes many times. Not
+// smaller: loopback's MSS is 64 KiB, and a receive window far below it
+// crawls through zero-window probes even on a direct connection (8 MiB
+// each way took 43 s with 16 KiB, 0.5 s with 64 KiB).
+var smallBuffers = ConnConfig{ReadBuffer: peerBuffer, WriteBuffer: peerBuffer, HighWater: 32 << 10}
+
+// peerBuffer is the socket buffer size of the test's peers.
+const peerBuffer = 64 << 10
+
+// talker is a peer that alternates between writing a chunk of chunk bytes
+// and reading as many, in one goroutine, so that it stops reading while it
+// writes (the upstream that deadlocked a proxy coupling its directions),
+// reading slowly: it sends total bytes of pattern from sendOff, checks
+// total bytes of pattern from recvOff, half-closes after its last byte and
+// reads on to EOF.
+func talker(nc *net.TCPConn, sendOff, recvOff, total, chunk int) error {
+	_ = nc.SetReadBuffer(peerBuffer)
+	_ = nc.SetWriteBuffer(peerBuffer)
+	out := make([]byte, chunk)
+	sent, got := 0, 0
+	for sent < total || got < total {
+		if sent < total {
+			n := min(chunk, total-sent)
+			pattern(out[:n], sendOff+sent)
+			if _, err := nc.Write(out[:n]); err != nil {
+				return fmt.Errorf("write at %d: %w", sent, err)
+			}
+			if sent += n; sent == total {
+				if err := nc.CloseWrite(); err != nil {
+					return err
+				}
+			}
+		}
+		if got < total {
+			n := min(chunk, total-got)
+			if err := slowRead(nc, recvOff+got, n); err != nil {
+				return fmt.Errorf("read at %d: %w", got, err)
+			}
+			got += n
+		}
+	}
+	if n, err := nc.Read(out); err != io.EOF {
+		return fmt.Errorf("after the last byte: %d bytes, %v (want EOF)", n, err)
+	}
+	return nil
+}
+
+// slowRead reads n bytes of pattern from off, checking them, slowly.
+func slowRead(nc net.Conn, off, n int) error {
+	in := make([]byte, 8<<10)
+	want := make([]byte, len(in))
+	for got := 0; got < n; {
+		k, err := nc.Read(in[:min(len(in), n-got)])
+		if err != nil {
+			return err
+		}
+		pattern(want[:k], off+got)
+		if !bytes.Equal(want[:k], in[:k]) {
+			return fmt.Errorf("bytes differ at %d", off+got)
+		}
+		if (off+got)/(32<<10) != (off+got+k)/(32<<10) {
+			time.Sleep(50 * time.Microsecond) // a slow reader: pacing, not synchronisation
+		}
+		got += k
+	}
+	return nil
+}
+
+// duplex is a peer that writes and reads at once (two goroutines): it
+// sends total bytes of pattern from sendOff and half-closes, and checks
+// total bytes of pattern from recvOff, slowly, then EOF.
+func duplex(nc *net.TCPConn, sendOff, recvOff, total int) error {
+	_ = nc.SetReadBuffer(peerBuffer)
+	_ = nc.SetWriteBuffer(peerBuffer)
+	werr := make(chan error, 1)
+	go func() {
+		out := make([]byte, 64<<10)
+		for sent := 0; sent < total; sent += len(out) {
+			pattern(out, sendOff+sent)
+			if _, err := nc.Write(out); err != nil {
+				werr <- err
+				return
+			}
+		}
+		werr <- nc.CloseWrite()
+	}()
+	err := slowRead(nc, recvOff, total)
+	if err == nil {
+		if n, rerr := nc.Read(make([]byte, 1)); rerr != io.EOF {
+			err = fmt.Errorf("after the last byte: %d bytes, %v (want EOF)", n, rerr)
+		}
+	}
+	return errors.Join(err, <-werr)
+}
+
+// upstreamTalker listens with Go's net package and runs talker on the
+// first connection, reporting on the channel.
+func upstreamTalker(t *testing.T, total int) (string, <-chan error) {
+	t.Helper()
+	nl, err := net.Listen("tcp", "127.0.0.1:0")
+	require.NoError(t, err)
+	t.Cleanup(func() { nl.Close() })
+	done := make(chan error, 1)
+	go func() {
+		nc, err := nl.Accept()
+		if err != nil {
+			done <- err
+			return
+		}
+		_ = nc.SetDeadline(time.Now().Add(waitTimeout))
+		err = talker(nc.(*net.TCPConn), 1<<30, 0, total, 1<<20)
+		nc.Close()
+		done <- err
+	}()
+	return nl.Addr().String(), done
+}
+
+// proxyTo listens on l and pipes each client to a connection dialed to
+// upstream, handing the pipe handles over.
+func proxyTo(t *testing.T, l *Loop, upstream string, cfg ConnConfig) (*Listener, <-chan *Handle[Piped]) {
+	t.Helper()
+	pipes := make(chan *Handle[Piped], 4)
+	ln, err := Listen(l, "127.0.0.1:0", ListenConfig{Conn: cfg}, func(c *Conn) {
+		d := Adopt(c.Scope(), Dial(l, upstream, cfg))
+		Then(d, func(u *Conn) (struct{}, error) {
+			pipes <- Pipe(c, u)
+			return struct{}{}, nil
+		})
+	})
+	require.NoError(t, err)
+	return ln, pipes
+}
+
+// Pipe moves 8 MiB each way between a client that reads as it writes and
+// an upstream that stops reading while it writes 1 MiB chunks, both slow
+// readers, through small socket buffers, byte-exact; the FINs pass on as
+// half-closes, and both connections close in order. (With the directions
+// coupled, the proxy stops reading the upstream's chunk once its queue to
+// the upstream is full, and the upstream never reads it down.)
+func TestPipeBothWaysWithBackpressure(t *testing.T) {
+	const total = 8 << 20
+	upstream, upDone := upstreamTalker(t, total)
+	fds := fdCount(t)
+	l := startLoop(t)
+	ln, pipes := proxyTo(t, l, upstream, smallBuffers)
+
+	nc := netDial(t, ln)
+	clientDone := make(chan error, 1)
+	go func() { clientDone <- duplex(nc, 0, 1<<30, total) }()
+	require.NoError(t, recv(t, clientDone), "client")
+	require.NoError(t, recv(t, upDone), "upstream")
+	got, err := wait(t, recv(t, pipes))
+	require.NoError(t, err)
+	require.Equal(t, Piped{AToB: total, BToA: total}, got)
+	closedLoopTCP(t, l.closeListener(t, ln))
+	nc.Close()
+	require.Zero(t, l.Stats().TCPWriteQueued)
+	require.Equal(t, fds+2, fdCount(t), "only the loop's poller fds are left") // epoll + wakeup
+}
+
+// pipedPair starts a proxy on l to a Go listener and connects a client:
+// the client's and the upstream's net.Conns, and the pipe.
+func pipedPair(t *testing.T, l *Loop) (*Listener, *net.TCPConn, *net.TCPConn, *Handle[Piped]) {
+	t.Helper()
+	nl, err := net.Listen("tcp", "127.0.0.1:0")
+	require.NoError(t, err)
+	t.Cleanup(func() { nl.Close() })
+	ln, pipes := proxyTo(t, l, nl.Addr().String(), ConnConfig{})
+	nc := netDial(t, ln)
+	up, err := nl.Accept()
+	require.NoError(t, err)
+	t.Cleanup(func() { up.Close() })
+	require.NoError(t, up.SetDeadline(time.Now().Add(waitTimeout)))
+	return ln, nc, up.(*net.TCPConn), recv(t, pipes)
+}
+
+// An error on one side closes both at once and fails the pipe with it.
+func TestPipeResetClosesBoth(t *testing.T) {
+	l := startLoop(t)
+	ln, nc, up, pipe := pipedPair(t, l)
+	_, err := nc.Write([]byte("hello"))
+	require.NoError(t, err)
+	_, err = io.ReadFull(up, make([]byte, 5))
+	require.NoError(t, err)
+	require.NoError(t, up.SetLinger(0))
+	require.NoError(t, up.Close()) // RST
+
+	_, err = wait(t, pipe)
+	require.Error(t, err)
+	require.Equal(t, Failed, pipe.Status())
+	_, err = nc.Read(make([]byte, 1))
+	require.Error(t, err, "the client's side closed too")
+	closedLoopTCP(t, l.closeListener(t, ln))
+}
+
+// Cancelling the pipe closes both connections; the handle is cancelled.
+func TestPipeCancelClosesBoth(t *testing.T) {
+	l := startLoop(t)
+	ln, nc, up, pipe := pipedPair(t, l)
+	require.True(t, pipe.Cancel())
+	_, err := wait(t, pipe)
+	require.ErrorIs(t, err, ErrCancelled)
+	_, err = nc.Read(make([]byte, 1))
+	require.Error(t, err)
+	_, err = up.Read(make([]byte, 1))
+	require.Error(t, err)
+	closedLoopTCP(t, l.closeListener(t, ln))
+}
+
+// A connection that reached EOF before Pipe passes it on at once.
+func TestPipeEOFBeforePipe(t *testing.T) {
+	l := startLoop(t)
+	nl, err := net.Listen("tcp", "127.0.0.1:0")
+	require.NoError(t, err)
+	defer nl.Close()
+	pipes := make(chan *Handle[Piped], 1)
+	ln, err := Listen(l, "127.0.0.1:0", ListenConfig{}, func(c *Conn) {
+		var early []byte
+		_ = c.OnRead(func(c *Conn, b []byte) { early = append(early, b...) })
+		_ = c.OnEOF(func(c *Conn) { // the client said all it had to say
+			Then(Dial(l, nl.Addr().String(), ConnConfig{}), func(u *Conn) (struct{}, error) {
+				_, err := u.Write(early)
+				pipes <- Pipe(c, u)
+				return struct{}{}, err
+			})
+		})
+	})
+	require.NoError(t, err)
+	nc := netDial(t, ln)
+	_, err = nc.Write([]byte("request"))
+	require.NoError(t, err)
+	require.NoError(t, nc.CloseWrite())
+	up, err := nl.Accept()
+	require.NoError(t, err)
+	defer up.Close()
+	_ = up.SetDeadline(time.Now().Add(waitTimeout))
+	req, err := io.ReadAll(up) // to the EOF Pipe passed on
+	require.NoError(t, err)
+	require.Equal(t, "request", string(req))
+	_, err = up.Write([]byte("reply"))
+	require.NoError(t, err)
+	require.NoError(t, up.(*net.TCPConn).CloseWrite())
+	reply, err := io.ReadAll(nc)
+	require.NoError(t, err)
+	require.Equal(t, "reply", string(reply))
+	got, err := wait(t, recv(t, pipes))
+	require.NoError(t, err)
+	require.Equal(t, Piped{AToB: 0, BToA: 5}, got, "the early bytes were the caller's")
+	closedLoopTCP(t, l.closeListener(t, ln))
+}
+
+// Pipe refuses what it cannot pipe with a clear error, closing what it
+// was given.
+func TestPipeRefusals(t *testing.T) {
+	rt := newRuntime(t, RuntimeConfig{})
+	l1, l2 := startLoopOn(t, rt), startLoopOn(t, rt)
+	ln := echoListen(t, l1, ListenConfig{})
+	dial := func(l *Loop) *Conn {
+		c, err := wait(t, Dial(l, ln.Addr().String(), ConnConfig{}))
+		require.NoError(t, err)
+		return c
+	}
+	_, err := wait(t, Pipe(nil, nil))
+	require.ErrorContains(t, err, "nil connection")
+	a := dial(l1)
+	_, err = wait(t, Pipe(a, nil))
+	require.ErrorContains(t, err, "nil connection")
+	_, err = wait(t, a.Closed())
+	require.NoError(t, err, "the connection given was closed")
+	a = dial(l1)
+	_, err = wait(t, Pipe(a, a))
+	require.ErrorContains(t, err, "itself")
+	a, b := dial(l1), dial(l2)
+	_, err = wait(t, Pipe(a, b))
+	require.True(t, errors.Is(err, errPipeLoops))
+	a, b = dial(l1), dial(l1)
+	_, err = wait(t, b.Close())
+	require.NoError(t, err)
+	_, err = wait(t, Pipe(a, b))
+	require.ErrorIs(t, err, ErrConnClosed)
+	_, err = wait(t, a.Closed())
+	require.NoError(t, err)
+	closedLoopTCP(t, l1.closeListener(t, ln))
+	closedLoopTCP(t, l2)
+}
