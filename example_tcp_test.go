@@ -49,7 +49,10 @@ func ExampleListen() {
 
 // A connection is a scope: what a request starts is adopted by its
 // connection, so a client that goes away cancels it (here, a Work call that
-// would otherwise run until its context ends).
+// would otherwise run until its context ends). A peer's FIN is only a
+// half-close: by default the connection waits for the work its requests
+// started to write their replies. This protocol says a client that stops
+// sending is gone: OnEOF closes.
 func ExampleConn_Scope() {
 	rt, l := start()
 	defer stop(rt)
@@ -57,6 +60,7 @@ func ExampleConn_Scope() {
 	started := make(chan struct{})
 	result := make(chan error, 1)
 	ln, err := aio.Listen(l, "127.0.0.1:0", aio.ListenConfig{}, func(c *aio.Conn) {
+		_ = c.OnEOF(func(c *aio.Conn) { c.Close() })
 		_ = c.OnRead(func(c *aio.Conn, _ []byte) {
 			slow := aio.Work(l, func(ctx context.Context) (string, error) {
 				close(started)
@@ -159,4 +163,46 @@ func ExamplePipe() {
 	n, err := (<-piped).Wait(context.Background())
 	fmt.Printf("%s %+v %v\n", reply, n, err)
 	// Output: through the proxy {AToB:17 BToA:17} <nil>
+}
+
+// A request/response server whose replies take time: each reply is the
+// handle that writes it, adopted into the connection's scope. A client
+// that sends its request and half-closes still gets its reply (the
+// connection waits for its scope), and Drain lets replies in flight finish
+// before the connections close.
+func ExampleListener_Drain() {
+	rt, l := start()
+	defer stop(rt)
+
+	ln, err := aio.Listen(l, "127.0.0.1:0", aio.ListenConfig{}, func(c *aio.Conn) {
+		_ = c.OnRead(func(c *aio.Conn, b []byte) {
+			question := string(b)
+			answer := aio.Work(l, func(context.Context) (string, error) {
+				return strings.ToUpper(question), nil // a slow computation, say
+			})
+			aio.Adopt(c.Scope(), aio.Then(answer, func(s string) (struct{}, error) {
+				_, err := c.WriteString(s)
+				return struct{}{}, err
+			}))
+		})
+	})
+	if err != nil {
+		panic(err)
+	}
+
+	c, err := net.Dial("tcp", ln.Addr().String())
+	if err != nil {
+		panic(err)
+	}
+	defer c.Close()
+	_, _ = c.Write([]byte("hello"))
+	_ = c.(*net.TCPConn).CloseWrite() // all said; the reply is still to come
+	reply, _ := io.ReadAll(c)
+	fmt.Println(string(reply))
+
+	_, err = ln.Drain(5 * time.Second).Wait(context.Background())
+	fmt.Println("drained:", err)
+	// Output:
+	// HELLO
+	// drained: <nil>
 }

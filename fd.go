@@ -45,3 +45,14 @@ func clearFD(l *Loop, fd int, h ioHandler, inPoll bool) {
 		}
 	}
 }
+
+// eachIO calls fn with every fd handler of the loop (fn may close them).
+// On the loop.
+func (l *Loop) eachIO(fn func(h ioHandler)) {
+	l.checkOnLoop()
+	for _, h := range l.fds {
+		if h != nil {
+			fn(h)
+		}
+	}
+}

@@ -2,6 +2,7 @@ package aio
 
 import (
 	"context"
+	"errors"
 	"fmt"
 	"sync/atomic"
 )
@@ -55,26 +56,67 @@ func (rt *Runtime) Start(cfg Config) (*Loop, error) {
 // through the teardown of Stop.
 func (rt *Runtime) Running() int { return rt.slab.InUse() }
 
-// Shutdown stops every system still running and waits until each one's Stop
-// handle completed, or ctx ends (then it returns ctx's error; the systems go
-// on stopping). Called on one of the runtime's loops it would wait for itself:
-// it stops every system, that loop's own included (which stops after the
+// Shutdown drains every system still running, then stops it, in this
+// order: every listener closes (new connections are refused); every
+// connection ends once it is idle, as Listener.Drain describes (its scope
+// holds no running handle: its work is done and its replies written), while
+// the loops go on running everything else; once no connection is open on
+// any system, or when ctx ends, every system is stopped (Stop: what is
+// still pending, connections included, is cancelled). Shutdown returns nil
+// once every Stop handle completed, or ctx's error as soon as ctx ends (the
+// systems go on stopping; wait on Loop.Stop's handle for the end). A
+// context with no deadline waits for every connection to end by itself.
+// Called on one of the runtime's loops it would wait for itself: it stops
+// every system at once, that loop's own included (which stops after the
 // current callback), and returns ErrAwaitOnLoop without waiting.
 func (rt *Runtime) Shutdown(ctx context.Context) error {
-	var (
-		stops  []*Handle[struct{}]
-		onLoop bool
-	)
+	var loops []*Loop
 	for _, s := range rt.slab.All() {
 		if l := s.l.Load(); l != nil {
 			if l.OnLoop() {
-				onLoop = true
+				for _, s := range rt.slab.All() {
+					if l := s.l.Load(); l != nil {
+						l.Stop()
+					}
+				}
+				return ErrAwaitOnLoop
 			}
-			stops = append(stops, l.Stop())
+			loops = append(loops, l)
 		}
 	}
-	if onLoop {
-		return ErrAwaitOnLoop
+	// Every loop starts draining at once; then the drains are waited for.
+	drains := make([]chan *Handle[struct{}], len(loops))
+	for i, l := range loops {
+		drains[i] = make(chan *Handle[struct{}], 1)
+		ch := drains[i]
+		if l.Post(func() { ch <- l.drainLoop() }) != nil {
+			drains[i] = nil // stopping already
+		}
+	}
+	var err error
+	for i, l := range loops {
+		if drains[i] == nil {
+			continue
+		}
+		select {
+		case h := <-drains[i]:
+			if _, werr := h.Wait(ctx); !errors.Is(werr, ErrCancelled) { // cancelled: the loop stopped meanwhile
+				err = werr
+			}
+		case <-l.stopH.Done(): // stopped before the drain started
+		case <-ctx.Done():
+			err = ctx.Err()
+		}
+		if err != nil {
+			break
+		}
+	}
+	stops := make([]*Handle[struct{}], len(loops))
+	for i, l := range loops {
+		stops[i] = l.Stop()
+	}
+	if err != nil {
+		return err
 	}
 	for _, h := range stops {
 		if _, err := h.Wait(ctx); err != nil {

@@ -8,6 +8,10 @@ package aio
 type Scope struct {
 	loop  *Loop // immutable
 	owner *core // WithScope's handle, whose terminal transition waits for the children; nil for other scopes; immutable
+	// onIdle, if set, runs on the loop each time the last running child
+	// leaves an open scope (a connection waiting for the work its requests
+	// started, see Conn.drain). Set before the scope is shared; immutable.
+	onIdle func()
 	// Owned by the loop.
 	children []*adoption // running adopted handles; each knows its index
 	closed   bool
@@ -84,10 +88,20 @@ func (s *Scope) remove(a *adoption) {
 	s.children[last] = nil
 	s.children = s.children[:last]
 	a.idx = -1
-	if s.closed && len(s.children) == 0 && s.owner != nil {
+	if len(s.children) > 0 {
+		return
+	}
+	switch {
+	case s.closed && s.owner != nil:
 		s.owner.unhold(&s.holding)
+	case !s.closed && s.onIdle != nil:
+		s.onIdle()
 	}
 }
+
+// busy reports whether s is non-nil and holds a running child. On the
+// scope's loop.
+func (s *Scope) busy() bool { return s != nil && len(s.children) > 0 }
 
 // close cancels every child still running and refuses new ones. The children
 // leave the scope as they finish; WithScope's handle finishes only after the

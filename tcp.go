@@ -212,6 +212,7 @@ type tcpLoop struct {
 	buf    *[]byte     // the shared read buffer, from readBufs while refs > 0
 	chunks [][]byte    // free write-queue chunks (chunkSize), at most maxFreeChunks
 	iov    sock.Iovecs // writev scratch (platforms that make the system call directly)
+	drain  *drainJob   // Runtime.Shutdown's drain of every connection, once started
 }
 
 // readBufs recycles read buffers between loops, and for a loop whose last

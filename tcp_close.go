@@ -81,9 +81,10 @@ func (c *Conn) shutdown() {
 	c.maybeFinish()
 }
 
-// maybeFinish closes a connection whose both directions are finished.
+// maybeFinish closes a connection whose both directions are finished (or
+// that sent its FIN draining, see drainIdle).
 func (c *Conn) maybeFinish() {
-	if c.state == connOpen && c.eof && c.wdone {
+	if c.state == connOpen && (c.eof || c.draining) && c.wdone {
 		c.closeWith(nil)
 	}
 }
@@ -140,6 +141,15 @@ func (c *Conn) closeWith(err error) {
 	if was == connOpen {
 		c.tl.open.Add(-1)
 		c.tl.closed.Add(1)
+		if ln := c.ln; ln != nil {
+			ln.conns--
+			if d := ln.drained; d != nil {
+				d.check()
+			}
+		}
+		if d := c.tl.drain; d != nil {
+			d.check()
+		}
 	}
 	c.tl.queued.Add(-c.queued.Swap(0))
 	q := c.q

@@ -71,7 +71,11 @@ type Conn struct {
 	// reading back.
 	readWhileFull bool
 	eof           bool // the peer's FIN was read
-	wdone         bool // shutdown(SHUT_WR) done
+	// endAfterWork: EOF came without OnEOF while the scope was busy; the
+	// connection half-closes once the scope is idle (see gotEOF).
+	endAfterWork bool
+	draining     bool // ending once idle (see drain)
+	wdone        bool // shutdown(SHUT_WR) done
 	// noDelayDue says TCP_NODELAY is still to be set, before the second
 	// write system call (see noDelayAfterFirst).
 	noDelayDue uint8
@@ -87,6 +91,7 @@ type Conn struct {
 	to *connTimeouts // the timeouts, from the first one set
 
 	dial *dialNode // the Dial handle, while connecting
+	ln   *Listener // the listener that accepted it, nil if dialed; immutable
 }
 
 // newConn makes the Conn that owns fd and routes fd's readiness to it. The
@@ -157,6 +162,7 @@ func (c *Conn) Scope() *Scope {
 		return s
 	}
 	s := newScope(c.l)
+	s.onIdle = c.scopeIdle
 	if !c.scope.CompareAndSwap(nil, s) {
 		return c.scope.Load()
 	}

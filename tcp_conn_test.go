@@ -14,7 +14,8 @@ import (
 )
 
 // A connection that closes cancels the handles adopted into its scope and
-// runs their cleanups: this is how a client going away cancels its work.
+// runs their cleanups: this is how a client going away (a reset: a FIN
+// alone is a half-close, see TestTCPEOFWaitsForScope) cancels its work.
 func TestTCPConnScopeCancelsWork(t *testing.T) {
 	l := startLoop(t, Config{WorkPool: 1})
 	var cleanups atomic.Int64
@@ -50,7 +51,8 @@ func TestTCPConnScopeCancelsWork(t *testing.T) {
 	case <-time.After(waitTimeout):
 		t.Fatal("the Work job never started")
 	}
-	require.NoError(t, nc.Close()) // the client goes away
+	require.NoError(t, nc.SetLinger(0))
+	require.NoError(t, nc.Close()) // the client goes away: RST
 	for _, h := range hs {
 		_, err := wait(t, h)
 		require.ErrorIs(t, err, ErrCancelled)

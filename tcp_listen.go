@@ -55,6 +55,8 @@ type Listener struct {
 	// listener: checked once, on the first accepted socket, since a
 	// Linux-compatible kernel need not copy it (gVisor does not).
 	noDelay, noDelayChecked bool
+	conns                   int       // connections it accepted that are still open
+	drained                 *drainJob // Drain's, once called
 }
 
 // Listen binds addr ("host:port"; host an IP literal, "localhost" or empty for
@@ -277,6 +279,8 @@ func (ln *Listener) serve(fd int, peer netip.AddrPort) {
 	c := newConn(ln.l, ln.tl, fd, ln.cfg.Conn, connOpen)
 	c.raddr = peer
 	c.laddr = ln.addr
+	c.ln = ln
+	ln.conns++
 	if ln.addr.Addr().IsUnspecified() {
 		c.laddr, _ = sock.LocalAddr(fd)
 	}

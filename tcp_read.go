@@ -14,7 +14,9 @@ const maxReadsPerEvent = 16
 // bytes, used by every connection of the loop) and is valid only until fn
 // returns: copy what you keep. Passing b to Write is fine (it copies
 // what the kernel does not take at once). A panic in fn closes the
-// connection with a *PanicError. Any goroutine; ErrNilFunc for nil,
+// connection with a *PanicError. When the peer finishes sending, OnEOF
+// says what happens (by default the connection waits for the replies in
+// its Scope, then closes). Any goroutine; ErrNilFunc for nil,
 // ErrConnClosed after the connection closed.
 func (c *Conn) OnRead(fn func(c *Conn, b []byte)) error {
 	if fn == nil {
@@ -35,8 +37,16 @@ func (c *Conn) OnRead(fn func(c *Conn, b []byte)) error {
 // sending (its FIN arrived after the last byte). The connection stays open
 // for writing: fn may write a reply, then CloseWrite or Close. Once both
 // directions are finished (EOF seen and CloseWrite flushed) the connection
-// closes by itself. Without OnEOF, EOF closes the connection once the write
-// queue is flushed. Any goroutine; ErrNilFunc for nil.
+// closes by itself.
+//
+// Without OnEOF the connection ends politely, since a FIN is only a
+// half-close and the peer may still be reading: once the handles adopted
+// into its Scope (the replies its requests started: adopt the handle that
+// writes the reply) have finished and the write queue is flushed, it sends
+// FIN and closes. A peer that is really gone (a reset, or a write that
+// fails) closes the connection at once and cancels that work; a protocol
+// in which a FIN means the client is gone says so with OnEOF(Close). Any
+// goroutine; ErrNilFunc for nil.
 func (c *Conn) OnEOF(fn func(c *Conn)) error {
 	if fn == nil {
 		return ErrNilFunc
@@ -99,17 +109,28 @@ func (c *Conn) readSome() {
 	}
 }
 
-// gotEOF handles the peer's FIN.
+// gotEOF handles the peer's FIN. Without OnEOF, the connection ends
+// politely: it half-closes once the work its scope holds (the replies its
+// requests started) has finished and the queue is flushed, then closes.
 func (c *Conn) gotEOF() {
 	c.eof = true
-	if c.onEOF == nil && c.queued.Load() == 0 {
-		c.closeWith(nil) // no interest update to queue for a closed fd
-		return
-	}
 	c.update() // reading stops
-	if c.onEOF != nil {
+	switch {
+	case c.onEOF != nil:
 		c.callback(c.onEOF)
 		c.maybeFinish()
+	case c.scope.Load().busy():
+		c.endAfterWork = true // see scopeIdle
+	default:
+		c.endAfterEOF()
+	}
+}
+
+// endAfterEOF ends a connection whose peer finished sending and whose work
+// is done: at once if nothing is queued, else after the flush and FIN.
+func (c *Conn) endAfterEOF() {
+	if c.queued.Load() == 0 {
+		c.closeWith(nil)
 		return
 	}
 	c.closeWrite(nil)

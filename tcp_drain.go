@@ -1,0 +1,145 @@
+package aio
+
+import (
+	"time"
+)
+
+// Draining ends connections gracefully, as net/http's Shutdown does: a
+// connection is idle when its scope holds no running handle (the work its
+// requests started, adopted into it, has finished and written its
+// replies); an idle connection flushes its queue, sends FIN, reads and
+// drops what the peer still sends, and closes at the peer's EOF. A busy
+// one is left to finish first. At the deadline what is left is closed.
+
+// errDrainDeadline closes the connections a drain's deadline found still
+// open: errors.Is(err, ErrCancelled) holds (their scopes are cancelled).
+var errDrainDeadline error = &kindError{"aio: tcp connection closed: drain deadline passed", []error{ErrCancelled}}
+
+// scopeIdle runs on the loop when the last running handle left the
+// connection's scope. On the loop.
+func (c *Conn) scopeIdle() {
+	if c.state != connOpen {
+		return
+	}
+	if c.draining {
+		c.drainIdle()
+		return
+	}
+	if c.endAfterWork {
+		c.endAfterWork = false
+		c.endAfterEOF()
+	}
+}
+
+// drain ends the connection once it is idle. On the loop.
+func (c *Conn) drain() {
+	if c.state != connOpen || c.draining {
+		return
+	}
+	c.draining = true
+	if !c.scope.Load().busy() {
+		c.drainIdle()
+	}
+}
+
+// drainIdle ends an idle draining connection: FIN after the flush, and
+// what the peer still sends is dropped until its EOF closes the
+// connection (closing with unread bytes would send a reset, which can
+// destroy replies the peer has not read yet). On the loop.
+func (c *Conn) drainIdle() {
+	c.endAfterWork = false
+	c.onEOF = nil
+	c.onRead = dropRead
+	c.paused, c.held = false, false
+	c.update()
+	c.closeWrite(nil)
+	c.maybeFinish() // EOF already seen
+}
+
+// dropRead is the read callback of a connection that drains after its
+// FIN: the bytes are nobody's.
+func dropRead(*Conn, []byte) {}
+
+// drainJob is one Drain: the connections it waits for, the deadline, and
+// the handle. Owned by the loop.
+type drainJob struct {
+	p     *Promise[struct{}]
+	timer *Handle[struct{}] // the grace period
+	left  func() int        // connections still open
+}
+
+// check resolves the drain once nothing is left. On the loop.
+func (d *drainJob) check() {
+	if d.left() > 0 {
+		return
+	}
+	if d.timer != nil {
+		d.timer.Cancel()
+	}
+	d.p.Resolve(struct{}{})
+}
+
+// Drain stops accepting and ends the listener's connections gracefully: it
+// closes the listening socket at once (new connections are refused, or go
+// to another listener on the port), then each connection it accepted ends
+// as soon as it is idle, that is when its scope holds no running handle
+// (adopt into Conn.Scope the handle that writes a reply, so that the reply
+// is written first): it flushes its queue, sends FIN, drops what the peer
+// still sends and closes at the peer's EOF. When grace has passed, the
+// connections still open are closed (their scopes cancelled; OnClose hears
+// ErrCancelled). The handle completes when the last of them has closed. A
+// Pipe holds both its connections busy until it ends. Calling Drain again
+// gives a handle that completes with the first call's. Any goroutine.
+func (ln *Listener) Drain(grace time.Duration) *Handle[struct{}] {
+	p := NewPromise[struct{}](ln.l)
+	ln.l.runInline(func() {
+		if d := ln.drained; d != nil { // complete with the first call's
+			Finally(d.p.Handle(), func() { p.Resolve(struct{}{}) })
+			return
+		}
+		ln.closeWith(nil)
+		ln.drained = startDrain(ln.l, p, grace, func() int { return ln.conns },
+			func(c *Conn) bool { return c.ln == ln })
+	})
+	return p.Handle()
+}
+
+// drainLoop ends every connection of the loop gracefully (Runtime.Shutdown):
+// the listeners close, each connection ends once idle; the handle
+// completes when none is open. No deadline: Shutdown's context is it, and
+// Stop what ends the rest. On the loop.
+func (l *Loop) drainLoop() *Handle[struct{}] {
+	p := NewPromise[struct{}](l)
+	l.eachIO(func(h ioHandler) {
+		if ln, ok := h.(*Listener); ok {
+			ln.closeWith(nil)
+		}
+	})
+	l.tcp.drain = startDrain(l, p, -1, func() int { return int(l.tcp.open.Load()) },
+		func(*Conn) bool { return true })
+	return p.Handle()
+}
+
+// startDrain drains the loop's open connections that mine selects, closing
+// those left after grace (none with grace < 0), and returns the job that
+// closeWith checks as they close. On the loop.
+func startDrain(l *Loop, p *Promise[struct{}], grace time.Duration, left func() int, mine func(*Conn) bool) *drainJob {
+	each := func(fn func(c *Conn)) {
+		l.eachIO(func(h ioHandler) {
+			if c, ok := h.(*Conn); ok && c.state == connOpen && mine(c) {
+				fn(c)
+			}
+		})
+	}
+	d := &drainJob{p: p, left: left}
+	if grace >= 0 {
+		d.timer = Sleep(l, grace)
+		Then(d.timer, func(struct{}) (struct{}, error) {
+			each(func(c *Conn) { c.closeWith(errDrainDeadline) })
+			return struct{}{}, nil
+		})
+	}
+	each((*Conn).drain)
+	d.check()
+	return d
+}

@@ -1,0 +1,156 @@
+package aio
+
+import (
+	"context"
+	"io"
+	"net"
+	"testing"
+	"time"
+
+	"github.com/stretchr/testify/require"
+)
+
+// replyLater is a request/response server whose replies are computed
+// later: each read starts a reply that the test releases through the
+// channel's promises, adopted into the connection's scope as a server
+// should (the handle that writes the reply).
+func replyLater(t *testing.T, l *Loop, cfg ListenConfig) (*Listener, <-chan *Promise[string]) {
+	t.Helper()
+	pending := make(chan *Promise[string], 8)
+	ln, err := Listen(l, "127.0.0.1:0", cfg, func(c *Conn) {
+		_ = c.OnRead(func(c *Conn, b []byte) {
+			p := NewPromise[string](l)
+			Adopt(c.Scope(), Then(p.Handle(), func(s string) (struct{}, error) {
+				_, err := c.WriteString(s)
+				return struct{}{}, err
+			}))
+			pending <- p
+		})
+	})
+	require.NoError(t, err)
+	return ln, pending
+}
+
+// A peer's FIN while its reply is still being computed is a half-close:
+// the connection waits for the work in its scope, writes the reply, then
+// closes. (It used to close at once and cancel the reply.)
+func TestTCPEOFWaitsForScope(t *testing.T) {
+	l := startLoop(t)
+	ln, pending := replyLater(t, l, ListenConfig{})
+	nc := netDial(t, ln)
+	_, err := nc.Write([]byte("question"))
+	require.NoError(t, err)
+	p := recv(t, pending)
+	require.NoError(t, nc.CloseWrite())
+	eventually(t, func() bool { return l.Stats().TCPBytesIn == uint64(len("question")) }, "request read")
+	// The server has the FIN by now or soon; the reply is still to come.
+	p.Resolve("answer")
+	reply, err := io.ReadAll(nc)
+	require.NoError(t, err)
+	require.Equal(t, "answer", string(reply), "the reply came, then EOF")
+	closedLoopTCP(t, l.closeListener(t, ln))
+}
+
+// Drain closes the listener at once; an idle connection ends at once; a
+// busy one ends once its reply is written; the handle completes when both
+// have closed.
+func TestListenerDrainWaitsForBusyConnections(t *testing.T) {
+	l := startLoop(t)
+	ln, pending := replyLater(t, l, ListenConfig{})
+	idle := netDial(t, ln)
+	busy := netDial(t, ln)
+	_, err := busy.Write([]byte("q"))
+	require.NoError(t, err)
+	p := recv(t, pending)
+	eventually(t, func() bool { return l.Stats().TCPOpen == 2 }, "both accepted")
+
+	drained := ln.Drain(time.Hour)
+	_, err = wait(t, ln.Closed())
+	require.NoError(t, err, "the listener closes at once")
+	_, err = net.Dial("tcp", ln.Addr().String())
+	require.Error(t, err, "no new connections")
+	n, err := io.ReadAll(idle)
+	require.NoError(t, err)
+	require.Empty(t, n, "the idle connection ends with a FIN")
+
+	require.Equal(t, Running, drained.Status(), "the busy connection holds the drain")
+	p.Resolve("late reply")
+	reply, err := io.ReadAll(busy)
+	require.NoError(t, err)
+	require.Equal(t, "late reply", string(reply))
+	_, err = wait(t, drained)
+	require.NoError(t, err)
+	closedLoopTCP(t, l)
+	_, err = wait(t, ln.Drain(time.Hour))
+	require.NoError(t, err, "a second Drain completes with the first")
+}
+
+// A connection still busy when the grace period ends is closed, its work
+// cancelled.
+func TestListenerDrainDeadline(t *testing.T) {
+	l := startLoop(t)
+	ln, pending := replyLater(t, l, ListenConfig{})
+	nc := netDial(t, ln)
+	_, err := nc.Write([]byte("q"))
+	require.NoError(t, err)
+	p := recv(t, pending)
+	_, err = wait(t, ln.Drain(50*time.Millisecond))
+	require.NoError(t, err)
+	_, err = wait(t, p.Handle())
+	require.ErrorIs(t, err, ErrCancelled, "the work was cancelled with the connection")
+	_, err = io.ReadAll(nc)
+	require.NoError(t, err)
+	closedLoopTCP(t, l)
+}
+
+// Runtime.Shutdown drains every loop before it stops them: a reply still
+// being computed is written, then the loops stop and nil is returned.
+func TestRuntimeShutdownDrains(t *testing.T) {
+	rt := newRuntime(t, RuntimeConfig{})
+	l1, l2 := startLoopOn(t, rt), startLoopOn(t, rt)
+	ln1, pending1 := replyLater(t, l1, ListenConfig{})
+	ln2, _ := replyLater(t, l2, ListenConfig{})
+	busy := netDial(t, ln1)
+	idle := netDial(t, ln2)
+	_, err := busy.Write([]byte("q"))
+	require.NoError(t, err)
+	p := recv(t, pending1)
+	eventually(t, func() bool { return l2.Stats().TCPOpen == 1 }, "accepted")
+
+	done := make(chan error, 1)
+	go func() { done <- rt.Shutdown(context.Background()) }()
+	n, err := io.ReadAll(idle)
+	require.NoError(t, err)
+	require.Empty(t, n, "the idle connection ends first")
+	select {
+	case err := <-done:
+		t.Fatalf("Shutdown returned before the busy connection ended: %v", err)
+	default:
+	}
+	p.Resolve("reply")
+	reply, err := io.ReadAll(busy)
+	require.NoError(t, err)
+	require.Equal(t, "reply", string(reply))
+	require.NoError(t, recv(t, done))
+	require.Zero(t, rt.Running())
+}
+
+// Runtime.Shutdown's deadline ends the drain: the loops stop, cancelling
+// what was left, and the context's error is returned.
+func TestRuntimeShutdownDeadline(t *testing.T) {
+	rt := newRuntime(t, RuntimeConfig{})
+	l := startLoopOn(t, rt)
+	ln, pending := replyLater(t, l, ListenConfig{})
+	nc := netDial(t, ln)
+	_, err := nc.Write([]byte("q"))
+	require.NoError(t, err)
+	p := recv(t, pending)
+	ctx, cancel := context.WithTimeout(context.Background(), 50*time.Millisecond)
+	defer cancel()
+	require.ErrorIs(t, rt.Shutdown(ctx), context.DeadlineExceeded)
+	_, err = wait(t, l.Stop())
+	require.NoError(t, err)
+	_, err = wait(t, p.Handle())
+	require.ErrorIs(t, err, ErrCancelled)
+	require.Zero(t, rt.Running())
+}
