@@ -8,13 +8,9 @@ import (
 // withinNode is the handle of Within: the result, the input and the timer.
 type withinNode[T any] struct {
 	Handle[T]
-	in link[T]
-	t  timer
-	// gt replaces t for an input with no loop to run a timer on (Stop's
-	// handle, or one derived from it): a Go timer whose callback runs fire
-	// on the detached pseudo-loop. Set before the input is registered.
-	gt *time.Timer
-	d  time.Duration
+	in  link[T]
+	exp expiry
+	d   time.Duration
 }
 
 // Within returns a handle that ends as h does if h ends within d; otherwise
@@ -34,13 +30,7 @@ func Within[T any](h *Handle[T], d time.Duration) *Handle[T] {
 	n.init(l)
 	n.prod = n
 	n.in.init(h, n, &n.core, 0)
-	if l == detached {
-		// A loop-less handle still pending waits for a loop's teardown
-		// (Stop's handle, or derived from it): no loop timer to arm.
-		n.gt = time.AfterFunc(max(d, 0), func() { detached.runLater(n.fire) })
-	} else {
-		n.startTimer(&n.t, n, d)
-	}
+	n.exp.arm(&n.core, n, d)
 	n.loop.runInline(func() { n.in.registerLive(&n.core) })
 	return &n.Handle
 }
@@ -65,13 +55,7 @@ func (n *withinNode[T]) fire() {
 	n.settle(zero, fmt.Errorf("%w after %v", ErrTimeout, n.d))
 }
 
-func (n *withinNode[T]) disarm() {
-	if n.gt != nil {
-		n.gt.Stop()
-		return
-	}
-	n.loop.removeTimer(&n.t)
-}
+func (n *withinNode[T]) disarm() { n.exp.disarm(n.loop) }
 
 func (n *withinNode[T]) stop() {
 	n.disarm()

@@ -1,0 +1,34 @@
+package aio
+
+import "time"
+
+// expiry is the deadline of a sink that times out (Within,
+// AllSettledWithin): a timer of the sink's loop or, for a sink with no loop
+// to run a timer on (its first input is Stop's handle, or derived from it),
+// a Go timer whose callback runs the owner's fire on the detached
+// pseudo-loop. Set up before the sink is shared; then owned by its loop.
+type expiry struct {
+	t  timer
+	gt *time.Timer
+}
+
+// arm makes owner's fire run once d has passed (counted as in Delay); c is
+// the owner's handle. Before c is shared.
+func (e *expiry) arm(c *core, owner timerOwner, d time.Duration) {
+	if c.loop == detached {
+		// A loop-less handle still pending waits for a loop's teardown: no
+		// loop timer to arm.
+		e.gt = time.AfterFunc(max(d, 0), func() { detached.runLater(owner.fire) })
+		return
+	}
+	c.startTimer(&e.t, owner, d)
+}
+
+// disarm stops the deadline if it has not passed. On the sink's loop l.
+func (e *expiry) disarm(l *Loop) {
+	if e.gt != nil {
+		e.gt.Stop()
+		return
+	}
+	l.removeTimer(&e.t)
+}
