@@ -69,12 +69,15 @@
 // [ThenAsync] maps it to another handle and flattens, [Catch] handles a
 // failure (not a cancellation), [Finally] runs a function whatever the
 // outcome. Sinks derive a handle from several: [All] (every value, in input
-// order, or the first failure), [Race] (the first to complete or fail), [Any]
-// (the first to complete; errors.Join of all failures otherwise), [Within] (a
-// deadline, [ErrTimeout]), [Retry] (attempts with exponential backoff) and
-// [Bracket] (acquire, use, release exactly once). Inputs may live on other
-// loops; a derived handle is pinned to its first input's loop. A panic in a
-// user function fails its handle with a [*PanicError].
+// order, or the first failure), [AllSettled] (every input's [Outcome], value
+// or error, in input order; it never fails because an input did), [Race] (the
+// first to complete or fail), [Any] (the first to complete; errors.Join of all
+// failures otherwise), [Within] (a deadline, [ErrTimeout]; [AllSettledWithin]
+// is the deadline that keeps the outcomes of the inputs that did end), [Retry]
+// (attempts with exponential backoff) and [Bracket] (acquire, use, release
+// exactly once). Inputs may live on other loops; a derived handle is pinned to
+// its first input's loop. A panic in a user function fails its handle with a
+// [*PanicError].
 //
 // A [Scope] is a set of handles that must not outlive something. [WithScope]
 // runs a function with a new scope, and when its handle finishes, every handle
@@ -103,7 +106,7 @@
 // Await) has withdrawn, so a handle shared by two consumers survives the
 // cancellation of one. Sinks withdraw the same way from inputs they no longer
 // need: the losers of a Race or Any, the rest of an All after a failure, the
-// input of a Within that timed out. Waiting on a handle (Wait, Done, Result)
+// input of a Within (or the inputs of an AllSettledWithin) that timed out. Waiting on a handle (Wait, Done, Result)
 // is not interest: cancelling the only Then of a handle cancels the handle
 // even while a goroutine waits on it.
 //

@@ -17,7 +17,8 @@ type withinNode[T any] struct {
 // it fails with an error matching ErrTimeout when d passes, and withdraws its
 // interest in h (which is cancelled unless another dependent wants it). d
 // counts as in Delay; d <= 0 times out on the next iteration unless h has
-// already ended.
+// already ended. For several inputs, AllSettledWithin keeps the outcomes of
+// those that ended by the deadline.
 func Within[T any](h *Handle[T], d time.Duration) *Handle[T] {
 	if h == nil {
 		return Fail[T](nil, ErrNilHandle)

@@ -1,0 +1,134 @@
+package aio
+
+import (
+	"fmt"
+	"time"
+)
+
+// Outcome is how one input of AllSettled ended: its value if it completed,
+// else its error. The error is the input's own for a failure, ErrCancelled
+// for a cancellation and, for AllSettledWithin, an error matching ErrTimeout
+// for an input still running at the deadline.
+type Outcome[T any] struct {
+	Value T     // the input's value if it completed, else the zero value
+	Err   error // nil if it completed
+}
+
+// settledNode is the handle of AllSettled and AllSettledWithin.
+type settledNode[T any] struct {
+	Handle[[]Outcome[T]]
+	links []link[T]
+	outs  []Outcome[T] // by input; given to the result when it completes
+	left  int          // inputs not yet ended
+	timed bool         // AllSettledWithin: exp is armed; immutable
+	exp   expiry
+	d     time.Duration
+}
+
+// AllSettled returns a handle that completes with the outcome of every input,
+// in input order, once each of hs has ended: completed, failed or cancelled
+// alike. It never fails because an input did, so it gives partial results
+// where All gives the first failure. Cancelling it withdraws its interest in
+// every input still running (cancelling those nobody else wants), as All
+// does. The result is pinned to the first input's loop; inputs may live on
+// any loop. AllSettled of no inputs is completed with an empty slice and has
+// no loop; a nil input fails it with ErrNilHandle.
+//
+// A deadline on the whole is AllSettledWithin, not Within(AllSettled(...)),
+// which at the deadline discards the outcomes of the inputs that did end.
+func AllSettled[T any](hs ...*Handle[T]) *Handle[[]Outcome[T]] {
+	return allSettled(hs, false, 0)
+}
+
+// AllSettledWithin is AllSettled with a deadline: if some inputs are still
+// running when d has passed (counted as in Delay), it withdraws its interest
+// in them (cancelling those nobody else wants) and completes at once, with
+// an error matching ErrTimeout as their outcome and the outcomes of the
+// others as they ended. d <= 0 times out on the next iteration: only the
+// inputs that have ended by then give their own outcomes.
+func AllSettledWithin[T any](d time.Duration, hs ...*Handle[T]) *Handle[[]Outcome[T]] {
+	return allSettled(hs, true, d)
+}
+
+func allSettled[T any](hs []*Handle[T], timed bool, d time.Duration) *Handle[[]Outcome[T]] {
+	if len(hs) == 0 {
+		return Pure[[]Outcome[T]](nil, []Outcome[T]{})
+	}
+	if err := checkInputs(hs); err != nil {
+		return Fail[[]Outcome[T]](nil, err)
+	}
+	n := &settledNode[T]{
+		links: make([]link[T], len(hs)),
+		outs:  make([]Outcome[T], len(hs)),
+		left:  len(hs),
+		timed: timed,
+		d:     d,
+	}
+	n.init(hs[0].loop)
+	n.prod = n
+	for i, h := range hs {
+		n.links[i].init(h, n, &n.core, i)
+	}
+	if timed {
+		// Armed after the links are set (a Go timer may fire at once) and
+		// before the node is shared.
+		n.exp.arm(&n.core, n, d)
+	}
+	runInlineCall(n.loop, registerAll[T], &n.core, n.links)
+	return &n.Handle
+}
+
+func (n *settledNode[T]) onInput(i int) {
+	k := &n.links[i]
+	if n.ended() || k.done {
+		return
+	}
+	k.done = true
+	in, o := k.in, &n.outs[i]
+	switch in.state.Load() {
+	case uint32(Completed):
+		o.Value = in.val
+	case uint32(Failed):
+		o.Err = in.err
+	default:
+		o.Err = ErrCancelled
+	}
+	if n.left--; n.left == 0 {
+		n.complete()
+	}
+}
+
+// fire is the deadline: give up the inputs still running. On the loop.
+func (n *settledNode[T]) fire() {
+	if n.ended() {
+		return
+	}
+	err := fmt.Errorf("%w after %v", ErrTimeout, n.d)
+	for i := range n.links {
+		if k := &n.links[i]; !k.done {
+			k.withdraw()
+			n.outs[i].Err = err
+		}
+	}
+	n.complete()
+}
+
+func (n *settledNode[T]) complete() {
+	n.disarm()
+	outs := n.outs
+	n.outs = nil
+	n.settle(outs, nil)
+}
+
+func (n *settledNode[T]) base() *core { return &n.Handle.core }
+
+func (n *settledNode[T]) disarm() {
+	if n.timed {
+		n.exp.disarm(n.loop)
+	}
+}
+
+func (n *settledNode[T]) stop() {
+	n.disarm()
+	withdrawAll(n.links)
+}

@@ -1,0 +1,52 @@
+package aio_test
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"time"
+
+	"github.com/valkyria/aio"
+)
+
+// AllSettled reports every input, failures included, in input order.
+func ExampleAllSettled() {
+	rt, l := start()
+	defer stop(rt)
+
+	outs, _ := aio.AllSettled(
+		aio.Pure(l, "cache"),
+		aio.Fail[string](l, errors.New("db down")),
+	).Wait(context.Background())
+	for _, o := range outs {
+		fmt.Printf("%q %v\n", o.Value, o.Err)
+	}
+	// Output:
+	// "cache" <nil>
+	// "" db down
+}
+
+// AllSettledWithin keeps what ended by the deadline; Within(AllSettled(...))
+// would have nothing but the timeout.
+func ExampleAllSettledWithin() {
+	rt, l := start()
+	defer stop(rt)
+
+	fast := aio.Delay(l, time.Millisecond, func() (string, error) { return "fast", nil })
+	hung := aio.Delay(l, time.Hour, func() (string, error) { return "hung", nil })
+
+	outs, _ := aio.AllSettledWithin(50*time.Millisecond, fast, hung).Wait(context.Background())
+	fmt.Println(outs[0].Value, outs[0].Err)
+	fmt.Println(errors.Is(outs[1].Err, aio.ErrTimeout))
+	<-hung.Done() // withdrawn from at the deadline, and so cancelled
+	fmt.Println(hung.Status())
+
+	slow := aio.Delay(l, time.Hour, func() (string, error) { return "slow", nil })
+	_, err := aio.Within(aio.AllSettled(fast, slow), time.Millisecond).Wait(context.Background())
+	fmt.Println(err) // fast's value is lost with the rest
+	// Output:
+	// fast <nil>
+	// true
+	// cancelled
+	// aio: timeout after 1ms
+}
