@@ -66,17 +66,18 @@
 // wins), [Work] (a blocking function on the loop's work pool), [Do], [Dial].
 //
 // Continuations derive a handle from one input: [Then] maps a value,
-// [ThenAsync] maps it to another handle and flattens, [Catch] handles a
-// failure (not a cancellation), [Finally] runs a function whatever the
-// outcome. Sinks derive a handle from several: [All] (every value, in input
-// order, or the first failure), [AllSettled] (every input's [Outcome], value
-// or error, in input order; it never fails because an input did), [Race] (the
-// first to complete or fail), [Any] (the first to complete; errors.Join of all
-// failures otherwise), [Within] (a deadline, [ErrTimeout]; [AllSettledWithin]
-// is the deadline that keeps the outcomes of the inputs that did end), [Retry]
-// (attempts with exponential backoff) and [Bracket] (acquire, use, release
-// exactly once). Inputs may live on other loops; a derived handle is pinned to
-// its first input's loop. A panic in a user function fails its handle with a
+// [ThenAsync] maps it to another handle and flattens, [Tap] runs a side effect
+// on a value and passes it on, [Catch] handles a failure (not a cancellation),
+// [Finally] runs a function whatever the outcome. Sinks derive a handle from
+// several: [All] (every value, in input order, or the first failure),
+// [AllSettled] (every input's [Outcome], value or error, in input order; it
+// never fails because an input did), [Race] (the first to complete or fail),
+// [Any] (the first to complete; errors.Join of all failures otherwise),
+// [Within] (a deadline, [ErrTimeout]; [AllSettledWithin] is the deadline that
+// keeps the outcomes of the inputs that did end), [Retry] (attempts with
+// exponential backoff) and [Bracket] (acquire, use, release exactly once).
+// Inputs may live on other loops; a derived handle is pinned to its first
+// input's loop. A panic in a user function fails its handle with a
 // [*PanicError].
 //
 // A [Scope] is a set of handles that must not outlive something. [WithScope]

@@ -50,3 +50,20 @@ func ExampleAllSettledWithin() {
 	// cancelled
 	// aio: timeout after 1ms
 }
+
+// Tap runs a side effect on success and passes the value on unchanged.
+func ExampleTap() {
+	rt, l := start()
+	defer stop(rt)
+
+	price := aio.Delay(l, time.Millisecond, func() (int, error) { return 40, nil })
+	logged := aio.Tap(price, func(p int) { fmt.Println("price arrived:", p) })
+	fmt.Println(logged.Wait(context.Background()))
+
+	failed := aio.Tap(aio.Fail[int](l, errors.New("no price")), func(p int) { fmt.Println("not printed") })
+	fmt.Println(failed.Wait(context.Background()))
+	// Output:
+	// price arrived: 40
+	// 40 <nil>
+	// 0 no price
+}
