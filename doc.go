@@ -78,7 +78,9 @@
 // exponential backoff) and [Bracket] (acquire, use, release exactly once).
 // Inputs may live on other loops; a derived handle is pinned to its first
 // input's loop. A panic in a user function fails its handle with a
-// [*PanicError].
+// [*PanicError]. [Settled] is not a sink but a way of waiting: it hands the
+// inputs over in the order they end, cancelling none, through a channel to
+// goroutines and through [Settling.Await] to a Do body.
 //
 // A [Scope] is a set of handles that must not outlive something. [WithScope]
 // runs a function with a new scope, and when its handle finishes, every handle

@@ -67,3 +67,39 @@ func ExampleTap() {
 	// 40 <nil>
 	// 0 no price
 }
+
+// Settled hands the inputs over in the order they end, cancelling none:
+// to goroutines through its channel, to a Do body through Await.
+func ExampleSettled() {
+	rt, l := start()
+	defer stop(rt)
+
+	a, b := aio.NewPromise[string](l), aio.NewPromise[string](l)
+	s := aio.Settled(a.Handle(), b.Handle())
+	b.Resolve("b")
+	a.Reject(errors.New("a failed"))
+	for h := range s.C {
+		v, err := h.Result()
+		fmt.Printf("%q %v\n", v, err)
+	}
+
+	hung := aio.Delay(l, time.Hour, func() (string, error) { return "hung", nil })
+	quick := aio.Delay(l, time.Millisecond, func() (string, error) { return "quick", nil })
+	first := aio.Do(l, func(co *aio.Co) (string, error) {
+		for h, err := range aio.Settled(hung, quick).Await(co) {
+			if err != nil {
+				return "", err // the Do handle was cancelled
+			}
+			return h.Result() // the first to end; the other runs on
+		}
+		return "", nil
+	})
+	fmt.Println(first.Wait(context.Background()))
+	fmt.Println(hung.Status())
+	hung.Cancel()
+	// Output:
+	// "b" <nil>
+	// "" a failed
+	// quick <nil>
+	// running
+}
