@@ -116,6 +116,12 @@
 // A Scope is stronger: closing it cancels its handles whatever else wants
 // them.
 //
+// # Contexts
+//
+// [Handle.Context] is a handle seen as a context.Context, for goroutine code:
+// it is done when the handle is (Err is context.Canceled whatever the
+// outcome), and contexts derived from it start no goroutine.
+//
 // # Cleanups
 //
 // [Handle.OnCleanup] registers a resource cleanup. At the terminal transition

@@ -371,15 +371,18 @@ func (c *core) withdrawFor(dependent) { c.withdraw() }
 
 // Done returns a channel closed once the handle is terminal and all its
 // cleanups have run.
-func (h *Handle[T]) Done() <-chan struct{} {
-	p := h.done.Load()
+func (h *Handle[T]) Done() <-chan struct{} { return h.doneChan() }
+
+// doneChan is Done, for any handle (Handle.Context's Done too).
+func (c *core) doneChan() <-chan struct{} {
+	p := c.done.Load()
 	if p == nil {
 		ch := make(chan struct{})
-		if h.done.CompareAndSwap(nil, &ch) {
-			h.keepDone(&ch)
+		if c.done.CompareAndSwap(nil, &ch) {
+			c.keepDone(&ch)
 			return ch
 		}
-		p = h.done.Load()
+		p = c.done.Load()
 	}
 	return *p
 }

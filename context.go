@@ -1,0 +1,112 @@
+package aio
+
+import (
+	"context"
+	"slices"
+	"sync/atomic"
+	"time"
+)
+
+// Context returns a context that ends when h does, for goroutine code that
+// takes a context: its Done is h's Done (closed once h is terminal and its
+// cleanups have run), its Err is then context.Canceled whatever the outcome
+// (h.Result tells which), and it has no deadline and no values. It is h
+// itself, seen as a context: it costs nothing until its Done is asked for,
+// and then what Done costs, every call returns an equal context, and it
+// keeps h reachable. Contexts derived from it (WithTimeout, AfterFunc) start
+// no goroutine: the handle tells them when it ends, and one cancelled first
+// stops being told.
+func (h *Handle[T]) Context() context.Context { return (*handleContext)(&h.core) }
+
+// handleContext is a handle seen as a context.Context: nothing is stored
+// beside the handle. Any goroutine.
+type handleContext core
+
+func (c *handleContext) core() *core { return (*core)(c) }
+
+func (c *handleContext) Deadline() (time.Time, bool) { return time.Time{}, false }
+
+func (c *handleContext) Done() <-chan struct{} { return c.core().doneChan() }
+
+// Err reads Done without making it: a handle whose Done was never asked for
+// has none until its terminal transition stores a closed one.
+func (c *handleContext) Err() error {
+	if p := c.core().done.Load(); p != nil {
+		select {
+		case <-*p:
+			return context.Canceled
+		default:
+		}
+	}
+	return nil
+}
+
+func (c *handleContext) Value(any) any { return nil }
+
+func (c *handleContext) String() string { return "aio.Handle.Context" }
+
+// AfterFunc is what the context package looks for in a parent (its
+// afterFuncer) to tell a derived context, or run a context.AfterFunc,
+// without a goroutine waiting on Done: f runs on a goroutine of its own
+// once Done is closed, unless stop is called first, which reports whether
+// it was and takes the registration off the handle.
+func (c *handleContext) AfterFunc(f func()) (stop func() bool) {
+	a := &ctxAfter{c: c.core(), f: f}
+	a.c.watch(a)
+	return a.stop
+}
+
+// ctxAfter is one AfterFunc of a handle's context: a watch on the handle.
+type ctxAfter struct {
+	c     *core         // immutable
+	f     func()        // immutable
+	state atomic.Uint32 // afterWaiting, then afterRan or afterStopped; any goroutine
+}
+
+const (
+	afterWaiting uint32 = iota
+	afterRan
+	afterStopped
+)
+
+// inputDone runs f once Done is closed: the dependents are told before the
+// terminal transition closes it, and f (a derived context's cancel) reads
+// Err, which must not be nil by then.
+func (a *ctxAfter) inputDone() { a.c.loop.runLater(a.run) }
+
+func (a *ctxAfter) run() {
+	if a.state.CompareAndSwap(afterWaiting, afterRan) {
+		go a.f()
+	}
+}
+
+func (a *ctxAfter) stop() bool {
+	if !a.state.CompareAndSwap(afterWaiting, afterStopped) {
+		return false
+	}
+	runInlineCall(a.c.loop, (*core).unwatch, a.c, dependent(a))
+	return true
+}
+
+// unwatch takes back a watch registered with watch, if c has not told it
+// yet, keeping the others in order: a handle that lives long (a
+// connection's Closed) must not collect the AfterFuncs of every context
+// derived from it and cancelled since. On c's loop.
+func (c *core) unwatch(d dependent) {
+	c.loop.checkOnLoop()
+	x := c.rare
+	if c.dep0 == d {
+		c.dep0 = nil
+		if x != nil && len(x.deps) > 0 {
+			c.dep0 = x.deps[0]
+			x.deps = slices.Delete(x.deps, 0, 1)
+		}
+		return
+	}
+	if x == nil {
+		return
+	}
+	if i := slices.Index(x.deps, d); i >= 0 {
+		x.deps = slices.Delete(x.deps, i, i+1)
+	}
+}
