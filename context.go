@@ -13,9 +13,9 @@ import (
 // (h.Result tells which), and it has no deadline and no values. It is h
 // itself, seen as a context: it costs nothing until its Done is asked for,
 // and then what Done costs, every call returns an equal context, and it
-// keeps h reachable. Contexts derived from it (WithTimeout, AfterFunc) start
-// no goroutine: the handle tells them when it ends, and one cancelled first
-// stops being told.
+// keeps h reachable. Contexts derived from it (WithTimeout, AfterFunc, and
+// Bind's ties) start no goroutine: the handle tells them when it ends, and
+// one cancelled first stops being told.
 func (h *Handle[T]) Context() context.Context { return (*handleContext)(&h.core) }
 
 // handleContext is a handle seen as a context.Context: nothing is stored

@@ -120,7 +120,9 @@
 //
 // [Handle.Context] is a handle seen as a context.Context, for goroutine code:
 // it is done when the handle is (Err is context.Canceled whatever the
-// outcome), and contexts derived from it start no goroutine.
+// outcome), and contexts derived from it start no goroutine. The other way,
+// [Handle.Bind] ties a handle to a context: the handle is cancelled when the
+// context ends, and the tie is undone when the handle does.
 //
 // # Cleanups
 //

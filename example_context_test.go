@@ -29,3 +29,16 @@ func ExampleHandle_Context() {
 	// context canceled
 	// logged out <nil>
 }
+
+// Bind cancels a handle when a context ends: a request's, say.
+func ExampleHandle_Bind() {
+	rt, l := start()
+	defer stop(rt)
+
+	ctx, cancel := context.WithCancel(context.Background())
+	job := aio.Delay(l, time.Hour, func() (string, error) { return "done", nil }).Bind(ctx)
+	cancel() // the client went away
+	<-job.Done()
+	fmt.Println(job.Status(), "armed timers:", l.Stats().Timers)
+	// Output: cancelled armed timers: 0
+}
