@@ -110,3 +110,40 @@ func (c *core) unwatch(d dependent) {
 		x.deps = slices.Delete(x.deps, i, i+1)
 	}
 }
+
+// Context returns a context for the body's goroutine-minded code (a
+// library call that takes a context, a deadline over several Awaits): it
+// is cancelled with cause ErrCancelled as soon as the Do handle is
+// cancelled, before the Await the body is suspended in returns, and
+// cancelled (context.Canceled) when the body returns. A deadline over the
+// rest of the body is context.WithTimeout(co.Context(), d) with each
+// awaited handle tied to it by Handle.Bind. Made on first use. In co's body
+// only, as Await: elsewhere it returns a context already cancelled with
+// cause ErrNotInBody.
+func (co *Co) Context() context.Context {
+	if co == nil || co.g.Load() != getg() {
+		return notInBody
+	}
+	if co.ctx == nil {
+		co.ctx, co.endCtx = context.WithCancelCause(context.Background())
+		if co.cancelled {
+			co.endCtx(ErrCancelled)
+		}
+	}
+	return co.ctx
+}
+
+// notInBody is the context of Co.Context called outside its body.
+var notInBody = func() context.Context {
+	ctx, cancel := context.WithCancelCause(context.Background())
+	cancel(ErrNotInBody)
+	return ctx
+}()
+
+// endContext cancels the body's context, if it made one, with cause (nil:
+// context.Canceled). On the loop.
+func (co *Co) endContext(cause error) {
+	if co.endCtx != nil {
+		co.endCtx(cause)
+	}
+}

@@ -2,11 +2,13 @@ package aio
 
 import (
 	"context"
+	"sync/atomic"
 	"testing"
 	"time"
 
 	"go.uber.org/goleak"
 
+	"github.com/stretchr/testify/assert"
 	"github.com/stretchr/testify/require"
 )
 
@@ -97,5 +99,94 @@ func TestHandleContext(t *testing.T) {
 		release()
 		recv(t, ctx.Done())
 		require.Equal(t, 0, rt.Running())
+	})
+}
+
+func TestCoContext(t *testing.T) {
+	t.Run("cancelled with the Do handle, before Await returns", func(t *testing.T) {
+		l := startLoop(t)
+		var errAfter, causeAfter error
+		suspended := make(chan context.Context, 1)
+		d := Do(l, func(co *Co) (int, error) {
+			ctx := co.Context()
+			assert.Same(t, ctx, co.Context(), "made once")
+			assert.NoError(t, ctx.Err())
+			suspended <- ctx
+			_, err := Await(co, NewPromise[int](l).Handle())
+			errAfter, causeAfter = ctx.Err(), context.Cause(ctx)
+			return 0, err
+		})
+		ctx := recv(t, suspended)
+		onLoop(t, l, func() {})
+		require.True(t, d.Cancel())
+		_, err := wait(t, d)
+		require.ErrorIs(t, err, ErrCancelled)
+		require.ErrorIs(t, errAfter, context.Canceled, "the body sees it cancelled")
+		require.ErrorIs(t, causeAfter, ErrCancelled)
+		require.ErrorIs(t, ctx.Err(), context.Canceled)
+		requireHandlesBack(t, l)
+	})
+	t.Run("cancelled when the body returns", func(t *testing.T) {
+		l := startLoop(t)
+		ctx, err := wait(t, Do(l, func(co *Co) (context.Context, error) { return co.Context(), nil }))
+		require.NoError(t, err)
+		recv(t, ctx.Done())
+		require.ErrorIs(t, context.Cause(ctx), context.Canceled)
+	})
+	t.Run("asked for after the cancellation, already cancelled", func(t *testing.T) {
+		l := startLoop(t)
+		var cause atomic.Pointer[error]
+		suspended := make(chan struct{})
+		d := Do(l, func(co *Co) (int, error) {
+			close(suspended)
+			_, err := Await(co, NewPromise[int](l).Handle())
+			c := context.Cause(co.Context())
+			cause.Store(&c)
+			return 0, err
+		})
+		recv(t, suspended)
+		onLoop(t, l, func() {})
+		d.Cancel()
+		_, err := wait(t, d)
+		require.ErrorIs(t, err, ErrCancelled)
+		require.ErrorIs(t, *cause.Load(), ErrCancelled)
+	})
+	t.Run("a deadline over several Awaits", func(t *testing.T) {
+		l := startLoop(t)
+		var slow *Handle[int]
+		var first atomic.Int64
+		d := Do(l, func(co *Co) (int, error) {
+			ctx, cancel := context.WithTimeout(co.Context(), 20*time.Millisecond)
+			defer cancel()
+			a, err := Await(co, Delay(l, time.Millisecond, func() (int, error) { return 1, nil }).Bind(ctx))
+			if err != nil {
+				return 0, err
+			}
+			first.Store(int64(a))
+			slow = Delay(l, time.Hour, func() (int, error) { return 2, nil })
+			b, err := Await(co, slow.Bind(ctx))
+			if err != nil {
+				assert.ErrorIs(t, ctx.Err(), context.DeadlineExceeded)
+				return a, err
+			}
+			return a + b, nil
+		})
+		_, err := wait(t, d)
+		require.ErrorIs(t, err, ErrCancelled, "the deadline cancelled what the body awaited")
+		require.Equal(t, int64(1), first.Load(), "the first Await was within the deadline")
+		require.Equal(t, Cancelled, slow.Status())
+		requireHandlesBack(t, l)
+		stopNoLeak(t, l, "the deadline's timer and ties are gone")
+	})
+	t.Run("outside its body, a context cancelled with ErrNotInBody", func(t *testing.T) {
+		l := startLoop(t)
+		var co *Co
+		_, err := wait(t, Do(l, func(c *Co) (int, error) { co = c; return 0, nil }))
+		require.NoError(t, err)
+		for _, c := range []*Co{co, nil} {
+			ctx := c.Context()
+			require.ErrorIs(t, ctx.Err(), context.Canceled)
+			require.ErrorIs(t, context.Cause(ctx), ErrNotInBody)
+		}
 	})
 }

@@ -1,6 +1,7 @@
 package aio
 
 import (
+	"context"
 	"errors"
 	"iter"
 	"sync/atomic"
@@ -25,6 +26,9 @@ type Co struct {
 	cancelled bool         // the Do handle was cancelled: Await returns ErrCancelled
 	waiting   pendingAwait // what the body is suspended on, to withdraw on cancel
 	wake      bool         // the awaited handle ended (vs. resumed by cancellation)
+
+	ctx    context.Context         // Context, once the body asked for it
+	endCtx context.CancelCauseFunc // cancels ctx: at cancellation, or when the body returns
 }
 
 // pendingAwait is an await in progress (an *awaitLink), seen untyped: all
@@ -143,6 +147,7 @@ func (n *doNode[T]) resume() {
 	}
 	n.pull()
 	if n.bodyDone {
+		n.co.endContext(nil)
 		n.stopPull()
 		n.next = nil
 		v, err := n.bodyVal, n.bodyErr
@@ -156,6 +161,7 @@ func (n *doNode[T]) resume() {
 // awaits and let it run on with ErrCancelled.
 func (n *doNode[T]) stop() {
 	n.co.cancelled = true
+	n.co.endContext(ErrCancelled)
 	if w := n.co.waiting; w != nil {
 		n.co.waiting = nil
 		w.withdraw()

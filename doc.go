@@ -122,7 +122,10 @@
 // it is done when the handle is (Err is context.Canceled whatever the
 // outcome), and contexts derived from it start no goroutine. The other way,
 // [Handle.Bind] ties a handle to a context: the handle is cancelled when the
-// context ends, and the tie is undone when the handle does.
+// context ends, and the tie is undone when the handle does. In a Do body,
+// [Co.Context] is cancelled as soon as the Do handle is: a deadline over the
+// rest of the body is context.WithTimeout(co.Context(), d), with each awaited
+// handle bound to it.
 //
 // # Cleanups
 //

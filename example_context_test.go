@@ -42,3 +42,27 @@ func ExampleHandle_Bind() {
 	fmt.Println(job.Status(), "armed timers:", l.Stats().Timers)
 	// Output: cancelled armed timers: 0
 }
+
+// A Do body's Context puts one deadline over several Awaits, each awaited
+// handle bound to it: no arithmetic on Loop.Now.
+func ExampleCo_Context() {
+	rt, l := start()
+	defer stop(rt)
+
+	h := aio.Do(l, func(co *aio.Co) (string, error) {
+		ctx, cancel := context.WithTimeout(co.Context(), 50*time.Millisecond)
+		defer cancel()
+		fast := aio.Delay(l, time.Millisecond, func() (string, error) { return "fast", nil })
+		if _, err := aio.Await(co, fast.Bind(ctx)); err != nil {
+			return "", err
+		}
+		slow := aio.Delay(l, time.Hour, func() (string, error) { return "slow", nil })
+		if _, err := aio.Await(co, slow.Bind(ctx)); err != nil {
+			return "", fmt.Errorf("%w: %w", err, context.Cause(ctx))
+		}
+		return "both in time", nil
+	})
+	_, err := h.Wait(context.Background())
+	fmt.Println(err)
+	// Output: aio: cancelled: context deadline exceeded
+}
