@@ -1,5 +1,13 @@
 package aio
 
+// tapNode is the handle of Tap: the result, its input and the function, in
+// one allocation.
+type tapNode[T any] struct {
+	Handle[T]
+	src *Handle[T] // nil once the input finished or was withdrawn
+	fn  func(T)
+}
+
 // Tap returns a handle that ends as h does and, when h completes, first runs
 // fn with its value on h's loop: a continuation for side effects (a log line,
 // a metric, a cache fill) that needs no value of its own, where Then would
@@ -12,8 +20,37 @@ func Tap[T any](h *Handle[T], fn func(T)) *Handle[T] {
 	if h == nil || fn == nil {
 		return refusedAfter[T, T](h)
 	}
-	return Then(h, func(v T) (T, error) {
-		fn(v)
-		return v, nil
-	})
+	n := &tapNode[T]{src: h, fn: fn}
+	n.initAfter(&h.core)
+	n.prod = n
+	h.register(n)
+	return &n.Handle
+}
+
+func (n *tapNode[T]) inputDone() {
+	src := n.src
+	n.src = nil
+	if src == nil || n.ended() {
+		return
+	}
+	if src.state.Load() != uint32(Completed) {
+		forward(&n.Handle, src)
+		return
+	}
+	n.state.CompareAndSwap(uint32(Pending), uint32(Running))
+	fn := n.fn
+	n.fn = nil
+	if err := callErr(func() { fn(src.val) }); err != nil {
+		var zero T
+		n.settle(zero, err)
+		return
+	}
+	n.settle(src.val, nil)
+}
+
+func (n *tapNode[T]) stop() {
+	if src := n.src; src != nil {
+		n.src = nil
+		src.withdraw()
+	}
 }
