@@ -9,7 +9,7 @@ import "context"
 // context.AfterFunc, which starts no goroutine for the context package's
 // own contexts (and Handle.Context), and it is undone when h ends, so a
 // long-lived ctx keeps nothing of a handle that is gone. Bind of a nil h is
-// nil.
+// nil. Any goroutine; the cancellation crosses to h's loop as Cancel does.
 func (h *Handle[T]) Bind(ctx context.Context) *Handle[T] {
 	if h == nil || ctx == nil || ctx.Done() == nil {
 		return h

@@ -15,7 +15,7 @@ import (
 // and then what Done costs, every call returns an equal context, and it
 // keeps h reachable. Contexts derived from it (WithTimeout, AfterFunc, and
 // Bind's ties) start no goroutine: the handle tells them when it ends, and
-// one cancelled first stops being told.
+// one cancelled first stops being told. Any goroutine.
 func (h *Handle[T]) Context() context.Context { return (*handleContext)(&h.core) }
 
 // handleContext is a handle seen as a context.Context: nothing is stored

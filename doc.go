@@ -104,14 +104,14 @@
 // Cancellation then flows down to whatever produces the handle: a timer is
 // disarmed, Work's context is cancelled, a Do body's Await returns
 // [ErrCancelled], a Dial's socket is closed. A derived handle does not cancel
-// its inputs outright: it withdraws its interest in them. An input is
-// cancelled once every dependent that registered on it (a Then, a sink, an
-// Await) has withdrawn, so a handle shared by two consumers survives the
-// cancellation of one. Sinks withdraw the same way from inputs they no longer
-// need: the losers of a Race or Any, the rest of an All after a failure, the
-// input of a Within (or the inputs of an AllSettledWithin) that timed out. Waiting on a handle (Wait, Done, Result)
-// is not interest: cancelling the only Then of a handle cancels the handle
-// even while a goroutine waits on it.
+// its inputs outright: it withdraws its interest in them. An input is cancelled
+// once every dependent that registered on it (a Then, a sink, an Await) has
+// withdrawn, so a handle shared by two consumers survives the cancellation of
+// one. Sinks withdraw the same way from inputs they no longer need: the losers
+// of a Race or Any, the rest of an All after a failure, the input of a Within
+// (or the inputs of an AllSettledWithin) that timed out. Waiting on a handle
+// (Wait, Done, Result) is not interest: cancelling the only Then of a handle
+// cancels the handle even while a goroutine waits on it.
 //
 // A Scope is stronger: closing it cancels its handles whatever else wants
 // them.
@@ -181,16 +181,16 @@
 // # Errors
 //
 // Outcomes are matched with errors.Is: [ErrCancelled] for a cancelled handle,
-// [ErrTimeout] for Within (and [ErrReadTimeout], [ErrIdleTimeout] of
-// connections, which wrap it), [ErrStopped] for work refused by a stopping
-// loop, [ErrAwaitOnLoop] for a Wait that would deadlock, [ErrPending] for the
-// Result of an unfinished handle, [ErrNoInputs] for Race or Any of nothing,
-// [ErrNilFunc], [ErrNilLoop] and [ErrNilHandle] for nil arguments,
-// [ErrNotInBody] and [ErrGoexit] for Do bodies, [ErrTooManySystems] for Start,
-// [ErrConnClosed] (which also matches net.ErrClosed) and [ErrWriteClosed] for
-// connections. Socket errors wrap their errno, so errors.Is(err,
-// unix.ECONNREFUSED) works. A panic in a posted callback, which has no handle
-// to fail, goes to Config.OnPanic.
+// [ErrTimeout] for Within and the inputs an AllSettledWithin gave up (and
+// [ErrReadTimeout], [ErrIdleTimeout] of connections, which wrap it),
+// [ErrStopped] for work refused by a stopping loop, [ErrAwaitOnLoop] for a Wait
+// that would deadlock, [ErrPending] for the Result of an unfinished handle,
+// [ErrNoInputs] for Race or Any of nothing, [ErrNilFunc], [ErrNilLoop] and
+// [ErrNilHandle] for nil arguments, [ErrNotInBody] and [ErrGoexit] for Do
+// bodies, [ErrTooManySystems] for Start, [ErrConnClosed] (which also matches
+// net.ErrClosed) and [ErrWriteClosed] for connections. Socket errors wrap their
+// errno, so errors.Is(err, unix.ECONNREFUSED) works. A panic in a posted
+// callback, which has no handle to fail, goes to Config.OnPanic.
 //
 // # Debugging
 //

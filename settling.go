@@ -41,7 +41,8 @@ func (w *settleWatch[T]) inputDone() { w.s.deliver(w.in) }
 // interest (like Done): it keeps no input from being cancelled when its
 // other dependents withdraw, and it cancels nothing; to give up the rest,
 // cancel them. It holds one slot per input and starts no goroutine. A nil
-// input is delivered at once as a handle failed with ErrNilHandle.
+// input is delivered at once as a handle failed with ErrNilHandle. Any
+// goroutine.
 func Settled[T any](hs ...*Handle[T]) *Settling[T] {
 	ch := make(chan *Handle[T], len(hs))
 	s := &Settling[T]{C: ch, ch: ch}
@@ -86,7 +87,7 @@ func (s *Settling[T]) deliver(h *Handle[T]) {
 // body, it yields (nil, ErrNotInBody). Stopping the range early cancels
 // nothing, and a later Await, or a goroutine reading C, carries on from
 // there. Bodies of several Do handles may await the same Settling: each
-// input goes to one of them.
+// input goes to one of them. In co's body.
 func (s *Settling[T]) Await(co *Co) iter.Seq2[*Handle[T], error] {
 	return func(yield func(*Handle[T], error) bool) {
 		for {
