@@ -168,7 +168,10 @@
 // [Listen] binds an address and calls a function on the loop with each
 // accepted [Conn]; [Dial] returns a handle of a connection. A Conn has no
 // goroutine: [Conn.OnRead] receives bytes on the loop in the loop's shared
-// read buffer, which is valid only until the callback returns; [Conn.Write]
+// read buffer, which is valid only until the callback returns;
+// [Conn.OnFrame] cuts the stream into frames with a bufio.SplitFunc (lines,
+// length prefixes) and hands over those that arrive whole without a copy;
+// [Conn.Write]
 // (an io.Writer that never blocks) copies what the kernel does not take at
 // once into a queue that the loop flushes with writev, and [Conn.Flush] tells
 // when it did. When the queue passes ConnConfig.HighWater it is
@@ -188,7 +191,7 @@
 // [ErrNoInputs] for Race or Any of nothing, [ErrNilFunc], [ErrNilLoop] and
 // [ErrNilHandle] for nil arguments, [ErrNotInBody] and [ErrGoexit] for Do
 // bodies, [ErrTooManySystems] for Start, [ErrConnClosed] (which also matches
-// net.ErrClosed) and [ErrWriteClosed] for connections. Socket errors wrap their
+// net.ErrClosed), [ErrWriteClosed] and [ErrFrameTooLarge] for connections. Socket errors wrap their
 // errno, so errors.Is(err, unix.ECONNREFUSED) works. A panic in a posted
 // callback, which has no handle to fail, goes to Config.OnPanic.
 //

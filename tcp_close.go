@@ -160,7 +160,7 @@ func (c *Conn) closeWith(err error) {
 		}
 	}
 	c.tl.release(l)
-	c.onRead, c.onEOF = nil, nil
+	c.onRead, c.onEOF, c.fr = nil, nil, nil // the framer's carry goes too
 
 	cancelled := errors.Is(err, ErrCancelled)
 	werr := err

@@ -85,10 +85,11 @@ type Conn struct {
 
 	// What most connections never need is allocated on first use: a
 	// connection whose writes the kernel takes at once and that has no
-	// timeout is 288 bytes (idle memory per connection, and the bytes a
-	// connect-and-close workload touches).
+	// timeout is 296 bytes, in the 320-byte size class (idle memory per
+	// connection, and the bytes a connect-and-close workload touches).
 	q  *writeQueue   // the write queue, from the first write not taken at once (or OnDrain)
 	to *connTimeouts // the timeouts, from the first one set
+	fr *framer       // OnFrame's state and the bytes it holds (tcp_frame.go), from OnFrame
 
 	dial *dialNode // the Dial handle, while connecting
 	ln   *Listener // the listener that accepted it, nil if dialed; immutable
@@ -261,6 +262,9 @@ func (c *Conn) syncInterest() {
 	}
 	c.ev = want
 	c.armTimeouts()
+	if c.fr != nil && c.fr.held {
+		c.resumeFrames() // reading may go on: deliver what the framer held back
+	}
 }
 
 func (c *Conn) ioError(op string, err error) error {

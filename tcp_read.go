@@ -14,7 +14,8 @@ const maxReadsPerEvent = 16
 // bytes, used by every connection of the loop) and is valid only until fn
 // returns: copy what you keep. Passing b to Write is fine (it copies
 // what the kernel does not take at once). A panic in fn closes the
-// connection with a *PanicError. When the peer finishes sending, OnEOF
+// connection with a *PanicError. Replacing OnFrame, fn first receives the
+// bytes the framer still holds. When the peer finishes sending, OnEOF
 // says what happens (by default the connection waits for the replies in
 // its Scope, then closes). Any goroutine; ErrNilFunc for nil,
 // ErrConnClosed after the connection closed.
@@ -26,11 +27,10 @@ func (c *Conn) OnRead(fn func(c *Conn, b []byte)) error {
 		if c.state == connClosed {
 			return ErrConnClosed
 		}
-		c.onRead = fn
-		c.update()
+		c.setOnRead(fn)
 		return nil
 	}
-	return c.runInlineIfOpen(func() { c.onRead = fn; c.update() })
+	return c.runInlineIfOpen(func() { c.setOnRead(fn) })
 }
 
 // OnEOF sets the callback that runs, on the loop, when the peer has finished
@@ -76,7 +76,8 @@ func (c *Conn) callRead(b []byte) {
 // reading reports whether the connection wants to read. On the loop.
 func (c *Conn) reading() bool {
 	c.l.checkOnLoop()
-	return c.state == connOpen && c.onRead != nil && !c.paused && !c.held && !c.eof
+	return c.state == connOpen && c.onRead != nil && !c.paused && !c.held && !c.eof &&
+		(c.fr == nil || !c.fr.held) // frames held back go first (tcp_frame.go)
 }
 
 // readSome reads until the socket is drained, the connection stops reading,
@@ -113,6 +114,9 @@ func (c *Conn) readSome() {
 // politely: it half-closes once the work its scope holds (the replies its
 // requests started) has finished and the queue is flushed, then closes.
 func (c *Conn) gotEOF() {
+	if c.fr != nil && !c.framesEOF() {
+		return // the framer's last frames come first (tcp_frame.go)
+	}
 	c.eof = true
 	c.update() // reading stops
 	switch {
