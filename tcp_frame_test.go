@@ -568,3 +568,117 @@ func TestOnFrameMisuse(t *testing.T) {
 	require.ErrorIs(t, onLoopValue(t, l, func() error { return c.OnFrame(bufio.ScanLines, 0, nop) }), ErrConnClosed)
 	closedLoopTCP(t, l.closeListener(t, ln))
 }
+
+// lineChunks returns reads of ReadBufferSize bytes of 61-byte lines, which
+// straddle the reads as a stream's do, and the lines in each.
+func lineChunks() (chunks [61][]byte, lines int) {
+	line := append(bytes.Repeat([]byte("x"), 60), '\n')
+	all := bytes.Repeat(line, len(chunks)*ReadBufferSize/len(line)+1)
+	for i := range chunks {
+		chunks[i] = all[i*ReadBufferSize : (i+1)*ReadBufferSize]
+	}
+	return chunks, ReadBufferSize / len(line)
+}
+
+// BenchmarkOnFrameLines is the framer's cost per read of ScanLines frames
+// (64 KiB of 61-byte lines, the last one cut by the read's end): "framer"
+// splits on the loop as a read callback does, "bufio.Scanner" is the same
+// work through a Scanner for reference, and "socket" is a connection
+// receiving them over loopback, system calls included.
+func BenchmarkOnFrameLines(b *testing.B) {
+	chunks, perChunk := lineChunks()
+	b.Run("framer", func(b *testing.B) {
+		l := startLoop(b)
+		n := 0 // on the loop
+		ln, conns := frameListen(b, l, ListenConfig{}, func(c *Conn) {
+			_ = c.OnFrame(bufio.ScanLines, 0, func(*Conn, []byte) { n++ })
+		})
+		nc, err := net.Dial("tcp", ln.Addr().String())
+		require.NoError(b, err)
+		defer nc.Close()
+		c := recv(b, conns)
+		b.SetBytes(ReadBufferSize)
+		b.ReportAllocs()
+		b.ResetTimer()
+		onLoop(b, l, func() {
+			for i := range b.N {
+				readFrames(c, chunks[i%len(chunks)])
+			}
+		})
+		b.StopTimer()
+		got := 0
+		onLoop(b, l, func() { got = n })
+		require.GreaterOrEqual(b, got, b.N*perChunk)
+	})
+	b.Run("bufio.Scanner", func(b *testing.B) {
+		n := 0
+		sc := bufio.NewScanner(&chunkReader{chunks: chunks[:], left: b.N})
+		sc.Buffer(make([]byte, 2*ReadBufferSize), 2*ReadBufferSize)
+		b.SetBytes(ReadBufferSize)
+		b.ReportAllocs()
+		b.ResetTimer()
+		for sc.Scan() {
+			n++
+		}
+		b.StopTimer()
+		require.NoError(b, sc.Err())
+		require.GreaterOrEqual(b, n, b.N*perChunk)
+	})
+	// Over loopback, with a plain OnRead that counts newlines for reference.
+	b.Run("socket", func(b *testing.B) {
+		benchLinesOverSocket(b, chunks[:], func(c *Conn, count func(int)) {
+			_ = c.OnFrame(bufio.ScanLines, 0, func(*Conn, []byte) { count(1) })
+		})
+	})
+	b.Run("socket OnRead", func(b *testing.B) {
+		benchLinesOverSocket(b, chunks[:], func(c *Conn, count func(int)) {
+			_ = c.OnRead(func(_ *Conn, p []byte) { count(bytes.Count(p, []byte{'\n'})) })
+		})
+	})
+}
+
+// benchLinesOverSocket sends b.N chunks of lines over loopback to a
+// connection that install sets up to count the lines it receives.
+func benchLinesOverSocket(b *testing.B, chunks [][]byte, install func(c *Conn, count func(int))) {
+	l := startLoop(b)
+	want := b.N * ReadBufferSize / 61 // the lines completed
+	n, done := 0, make(chan struct{}) // n on the loop
+	count := func(k int) {
+		if n += k; n >= want && done != nil {
+			close(done)
+			done = nil
+		}
+	}
+	finished := done
+	ln, _ := frameListen(b, l, ListenConfig{}, func(c *Conn) { install(c, count) })
+	nc, err := net.Dial("tcp", ln.Addr().String())
+	require.NoError(b, err)
+	defer nc.Close()
+	b.SetBytes(ReadBufferSize)
+	b.ReportAllocs()
+	b.ResetTimer()
+	for i := range b.N {
+		if _, err := nc.Write(chunks[i%len(chunks)]); err != nil {
+			b.Fatal(err)
+		}
+	}
+	recv(b, finished)
+}
+
+// chunkReader reads the chunks in turn, left of them in all.
+type chunkReader struct {
+	chunks [][]byte
+	i, off int // the chunk being read, and how far
+	left   int
+}
+
+func (r *chunkReader) Read(p []byte) (int, error) {
+	if r.left == 0 {
+		return 0, io.EOF
+	}
+	n := copy(p, r.chunks[r.i][r.off:])
+	if r.off += n; r.off == len(r.chunks[r.i]) {
+		r.i, r.off, r.left = (r.i+1)%len(r.chunks), 0, r.left-1
+	}
+	return n, nil
+}
