@@ -49,6 +49,7 @@ func (c *Conn) drain() {
 func (c *Conn) drainIdle() {
 	c.endAfterWork = false
 	c.onEOF = nil
+	c.fr = nil // frames not delivered yet are dropped, as later bytes are
 	c.onRead = dropRead
 	c.paused, c.held = false, false
 	c.update()
