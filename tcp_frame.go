@@ -32,7 +32,7 @@ const DefaultMaxFrame = bufio.MaxScanTokenSize
 // ErrFrameTooLarge is the error a connection closes with when its OnFrame
 // split function finds no frame in maxFrame bytes. errors.Is(err,
 // bufio.ErrTooLong) holds for it too.
-var ErrFrameTooLarge = fmt.Errorf("aio: tcp frame too large: %w", bufio.ErrTooLong)
+var ErrFrameTooLarge error = &kindError{"aio: tcp frame too large", []error{bufio.ErrTooLong}}
 
 // maxEmptyFrames bounds the frames in a row that split may return without
 // advancing (bufio.Scanner's limit too): one more closes the connection.

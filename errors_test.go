@@ -1,0 +1,32 @@
+package aio
+
+import (
+	"errors"
+	"net"
+	"strings"
+	"testing"
+
+	"github.com/stretchr/testify/assert"
+)
+
+// Every exported error says "aio:" once: an error that wraps a more
+// general one is a kindError, whose text does not repeat the general
+// one's ("aio: tcp read timeout", not "aio: tcp read timeout: aio: timeout").
+func TestErrorTextsSayAioOnce(t *testing.T) {
+	for _, err := range []error{
+		ErrCancelled, ErrTimeout, ErrTooManySystems, ErrStopped, ErrAwaitOnLoop,
+		ErrPending, ErrNoInputs, ErrNilFunc, ErrNilLoop, ErrNilHandle, ErrNotInBody,
+		ErrGoexit, ErrSlabRelease, ErrConnClosed, ErrWriteClosed, ErrReadTimeout,
+		ErrIdleTimeout, ErrFrameTooLarge, errConnStopped, errDrainDeadline, errPipeLoops,
+	} {
+		assert.Equal(t, 1, strings.Count(err.Error(), "aio:"), "%q", err)
+	}
+	assert.ErrorIs(t, ErrConnClosed, net.ErrClosed)
+	assert.ErrorIs(t, ErrReadTimeout, ErrTimeout)
+	assert.ErrorIs(t, errConnStopped, ErrStopped)
+	assert.ErrorIs(t, errConnStopped, ErrCancelled)
+	assert.ErrorIs(t, errDrainDeadline, ErrCancelled)
+	var ne net.Error
+	assert.True(t, errors.As(ErrIdleTimeout, &ne) && ne.Timeout())
+	assert.False(t, errors.As(ErrConnClosed, &ne) && ne.Timeout())
+}
