@@ -157,11 +157,13 @@
 // called from any goroutine, the loop's own included, and its handle, which
 // has no loop, cannot be cancelled.
 //
-// [Runtime.Shutdown] calls Stop on every running loop and waits for each Stop
-// handle, or until its context ends: then it returns the context's error and
-// the loops go on stopping. Called on one of the runtime's loops, it stops the
-// others and that one and returns [ErrAwaitOnLoop] rather than wait for
-// itself.
+// [Runtime.Shutdown] drains first, as net/http's Server.Shutdown does: every
+// listener closes, every connection ends once its scope is idle (below),
+// and when none is left, or when its context ends, it stops every loop and
+// waits for each Stop handle (until the context ends: then it returns the
+// context's error and the loops go on stopping). Called on one of the
+// runtime's loops, it stops them all at once and returns [ErrAwaitOnLoop]
+// rather than wait for itself.
 //
 // # TCP
 //
@@ -170,14 +172,22 @@
 // goroutine: [Conn.OnRead] receives bytes on the loop in the loop's shared
 // read buffer, which is valid only until the callback returns;
 // [Conn.OnFrame] cuts the stream into frames with a bufio.SplitFunc (lines,
-// length prefixes) and hands over those that arrive whole without a copy;
-// [Conn.Write]
-// (an io.Writer that never blocks) copies what the kernel does not take at
-// once into a queue that the loop flushes with writev, and [Conn.Flush] tells
-// when it did. When the queue passes ConnConfig.HighWater it is
-// [Conn.Full], and the connection stops reading until it drains to
+// length prefixes) and hands over those that arrive whole without a copy.
+// [Conn.Write] (an io.Writer that never blocks) copies what the kernel does
+// not take at once into a queue that the loop flushes with writev, and
+// [Conn.Flush] tells when it did. When the queue passes ConnConfig.HighWater
+// it is [Conn.Full], and the connection stops reading until it drains to
 // LowWater (unless ConnConfig.ReadWhileFull: the directions then have
-// independent flow control); [Conn.OnDrain] runs at each drain. [Conn.OnEOF], [Conn.CloseWrite] (half-close),
+// independent flow control); [Conn.OnDrain] runs at each drain. [Pipe]
+// copies both ways between two connections, a proxy's work, with flow
+// control per direction and FIN passed on as a half-close.
+//
+// A connection is a scope ([Conn.Scope]): adopt into it the handle that
+// writes a request's reply, and a client that goes away (a reset, a write
+// that fails, Close) cancels it. A FIN is a half-close: without [Conn.OnEOF],
+// the connection waits for its scope to be idle, its replies written, then
+// closes. [Listener.Drain] ends a listener's connections the same way, each
+// once idle, until a grace period ends. [Conn.CloseWrite] (half-close),
 // [Conn.Close], [Conn.OnClose], [Conn.Closed], and read and idle timeouts
 // complete the set. A deadline on anything is [Within].
 //
@@ -191,8 +201,8 @@
 // [ErrNoInputs] for Race or Any of nothing, [ErrNilFunc], [ErrNilLoop] and
 // [ErrNilHandle] for nil arguments, [ErrNotInBody] and [ErrGoexit] for Do
 // bodies, [ErrTooManySystems] for Start, [ErrConnClosed] (which also matches
-// net.ErrClosed), [ErrWriteClosed] and [ErrFrameTooLarge] for connections. Socket errors wrap their
-// errno, so errors.Is(err, unix.ECONNREFUSED) works. A panic in a posted
+// net.ErrClosed), [ErrWriteClosed] and [ErrFrameTooLarge] for connections.
+// Socket errors wrap their errno, so errors.Is(err, unix.ECONNREFUSED) works. A panic in a posted
 // callback, which has no handle to fail, goes to Config.OnPanic.
 //
 // # Debugging
