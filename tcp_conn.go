@@ -85,7 +85,7 @@ type Conn struct {
 
 	// What most connections never need is allocated on first use: a
 	// connection whose writes the kernel takes at once and that has no
-	// timeout is 296 bytes, in the 320-byte size class (idle memory per
+	// timeout is 320 bytes, a size class of its own (idle memory per
 	// connection, and the bytes a connect-and-close workload touches).
 	q  *writeQueue   // the write queue, from the first write not taken at once (or OnDrain)
 	to *connTimeouts // the timeouts, from the first one set
