@@ -2,6 +2,7 @@ package aio
 
 import (
 	"context"
+	"errors"
 	"fmt"
 	"net"
 	"net/netip"
@@ -30,22 +31,98 @@ type dialNode struct {
 // the wrapped errno (errors.Is(err, unix.ECONNREFUSED) for a port nobody
 // listens on), with a resolution error, or for a bad address or config;
 // cancelling it (or Loop.Stop) aborts the connect and closes the socket. A
-// deadline is Within(Dial(...), d). Any goroutine.
+// deadline is Within(Dial(...), d), or a Dialer's DialContext. Any goroutine.
 //
 // The connection reads nothing until OnRead is set: set the callbacks in a
 // continuation of the handle (Then on the same loop runs before the loop
 // polls again).
 func Dial(l *Loop, addr string, cfg ConnConfig) *Handle[*Conn] {
+	_, h := dial(l, addr, cfg, netip.AddrPort{})
+	return h
+}
+
+// A Dialer holds the options of a connection to dial, as net.Dialer does.
+// The zero value dials as Dial does. A Dialer may be used by several
+// goroutines at once; its methods do not change it.
+type Dialer struct {
+	// LocalAddr, when set, is the local address the socket is bound to
+	// before it connects, as net.Dialer's: a source IP, a source port, or
+	// both. An unspecified IP (0.0.0.0, ::) or none
+	// (netip.AddrPortFrom(netip.Addr{}, port)) binds only the port, on every
+	// address of the remote's family; port 0 lets the kernel choose it. A
+	// specific IP of the other family than the remote address fails the
+	// dial. The zero AddrPort binds nothing: the kernel chooses both when
+	// it connects.
+	LocalAddr netip.AddrPort
+	// Conn is applied to the connection.
+	Conn ConnConfig
+}
+
+// Dial is Dial with d's options. A nil d is the zero Dialer. Any goroutine.
+func (d *Dialer) Dial(l *Loop, addr string) *Handle[*Conn] {
+	var o Dialer
+	if d != nil {
+		o = *d
+	}
+	_, h := dial(l, addr, o.Conn, o.LocalAddr)
+	return h
+}
+
+// DialContext is Dial with d's options and a context: when ctx is done
+// before the connection is established (cancelled, or its deadline passed),
+// the dial is aborted as a cancel would (the name resolution withdrawn, the
+// socket closed) and the handle fails with an error for which
+// errors.Is(err, ctx.Err()) holds, and errors.Is(err, context.Cause(ctx))
+// too. A ctx done already fails it at once. Once the handle has ended, ctx
+// no longer matters: the connection it delivered is not closed with ctx
+// (as with net.Dialer), and nothing is left registered on ctx. A nil d is
+// the zero Dialer. Any goroutine.
+func (d *Dialer) DialContext(ctx context.Context, l *Loop, addr string) *Handle[*Conn] {
+	var o Dialer
+	if d != nil {
+		o = *d
+	}
+	switch {
+	case ctx == nil:
+		return Fail[*Conn](l, fmt.Errorf("aio: dial tcp %q: nil context", addr))
+	case l != nil && ctx.Err() != nil:
+		return Fail[*Conn](l, dialCtxError(ctx, addr))
+	}
+	n, h := dial(l, addr, o.Conn, o.LocalAddr)
+	if n == nil || ctx.Done() == nil {
+		return h
+	}
+	stop := context.AfterFunc(ctx, func() {
+		err := dialCtxError(ctx, addr)
+		l.runInline(func() { n.abort(err) })
+	})
+	h.OnCleanup(func() { stop() })
+	return h
+}
+
+// dialCtxError is the error of a dial whose context ended: ctx's error,
+// with its cause when that says more.
+func dialCtxError(ctx context.Context, addr string) error {
+	err := ctx.Err()
+	if cause := context.Cause(ctx); cause != nil && !errors.Is(cause, err) {
+		return fmt.Errorf("aio: dial tcp %q: %w: %w", addr, err, cause)
+	}
+	return fmt.Errorf("aio: dial tcp %q: %w", addr, err)
+}
+
+// dial starts a dial; it returns the dial's node too, nil when the handle
+// failed up front.
+func dial(l *Loop, addr string, cfg ConnConfig, local netip.AddrPort) (*dialNode, *Handle[*Conn]) {
 	if err := checkProducer(l, false); err != nil {
-		return Fail[*Conn](l, err)
+		return nil, Fail[*Conn](l, err)
 	}
 	cfg, err := cfg.withDefaults()
 	if err != nil {
-		return Fail[*Conn](l, err)
+		return nil, Fail[*Conn](l, err)
 	}
 	ap, name, err := splitAddr(addr, false)
 	if err != nil {
-		return Fail[*Conn](l, fmt.Errorf("aio: dial tcp %q: %w", addr, err))
+		return nil, Fail[*Conn](l, fmt.Errorf("aio: dial tcp %q: %w", addr, err))
 	}
 	n := &dialNode{}
 	n.init(l)
@@ -57,24 +134,25 @@ func Dial(l *Loop, addr string, cfg ConnConfig) *Handle[*Conn] {
 		res := Work(l, func(ctx context.Context) (netip.AddrPort, error) {
 			return resolve(ctx, name, port)
 		})
-		n.r = &dialResolve{res: res, cfg: cfg, addr: addr}
+		n.r = &dialResolve{res: res, cfg: cfg, local: local, addr: addr}
 		res.register(n)
 	case l.OnLoop(): // runInline by hand: the closure and the copy of cfg only when posted
-		n.connect(ap, &cfg)
+		n.connect(ap, &cfg, local)
 	default:
 		cfg := cfg // only this copy goes to the heap, with the closure
-		l.runLater(func() { n.connect(ap, &cfg) })
+		l.runLater(func() { n.connect(ap, &cfg, local) })
 	}
-	return &n.Handle
+	return n, &n.Handle
 }
 
 // dialResolve is what a Dial of a host name keeps while the name resolves:
 // what connect needs then. Separate, so that a Dial of an address (most of
 // them) carries none of it: 64 bytes less to allocate and touch.
 type dialResolve struct {
-	res  *Handle[netip.AddrPort]
-	cfg  ConnConfig // immutable
-	addr string     // as given, for errors; immutable
+	res   *Handle[netip.AddrPort]
+	cfg   ConnConfig     // immutable
+	local netip.AddrPort // Dialer.LocalAddr; immutable
+	addr  string         // as given, for errors; immutable
 }
 
 // lookupNetIP is the name lookup of Dial: the default resolver's, replaced
@@ -110,7 +188,7 @@ func (n *dialNode) inputDone() {
 	}
 	switch res := r.res; res.state.Load() {
 	case uint32(Completed):
-		n.connect(res.val, &r.cfg)
+		n.connect(res.val, &r.cfg, r.local)
 	case uint32(Failed):
 		n.settle(nil, fmt.Errorf("aio: dial tcp %q: %w", r.addr, res.err))
 	default:
@@ -118,8 +196,9 @@ func (n *dialNode) inputDone() {
 	}
 }
 
-// connect opens the socket and starts connecting. On the loop.
-func (n *dialNode) connect(ap netip.AddrPort, cfg *ConnConfig) {
+// connect opens the socket, binds it to local if that is set, and starts
+// connecting. On the loop.
+func (n *dialNode) connect(ap netip.AddrPort, cfg *ConnConfig, local netip.AddrPort) {
 	n.loop.checkOnLoop()
 	if n.ended() {
 		return
@@ -141,6 +220,13 @@ func (n *dialNode) connect(ap netip.AddrPort, cfg *ConnConfig) {
 		unix.Close(fd)
 		fail("options", err)
 		return
+	}
+	if local.IsValid() || local.Port() != 0 {
+		if err := bindLocal(fd, local, ap); err != nil {
+			unix.Close(fd)
+			fail("bind", err)
+			return
+		}
 	}
 	c := &n.conn
 	c.init(l, &l.tcp, fd, *cfg, connConnecting)
@@ -182,15 +268,47 @@ func (n *dialNode) connect(ap netip.AddrPort, cfg *ConnConfig) {
 // no dial runs.
 var loopbackRetry = true
 
-// stop aborts the dial: the resolution is withdrawn, the socket closed.
-func (n *dialNode) stop() {
+// bindLocal binds fd, about to connect to remote, to local (see
+// Dialer.LocalAddr).
+func bindLocal(fd int, local, remote netip.AddrPort) error {
+	ip := local.Addr()
+	switch {
+	case !ip.IsValid() || ip.IsUnspecified():
+		ip = netip.IPv4Unspecified()
+		if !remote.Addr().Is4() {
+			ip = netip.IPv6Unspecified()
+		}
+	case ip.Is4() != remote.Addr().Is4():
+		return fmt.Errorf("local address %s and remote %s are of different families", local, remote)
+	}
+	sa, _ := sock.Sockaddr(netip.AddrPortFrom(ip, local.Port()))
+	return unix.Bind(fd, sa)
+}
+
+// stop aborts the dial when its handle is cancelled.
+func (n *dialNode) stop() { n.release(ErrCancelled) }
+
+// abort fails the dial with err (its context ended), unless it ended
+// already. On the loop.
+func (n *dialNode) abort(err error) {
+	n.loop.checkOnLoop()
+	if n.ended() {
+		return // the connection, if any, is the caller's now
+	}
+	n.release(err)
+	n.settle(nil, err)
+}
+
+// release withdraws the resolution and closes the socket, with err for
+// what they end with. On the loop.
+func (n *dialNode) release(err error) {
 	if r := n.r; r != nil {
 		n.r = nil
 		r.res.withdraw()
 	}
 	if c := n.c; c != nil {
 		n.c = nil
-		c.closeWith(ErrCancelled)
+		c.closeWith(err)
 	}
 }
 
