@@ -168,6 +168,13 @@ type ListenConfig struct {
 	// can bind the same address and the kernel spreads connections over them
 	// (Linux balances by hash; on the BSDs and macOS the option only permits
 	// the sharing). SO_REUSEADDR is always set.
+	//
+	// Security: the port is then open to any socket that sets the option
+	// too, not only this program's. Another process (on Linux, any process
+	// of the same user; elsewhere possibly of any user) can bind the same
+	// address without an error and silently receive a share of the
+	// connections meant for this one. Use it only where every process that
+	// can bind the address is trusted.
 	ReusePort bool
 	// AcceptBatch bounds the connections accepted per readiness event, so a
 	// flood of connections cannot starve the loop's other work. 0 means
