@@ -133,9 +133,10 @@ type Stats struct {
 
 	// TCP (tcp*.go): the loop's listeners and connections.
 	TCPListeners   int    // listeners open
-	TCPOpen        int    // connections open (accepted or dialed, established, not yet closed)
+	TCPOpen        int    // connections open (accepted, dialed or adopted, established, not yet closed)
 	TCPAccepted    uint64 // connections accepted so far
 	TCPDialed      uint64 // connections established by Dial so far
+	TCPAdopted     uint64 // connected sockets taken over by AdoptConn so far
 	TCPClosed      uint64 // established connections closed so far
 	TCPDropped     uint64 // connections given up on: closed at once after accept (out of fds, unusable), or failed by accept (ECONNABORTED, EPERM, network errors)
 	TCPBytesIn     uint64 // bytes read from connections

@@ -208,6 +208,7 @@ type tcpLoop struct {
 	open      atomic.Int64
 	accepted  atomic.Uint64
 	dialed    atomic.Uint64
+	adopted   atomic.Uint64
 	closed    atomic.Uint64
 	dropped   atomic.Uint64
 	bytesIn   atomic.Uint64
@@ -262,6 +263,7 @@ func tcpStats(l *Loop, s *Stats) {
 	s.TCPOpen = int(t.open.Load())
 	s.TCPAccepted = t.accepted.Load()
 	s.TCPDialed = t.dialed.Load()
+	s.TCPAdopted = t.adopted.Load()
 	s.TCPClosed = t.closed.Load()
 	s.TCPDropped = t.dropped.Load()
 	s.TCPBytesIn = t.bytesIn.Load()

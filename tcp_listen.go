@@ -109,15 +109,23 @@ func Listen(l *Loop, addr string, cfg ListenConfig, onConn func(c *Conn)) (*List
 	if err != nil {
 		return nil, fmt.Errorf("aio: listen tcp %s: %w", ap, err)
 	}
-	ln := &Listener{l: l, tl: &l.tcp, addr: bound, cfg: cfg, onConn: onConn, fd: fd,
-		spare: openSpare()}
+	ln := newListener(l, fd, bound, cfg, onConn)
+	ln.spare = openSpare()
+	l.runInline(ln.start)
+	return ln, nil
+}
+
+// newListener makes the Listener that will own the listening socket fd,
+// bound to addr, without its spare fd; start registers it with the loop.
+// Any goroutine.
+func newListener(l *Loop, fd int, addr netip.AddrPort, cfg ListenConfig, onConn func(*Conn)) *Listener {
+	ln := &Listener{l: l, tl: &l.tcp, addr: addr, cfg: cfg, onConn: onConn, fd: fd, spare: -1}
 	ln.closed.init(l)
 	ln.closed.state.Store(uint32(Running))
 	ln.closed.prod = ln
 	ln.t.owner = ln
 	ln.t.index = -1
-	l.runInline(ln.start)
-	return ln, nil
+	return ln
 }
 
 // listenSocket opens, binds and listens; it returns the fd and the bound

@@ -72,28 +72,7 @@ func (rc *rawConn) Control(fn func(fd uintptr)) error {
 	if fn == nil {
 		return ErrNilFunc
 	}
-	if rc.l.OnLoop() {
-		return rc.control(fn)
-	}
-	var err error
-	var p any
-	panicked := true
-	done := make(chan struct{})
-	rc.l.post(func() {
-		defer close(done)
-		defer func() {
-			if panicked {
-				p = recover()
-			}
-		}()
-		err = rc.control(fn)
-		panicked = false
-	})
-	<-done
-	if panicked {
-		panic(p)
-	}
-	return err
+	return runWait(rc.l, func() error { return rc.control(fn) })
 }
 
 // control runs fn with the fd if the socket is open. On the loop.

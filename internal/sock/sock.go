@@ -132,3 +132,19 @@ func SetKeepAlive(fd int, d time.Duration) error {
 	}
 	return nil
 }
+
+// Dup duplicates fd as a close-on-exec fd (fcntl F_DUPFD_CLOEXEC, atomic:
+// no fork can inherit it in between). The copy shares the open socket
+// with fd: its options and file status flags (O_NONBLOCK) are the same
+// socket's. Through the scheduler (x/sys).
+func Dup(fd int) (int, error) { return unix.FcntlInt(uintptr(fd), unix.F_DUPFD_CLOEXEC, 0) }
+
+// PeerAddr returns the address of fd's peer (getpeername(2)): ENOTCONN for
+// a socket that is not connected. Through the scheduler (x/sys).
+func PeerAddr(fd int) (netip.AddrPort, error) {
+	sa, err := unix.Getpeername(fd)
+	if err != nil {
+		return netip.AddrPort{}, err
+	}
+	return AddrPortOf(sa), nil
+}
