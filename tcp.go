@@ -128,7 +128,11 @@ type ConnConfig struct {
 	// established, so that the receive window is scaled for it: on the
 	// listening socket for accepted connections (which inherit them), on
 	// the socket before connect for Dial. 0 leaves the system's default
-	// (and its autotuning); negative is an error.
+	// (and its autotuning); negative is an error. Keep ReadBuffer above the
+	// path's segment size (64 KiB over Linux's loopback): below one
+	// segment, Linux stops advertising the window that reading opens, and
+	// the peer sends only at its zero-window probes, seconds apart (as with
+	// package net).
 	ReadBuffer, WriteBuffer int
 }
 
