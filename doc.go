@@ -191,6 +191,14 @@
 // [Conn.Close], [Conn.OnClose], [Conn.Closed], and read and idle timeouts
 // complete the set. A deadline on anything is [Within].
 //
+// A [Dialer] dials with a local address and a context ([Dialer.DialContext]).
+// [AdoptConn] and [AdoptListener] take over sockets made elsewhere (a
+// parent process, systemd socket activation), and [AdoptConnFrom] and
+// [AdoptListenerFrom] duplicates of package net's. [Conn.SyscallConn] runs
+// code with the fd on the loop. For goroutine code and the libraries that
+// take a net.Conn, [Conn.NetConn] is a blocking view of a connection, with
+// deadlines, whose Write waits while the write queue is full.
+//
 // # Errors
 //
 // Outcomes are matched with errors.Is: [ErrCancelled] for a cancelled handle,
@@ -201,9 +209,10 @@
 // [ErrNoInputs] for Race or Any of nothing, [ErrNilFunc], [ErrNilLoop] and
 // [ErrNilHandle] for nil arguments, [ErrNotInBody] and [ErrGoexit] for Do
 // bodies, [ErrTooManySystems] for Start, [ErrConnClosed] (which also matches
-// net.ErrClosed), [ErrWriteClosed] and [ErrFrameTooLarge] for connections.
-// Socket errors wrap their errno, so errors.Is(err, unix.ECONNREFUSED) works. A panic in a posted
-// callback, which has no handle to fail, goes to Config.OnPanic.
+// net.ErrClosed), [ErrWriteClosed] and [ErrFrameTooLarge] for connections,
+// [ErrListenerClosed] (net.ErrClosed too) for listeners. Socket errors wrap
+// their errno, so errors.Is(err, unix.ECONNREFUSED) works. A panic in a
+// posted callback, which has no handle to fail, goes to Config.OnPanic.
 //
 // # Debugging
 //
