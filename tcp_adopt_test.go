@@ -49,19 +49,27 @@ func TestTCPAdoptListenerFromNet(t *testing.T) {
 	require.Equal(t, fds, fdCount(t))
 }
 
-// A raw listening fd, as a service manager passes one (blocking, inherited
-// across exec): AdoptListener makes it non-blocking and close-on-exec and
-// owns it from then on.
+// A raw listening fd, as a service manager or a parent process passes one
+// (blocking, inherited across exec), here made by net.Listen and handed
+// over as File's fd: AdoptListener makes it non-blocking and close-on-exec
+// and owns it from then on.
 func TestTCPAdoptListenerFD(t *testing.T) {
 	l := startLoop(t)
 	fds := fdCount(t)
-	fd, err := unix.Socket(unix.AF_INET, unix.SOCK_STREAM, 0)
+	nl, err := net.Listen("tcp", "127.0.0.1:0")
 	require.NoError(t, err)
-	require.NoError(t, unix.Bind(fd, &unix.SockaddrInet4{Addr: [4]byte{127, 0, 0, 1}}))
-	require.NoError(t, unix.Listen(fd, 16))
+	f, err := nl.(*net.TCPListener).File()
+	require.NoError(t, err)
+	fd, err := unix.Dup(int(f.Fd())) // Fd makes it blocking, as passed fds are
+	require.NoError(t, err)
+	require.NoError(t, f.Close())
+	require.NoError(t, nl.Close())
+	fl, fdfl := fdFlags(t, fd)
+	require.Zero(t, fl&unix.O_NONBLOCK)
+	require.Zero(t, fdfl&unix.FD_CLOEXEC)
 	ln, err := AdoptListener(l, fd, ListenConfig{}, func(c *Conn) { _ = c.OnRead(tcpEcho) })
 	require.NoError(t, err)
-	fl, fdfl := fdFlags(t, fd)
+	fl, fdfl = fdFlags(t, fd)
 	require.NotZero(t, fl&unix.O_NONBLOCK, "the adopted socket is blocking")
 	require.NotZero(t, fdfl&unix.FD_CLOEXEC, "the adopted socket is inherited across exec")
 	require.NotZero(t, ln.Addr().Port())
