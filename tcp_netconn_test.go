@@ -383,3 +383,76 @@ func TestNetConnHTTPServer(t *testing.T) {
 	tr.CloseIdleConnections()
 	closedLoopTCP(t, l)
 }
+
+// benchServerConn returns the server side of a loopback connection, a view
+// or (std) a package net connection, and the package net client of it.
+func benchServerConn(b *testing.B, std bool) (server, client net.Conn) {
+	b.Helper()
+	if std {
+		nl, err := net.Listen("tcp", "127.0.0.1:0")
+		require.NoError(b, err)
+		defer nl.Close()
+		client, err = net.Dial("tcp", nl.Addr().String())
+		require.NoError(b, err)
+		server, err = nl.Accept()
+		require.NoError(b, err)
+		return server, client
+	}
+	l := startLoop(b)
+	accepted := make(chan *Conn, 1)
+	ln, err := Listen(l, "127.0.0.1:0", ListenConfig{}, func(c *Conn) { accepted <- c })
+	require.NoError(b, err)
+	defer ln.Close()
+	client, err = net.Dial("tcp", ln.Addr().String())
+	require.NoError(b, err)
+	return recv(b, accepted).NetConn(), client
+}
+
+// Streaming from a goroutine: 64 KiB Writes on the server side, read and
+// discarded by a package net client; the view beside a net.Conn.
+func BenchmarkNetConnStream(b *testing.B) {
+	for _, std := range []bool{false, true} {
+		name := map[bool]string{false: "view", true: "net"}[std]
+		b.Run(name, func(b *testing.B) {
+			server, client := benchServerConn(b, std)
+			read := make(chan int64, 1)
+			go func() { n, _ := io.Copy(io.Discard, client); read <- n }()
+			chunk := make([]byte, 64<<10)
+			b.SetBytes(int64(len(chunk)))
+			b.ResetTimer()
+			for i := 0; i < b.N; i++ {
+				if _, err := server.Write(chunk); err != nil {
+					b.Fatal(err)
+				}
+			}
+			require.NoError(b, server.Close())
+			require.EqualValues(b, b.N*len(chunk), recv(b, read))
+			b.StopTimer()
+			client.Close()
+		})
+	}
+}
+
+// Request and response of 64 bytes: a package net client, a server
+// goroutine echoing through the view or a net.Conn.
+func BenchmarkNetConnPingPong(b *testing.B) {
+	for _, std := range []bool{false, true} {
+		name := map[bool]string{false: "view", true: "net"}[std]
+		b.Run(name, func(b *testing.B) {
+			server, client := benchServerConn(b, std)
+			go func() { _, _ = io.Copy(server, server); server.Close() }()
+			msg := make([]byte, 64)
+			b.ResetTimer()
+			for i := 0; i < b.N; i++ {
+				if _, err := client.Write(msg); err != nil {
+					b.Fatal(err)
+				}
+				if _, err := io.ReadFull(client, msg); err != nil {
+					b.Fatal(err)
+				}
+			}
+			b.StopTimer()
+			client.Close()
+		})
+	}
+}
