@@ -82,9 +82,12 @@ func (c *Conn) shutdown() {
 }
 
 // maybeFinish closes a connection whose both directions are finished (or
-// that sent its FIN draining, see drainIdle).
+// that sent its FIN draining, see drainIdle). A draining connection whose
+// scope is still busy is not ended by its FIN: the work may still be
+// reading (a Pipe passing its peer's half-close on waits for the reply);
+// it ends once idle (scopeIdle).
 func (c *Conn) maybeFinish() {
-	if c.state == connOpen && (c.eof || c.draining) && c.wdone {
+	if c.state == connOpen && c.wdone && (c.eof || c.draining && !c.scope.Load().busy()) {
 		c.closeWith(nil)
 	}
 }
