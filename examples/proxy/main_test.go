@@ -1,0 +1,454 @@
+package main
+
+import (
+	"bytes"
+	"errors"
+	"fmt"
+	"io"
+	"math/rand/v2"
+	"net"
+	"os"
+	"os/exec"
+	"strings"
+	"sync"
+	"syscall"
+	"testing"
+	"time"
+
+	"github.com/stretchr/testify/require"
+	"go.uber.org/goleak"
+)
+
+// The proxy is tested as a black box: the binary is built, run with flags,
+// read on its standard output and signalled, as its users do.
+
+func TestMain(m *testing.M) { goleak.VerifyTestMain(m) }
+
+// timeout bounds every wait of the tests: a hang fails the test instead
+// of the whole run.
+const timeout = 20 * time.Second
+
+// buildFlags are go build's flags for the binary: the test's own race
+// detector and build tags (race_test.go, aiodebug_test.go), so that the
+// proxy runs with the checks the test runs with.
+var buildFlags []string
+
+// proxyTest is one of TestProxy's subtests: it gets the binary's path.
+type proxyTest struct {
+	name string
+	fn   func(t *testing.T, bin string)
+}
+
+// proxyTests are TestProxy's subtests; main_linux_test.go adds those that
+// watch the kernel's socket table.
+var proxyTests = []proxyTest{
+	{"StreamsBothWays", testStreamsBothWays},
+	{"HalfClose", testHalfClose},
+	{"DialFailureClosesClient", testDialFailureClosesClient},
+	{"ShutdownIdle", testShutdownIdle},
+	{"ShutdownLetsStreamFinish", testShutdownLetsStreamFinish},
+	{"ShutdownGraceRunsOut", testShutdownGraceRunsOut},
+	{"BadFlags", testBadFlags},
+}
+
+// TestProxy builds the proxy once and runs every subtest on it in
+// parallel, each with proxies and upstreams of its own.
+func TestProxy(t *testing.T) {
+	bin := t.TempDir() + "/proxy"
+	build := exec.Command("go", append(append([]string{"build", "-o", bin}, buildFlags...), ".")...)
+	out, err := build.CombinedOutput()
+	require.NoError(t, err, "go build: %s", out)
+	for _, tc := range proxyTests {
+		t.Run(tc.name, func(t *testing.T) {
+			t.Parallel()
+			tc.fn(t, bin)
+		})
+	}
+}
+
+// proc is a running proxy.
+type proc struct {
+	cmd    *exec.Cmd
+	addr   string        // from its "listening on" line
+	stdout *output       // all it printed there
+	exited chan struct{} // closed once it has exited
+	err    error         // Wait's, once exited
+}
+
+// output collects what a process writes, signalling its first line.
+type output struct {
+	mu    sync.Mutex
+	buf   bytes.Buffer
+	once  sync.Once
+	first chan struct{} // closed at the first newline
+}
+
+func newOutput() *output { return &output{first: make(chan struct{})} }
+
+func (o *output) Write(b []byte) (int, error) {
+	o.mu.Lock()
+	defer o.mu.Unlock()
+	o.buf.Write(b)
+	if bytes.IndexByte(o.buf.Bytes(), '\n') >= 0 {
+		o.once.Do(func() { close(o.first) })
+	}
+	return len(b), nil
+}
+
+func (o *output) String() string {
+	o.mu.Lock()
+	defer o.mu.Unlock()
+	return o.buf.String()
+}
+
+// run starts the proxy with args and returns once it has printed the
+// address it listens on. The proxy is killed when the test ends if it is
+// still running, and its standard error is logged if the test failed.
+func run(t *testing.T, bin string, args ...string) *proc {
+	t.Helper()
+	p := &proc{cmd: exec.Command(bin, args...), stdout: newOutput(), exited: make(chan struct{})}
+	stderr := newOutput()
+	p.cmd.Stdout, p.cmd.Stderr = p.stdout, stderr
+	// A race build waits a second at exit by default; a race it reports
+	// makes the status nonzero, which fails the test.
+	p.cmd.Env = append(os.Environ(), "GORACE="+os.Getenv("GORACE")+" atexit_sleep_ms=0")
+	require.NoError(t, p.cmd.Start())
+	go func() {
+		p.err = p.cmd.Wait()
+		close(p.exited)
+	}()
+	t.Cleanup(func() {
+		select {
+		case <-p.exited:
+		default:
+			_ = p.cmd.Process.Kill()
+			<-p.exited
+		}
+		if t.Failed() {
+			t.Logf("proxy %v: %v; stderr:\n%s", args, p.err, stderr)
+		}
+	})
+	select {
+	case <-p.stdout.first:
+	case <-p.exited:
+		t.Fatalf("the proxy exited before listening: %v", p.err)
+	case <-time.After(timeout):
+		t.Fatal("the proxy did not say where it listens")
+	}
+	line, _, _ := strings.Cut(p.stdout.String(), "\n")
+	addr, ok := strings.CutPrefix(line, "listening on ")
+	require.True(t, ok, "first line %q", line)
+	p.addr = addr
+	return p
+}
+
+// stop sends sig and waits for the exit (see exit).
+func (p *proc) stop(t *testing.T, sig os.Signal) (int, time.Duration) {
+	t.Helper()
+	start := time.Now()
+	require.NoError(t, p.cmd.Process.Signal(sig))
+	return p.exit(t, start)
+}
+
+// exit waits for the proxy to exit and returns its status and how long
+// that took since start. The proxy printed nothing but its first line.
+func (p *proc) exit(t *testing.T, start time.Time) (int, time.Duration) {
+	t.Helper()
+	select {
+	case <-p.exited:
+	case <-time.After(timeout):
+		t.Fatal("the proxy did not exit")
+	}
+	took := time.Since(start)
+	require.Equal(t, "listening on "+p.addr+"\n", p.stdout.String(), "standard output")
+	return p.cmd.ProcessState.ExitCode(), took
+}
+
+// echoUpstream is the upstream of most tests: a Go echo server that sends
+// back what it reads and half-closes at EOF.
+func echoUpstream(t *testing.T) string {
+	t.Helper()
+	nl, err := net.Listen("tcp", "127.0.0.1:0")
+	require.NoError(t, err)
+	serveEcho(t, nl)
+	return nl.Addr().String()
+}
+
+// serveEcho serves echo on nl until the test ends.
+func serveEcho(t *testing.T, nl net.Listener) {
+	var wg sync.WaitGroup
+	var mu sync.Mutex
+	var conns []net.Conn
+	t.Cleanup(func() {
+		nl.Close()
+		mu.Lock()
+		for _, c := range conns {
+			c.Close()
+		}
+		mu.Unlock()
+		wg.Wait()
+	})
+	wg.Add(1)
+	go func() {
+		defer wg.Done()
+		for {
+			c, err := nl.Accept()
+			if err != nil {
+				return
+			}
+			mu.Lock()
+			conns = append(conns, c)
+			mu.Unlock()
+			wg.Add(1)
+			go func() {
+				defer wg.Done()
+				_ = c.SetDeadline(time.Now().Add(timeout))
+				buf := make([]byte, 64<<10)
+				if _, err := io.CopyBuffer(struct{ io.Writer }{c}, struct{ io.Reader }{c}, buf); err == nil {
+					_ = c.(*net.TCPConn).CloseWrite()
+				}
+			}()
+		}
+	}()
+}
+
+// dial connects to the proxy, with a deadline on every read and write.
+func dial(t *testing.T, addr string) *net.TCPConn {
+	t.Helper()
+	nc, err := net.DialTimeout("tcp", addr, timeout)
+	require.NoError(t, err)
+	require.NoError(t, nc.SetDeadline(time.Now().Add(timeout)))
+	t.Cleanup(func() { nc.Close() })
+	return nc.(*net.TCPConn)
+}
+
+// stream is the random byte stream number seed.
+func stream(seed int) io.Reader { return rand.NewChaCha8([32]byte{byte(seed), byte(seed >> 8)}) }
+
+// send writes n bytes of stream seed to nc.
+func send(nc net.Conn, seed, n int) error {
+	_, err := io.Copy(nc, io.LimitReader(stream(seed), int64(n)))
+	return err
+}
+
+// expect reads n bytes from nc and checks that they are stream seed's.
+func expect(nc net.Conn, seed, n int) error {
+	want, got := make([]byte, 64<<10), make([]byte, 64<<10)
+	src := stream(seed)
+	for off := 0; off < n; {
+		k := min(len(got), n-off)
+		if _, err := io.ReadFull(nc, got[:k]); err != nil {
+			return fmt.Errorf("read at %d of %d: %w", off, n, err)
+		}
+		_, _ = io.ReadFull(src, want[:k])
+		if !bytes.Equal(want[:k], got[:k]) {
+			return fmt.Errorf("bytes differ in [%d, %d)", off, off+k)
+		}
+		off += k
+	}
+	return nil
+}
+
+// expectEOF checks that nc has nothing more to read.
+func expectEOF(nc net.Conn) error {
+	if n, err := nc.Read(make([]byte, 1)); err != io.EOF {
+		return fmt.Errorf("after the last byte: %d bytes, %v (want EOF)", n, err)
+	}
+	return nil
+}
+
+// echoed sends n bytes of stream seed through nc and half-closes, while
+// it reads them back, then EOF.
+func echoed(nc *net.TCPConn, seed, n int) error {
+	werr := make(chan error, 1)
+	go func() {
+		err := send(nc, seed, n)
+		if err == nil {
+			err = nc.CloseWrite()
+		}
+		werr <- err
+	}()
+	err := expect(nc, seed, n)
+	if err == nil {
+		err = expectEOF(nc)
+	}
+	return errors.Join(err, <-werr)
+}
+
+// Several clients at once on two loops, 8 MiB each way each, byte-exact,
+// each client's FIN passed on to the upstream and the upstream's back.
+func testStreamsBothWays(t *testing.T, bin string) {
+	p := run(t, bin, "-listen", "127.0.0.1:0", "-upstream", echoUpstream(t), "-loops", "2")
+	const clients, total = 4, 8 << 20
+	errs := make(chan error, clients)
+	for i := range clients {
+		nc := dial(t, p.addr)
+		go func() { errs <- echoed(nc, i, total) }()
+	}
+	for range clients {
+		require.NoError(t, <-errs)
+	}
+	code, _ := p.stop(t, syscall.SIGTERM)
+	require.Zero(t, code)
+}
+
+// A client's half-close reaches the upstream as EOF; the upstream's reply,
+// sent only then, reaches the client, and then the upstream's EOF.
+func testHalfClose(t *testing.T, bin string) {
+	nl, err := net.Listen("tcp", "127.0.0.1:0")
+	require.NoError(t, err)
+	defer nl.Close()
+	upDone := make(chan error, 1)
+	go func() { upDone <- replyAtEOF(nl) }()
+	p := run(t, bin, "-listen", "127.0.0.1:0", "-upstream", nl.Addr().String(), "-loops", "1")
+
+	nc := dial(t, p.addr)
+	_, err = nc.Write([]byte("request"))
+	require.NoError(t, err)
+	require.NoError(t, nc.CloseWrite())
+	reply, err := io.ReadAll(nc)
+	require.NoError(t, err)
+	require.Equal(t, "7 bytes: request", string(reply))
+	require.NoError(t, <-upDone)
+	code, _ := p.stop(t, syscall.SIGTERM)
+	require.Zero(t, code)
+}
+
+// replyAtEOF accepts one connection on nl, reads it to EOF and replies
+// with what it read, then half-closes and waits for the peer's close.
+func replyAtEOF(nl net.Listener) error {
+	c, err := nl.Accept()
+	if err != nil {
+		return err
+	}
+	defer c.Close()
+	_ = c.SetDeadline(time.Now().Add(timeout))
+	req, err := io.ReadAll(c)
+	if err != nil {
+		return err
+	}
+	if _, err := fmt.Fprintf(c, "%d bytes: %s", len(req), req); err != nil {
+		return err
+	}
+	if err := c.(*net.TCPConn).CloseWrite(); err != nil {
+		return err
+	}
+	return expectEOF(c)
+}
+
+// A dial that fails (nobody listens on the upstream's port) closes the
+// client, and the proxy goes on serving.
+func testDialFailureClosesClient(t *testing.T, bin string) {
+	nl, err := net.Listen("tcp", "127.0.0.1:0")
+	require.NoError(t, err)
+	closed := nl.Addr().String()
+	require.NoError(t, nl.Close()) // nobody listens there now
+	p := run(t, bin, "-listen", "127.0.0.1:0", "-upstream", closed, "-loops", "1")
+	for range 2 {
+		nc := dial(t, p.addr)
+		_, _ = nc.Write([]byte("anyone?"))
+		n, err := nc.Read(make([]byte, 16))
+		require.Zero(t, n)
+		require.Error(t, err)
+		require.False(t, errors.Is(err, os.ErrDeadlineExceeded), "the client was not closed")
+	}
+	code, _ := p.stop(t, syscall.SIGTERM)
+	require.Zero(t, code)
+}
+
+// With no pipe open (the clients have come and gone), a signal stops the
+// proxy at once: it does not wait for -grace. (Default -loops.)
+func testShutdownIdle(t *testing.T, bin string) {
+	p := run(t, bin, "-listen", "127.0.0.1:0", "-upstream", echoUpstream(t), "-grace", "1h")
+	nc := dial(t, p.addr)
+	require.NoError(t, echoed(nc, 1, 1000))
+	require.NoError(t, nc.Close())
+	code, _ := p.stop(t, syscall.SIGINT) // returning before timeout: the hour was not waited for
+	require.Zero(t, code)
+}
+
+// A pipe that is streaming when the signal comes goes on until it ends by
+// itself (within -grace): the proxy stops accepting at once, the stream
+// finishes byte-exact with its half-closes, then the proxy exits with 0
+// (long before the grace ends).
+func testShutdownLetsStreamFinish(t *testing.T, bin string) {
+	p := run(t, bin, "-listen", "127.0.0.1:0", "-upstream", echoUpstream(t), "-loops", "2", "-grace", "1h")
+	nc := dial(t, p.addr)
+	const first, total = 1 << 20, 8 << 20
+	src := io.LimitReader(stream(2), total)
+	_, err := io.CopyN(nc, src, first)
+	require.NoError(t, err)
+	got := make(chan error, 1)
+	go func() {
+		err := expect(nc, 2, total)
+		if err == nil {
+			err = expectEOF(nc)
+		}
+		got <- err
+	}()
+
+	start := time.Now()
+	require.NoError(t, p.cmd.Process.Signal(syscall.SIGTERM))
+	require.Eventually(t, func() bool { // the listeners are closed: the shutdown is under way
+		c, err := net.DialTimeout("tcp", p.addr, timeout)
+		if err == nil {
+			c.Close()
+		}
+		return err != nil
+	}, timeout, time.Millisecond, "the proxy still accepts")
+	_, err = io.Copy(nc, src) // the rest, after the shutdown began
+	require.NoError(t, err)
+	require.NoError(t, nc.CloseWrite())
+	require.NoError(t, <-got)
+	code, _ := p.exit(t, start)
+	require.Zero(t, code)
+}
+
+// A pipe that does not end by itself is closed when -grace has passed,
+// and the proxy exits with 0 then.
+func testShutdownGraceRunsOut(t *testing.T, bin string) {
+	const grace = 300 * time.Millisecond
+	p := run(t, bin, "-listen", "127.0.0.1:0", "-upstream", echoUpstream(t), "-loops", "1", "-grace", grace.String())
+	nc := dial(t, p.addr)
+	_, err := nc.Write([]byte("still here"))
+	require.NoError(t, err)
+	require.NoError(t, expectN(nc, "still here"))
+	code, took := p.stop(t, syscall.SIGTERM)
+	require.Zero(t, code)
+	require.GreaterOrEqual(t, took, grace, "the open pipe was not waited for")
+	_, err = nc.Read(make([]byte, 1))
+	require.Error(t, err, "the client's side was closed")
+	require.False(t, errors.Is(err, os.ErrDeadlineExceeded), "the client's side was not closed")
+}
+
+// expectN reads len(want) bytes from nc and compares them with want.
+func expectN(nc net.Conn, want string) error {
+	got := make([]byte, len(want))
+	if _, err := io.ReadFull(nc, got); err != nil {
+		return err
+	}
+	if string(got) != want {
+		return fmt.Errorf("got %q, want %q", got, want)
+	}
+	return nil
+}
+
+// Bad flags are a clear error and a nonzero status, before anything
+// listens.
+func testBadFlags(t *testing.T, bin string) {
+	for _, args := range [][]string{
+		{"-listen", "127.0.0.1:0"}, // no upstream
+		{"-listen", "127.0.0.1:0", "-upstream", "127.0.0.1:1", "-loops", "0"},
+		{"-listen", "nowhere", "-upstream", "127.0.0.1:1"},
+	} {
+		var stdout, stderr bytes.Buffer
+		cmd := exec.Command(bin, args...)
+		cmd.Stdout, cmd.Stderr = &stdout, &stderr
+		err := cmd.Run()
+		var exit *exec.ExitError
+		require.ErrorAs(t, err, &exit, "%v", args)
+		require.NotZero(t, exit.ExitCode(), "%v", args)
+		require.Empty(t, stdout.String(), "%v", args)
+		require.NotEmpty(t, stderr.String(), "%v", args)
+	}
+}
