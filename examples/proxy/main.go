@@ -69,11 +69,7 @@ func main() {
 	<-ctx.Done()
 	stop() // a second signal ends the process at once
 	log.Printf("stopping: no new connections, %v for the open pipes", *grace)
-	expired, err := shutdown(rt, p.loops, *grace)
-	if expired {
-		log.Printf("the grace period ran out: the pipes still open were closed")
-	}
-	if err != nil {
+	if err := shutdown(rt, *grace); err != nil {
 		log.Fatalf("shutdown: %v", err)
 	}
 	log.Print(p.summary())
@@ -153,28 +149,19 @@ func (p *proxy) accept(client *aio.Conn) {
 }
 
 // shutdown ends the proxy gracefully with Runtime.Shutdown: the listeners
-// close, the open pipes get grace to finish, those still open then are
-// closed, and the loops stop. It reports whether grace ran out; err is
-// set only if the loops did not stop within 10 s after that. Any
-// goroutine but the loops'.
-func shutdown(rt *aio.Runtime, loops []*aio.Loop, grace time.Duration) (expired bool, err error) {
+// close, the open pipes get grace to finish, and the loops stop. When grace
+// runs out that is no error: the loops are stopping then, closing the
+// pipes still open, and the process's exit finishes what they have not.
+// Any goroutine but the loops'.
+func shutdown(rt *aio.Runtime, grace time.Duration) error {
 	ctx, cancel := context.WithTimeout(context.Background(), grace)
 	defer cancel()
-	err = rt.Shutdown(ctx)
-	if !errors.Is(err, context.DeadlineExceeded) {
-		return false, err
+	err := rt.Shutdown(ctx)
+	if errors.Is(err, context.DeadlineExceeded) {
+		log.Printf("the grace period ran out: the pipes still open are closed")
+		return nil
 	}
-	// Shutdown stopped every loop at the deadline (closing what was still
-	// open) and returned without waiting for them: wait here, so that the
-	// process exits with every connection closed.
-	ctx, cancel = context.WithTimeout(context.Background(), 10*time.Second)
-	defer cancel()
-	for _, l := range loops {
-		if _, err := l.Stop().Wait(ctx); err != nil {
-			return true, fmt.Errorf("loop %s: %w", l.Name(), err)
-		}
-	}
-	return true, nil
+	return err
 }
 
 // stopAll stops every loop of rt at once, giving up after 10 s.
