@@ -5,9 +5,12 @@
 //
 //	go run ./examples/echo -addr 127.0.0.1:7000 -loops 2
 //
-// SIGINT or SIGTERM stops it gracefully: every loop stops accepting, the
-// open connections get -grace to finish (their clients close them), those
-// still open then are closed, and the runtime shuts down.
+// SIGINT or SIGTERM stops it gracefully (Runtime.Shutdown): every loop stops
+// accepting; each open connection sends back what it has read, then FIN,
+// and closes (an echo has no work in flight but its write queue); a
+// connection still open after -grace (its client does not read what it is
+// sent, so the queue cannot flush) is closed, and the runtime shuts down.
+// See examples/proxy for connections that are busy while they last.
 package main
 
 import (
@@ -31,6 +34,7 @@ func main() {
 	grace := flag.Duration("grace", 5*time.Second, "how long open connections may take to finish after a signal")
 	flag.Parse()
 
+	ctx, stop := signal.NotifyContext(context.Background(), os.Interrupt, syscall.SIGTERM)
 	rt := aio.NewRuntime(aio.RuntimeConfig{MaxSystems: max(*loops, 16)})
 	srv, err := start(rt, *addr, *loops)
 	if err != nil {
@@ -38,32 +42,23 @@ func main() {
 	}
 	log.Printf("echo: listening on %s with %d loops", srv.addr, *loops)
 
-	ctx, stop := signal.NotifyContext(context.Background(), os.Interrupt, syscall.SIGTERM)
 	<-ctx.Done()
 	stop()
 	log.Printf("echo: stopping: no new connections, %v for the open ones", *grace)
-	closed := srv.shutdown(*grace)
-	log.Printf("echo: closed %d connections still open after the grace period", closed)
-
-	if err := shutdownRuntime(rt); err != nil {
+	expired, err := shutdown(rt, *grace)
+	if expired {
+		log.Printf("echo: the grace period ran out: the connections still open are closed")
+	}
+	if err != nil {
 		log.Fatalf("echo: runtime shutdown: %v", err)
 	}
 	log.Printf("echo: %s", srv.summary())
 }
 
-// server is the echo server: one shard per loop.
+// server is the echo server: one loop per listener.
 type server struct {
-	addr   string
-	shards []*shard
-}
-
-// shard is one loop's part of the server.
-type shard struct {
-	l  *aio.Loop
-	ln *aio.Listener
-	// Owned by the loop.
-	conns   map[*aio.Conn]struct{}
-	onEmpty func() // set while draining: called when the last connection has gone
+	addr  string
+	loops []*aio.Loop
 }
 
 // start starts loops loops on rt, each listening on addr. With port 0 the
@@ -78,13 +73,12 @@ func start(rt *aio.Runtime, addr string, loops int) (*server, error) {
 		if err != nil {
 			return nil, errors.Join(err, shutdownRuntime(rt))
 		}
-		s := &shard{l: l, conns: map[*aio.Conn]struct{}{}}
-		s.ln, err = aio.Listen(l, srv.addr, aio.ListenConfig{ReusePort: true}, s.accept)
+		srv.loops = append(srv.loops, l)
+		ln, err := aio.Listen(l, srv.addr, aio.ListenConfig{ReusePort: true}, accept)
 		if err != nil {
 			return nil, errors.Join(err, shutdownRuntime(rt))
 		}
-		srv.addr = s.ln.Addr().String()
-		srv.shards = append(srv.shards, s)
+		srv.addr = ln.Addr().String()
 	}
 	return srv, nil
 }
@@ -96,89 +90,35 @@ func shutdownRuntime(rt *aio.Runtime) error {
 	return rt.Shutdown(ctx)
 }
 
+// shutdown stops the server gracefully (Runtime.Shutdown): every listener
+// closes, every connection ends once its echo is flushed, and the loops
+// stop. It reports whether grace ran out first: the loops are stopping
+// then, closing the connections still open, and err is nil. Any goroutine
+// but the loops'.
+func shutdown(rt *aio.Runtime, grace time.Duration) (expired bool, err error) {
+	ctx, cancel := context.WithTimeout(context.Background(), grace)
+	defer cancel()
+	if err := rt.Shutdown(ctx); !errors.Is(err, context.DeadlineExceeded) {
+		return false, err
+	}
+	return true, nil
+}
+
 // echo sends back whatever arrives; Write copies what the kernel does not take
 // at once, and a client that does not read makes its connection stop reading
 // (the write queue's high-water mark) instead of growing without bound.
 func echo(c *aio.Conn, b []byte) { _, _ = c.Write(b) }
 
-// accept runs on the shard's loop for every new connection.
-func (s *shard) accept(c *aio.Conn) {
-	s.conns[c] = struct{}{}
+// accept runs on the loop for every new connection.
+func accept(c *aio.Conn) {
 	_ = c.OnRead(echo) // at EOF the connection closes once its echo is flushed
-	c.Closed().OnCleanup(func() {
-		delete(s.conns, c)
-		if len(s.conns) == 0 && s.onEmpty != nil {
-			s.onEmpty()
-			s.onEmpty = nil
-		}
-	})
-}
-
-// shutdown stops accepting on every loop, waits up to grace for the open
-// connections to finish, closes those that did not, and returns how many it
-// closed. Any goroutine but the loops'.
-func (srv *server) shutdown(grace time.Duration) int {
-	ctx, cancel := context.WithTimeout(context.Background(), grace) // the one bound of both waits
-	defer cancel()
-	closing := make([]*aio.Handle[struct{}], len(srv.shards))
-	for i, s := range srv.shards {
-		closing[i] = s.ln.Close()
-	}
-	for _, h := range closing {
-		if _, _ = h.Wait(ctx); ctx.Err() != nil {
-			return srv.closeAll()
-		}
-	}
-	drained := make(chan struct{}, len(srv.shards))
-	for _, s := range srv.shards {
-		err := s.l.Post(func() {
-			if len(s.conns) == 0 {
-				drained <- struct{}{}
-				return
-			}
-			s.onEmpty = func() { drained <- struct{}{} }
-		})
-		if err != nil { // the loop is stopped already: nothing left to wait for
-			drained <- struct{}{}
-		}
-	}
-	for range srv.shards {
-		select {
-		case <-drained:
-		case <-ctx.Done():
-			return srv.closeAll()
-		}
-	}
-	return 0
-}
-
-// closeAll closes every connection still open and returns how many it
-// closed.
-func (srv *server) closeAll() int {
-	counts := make(chan int, len(srv.shards))
-	for _, s := range srv.shards {
-		if err := s.l.Post(func() {
-			n := len(s.conns)
-			for c := range s.conns {
-				c.Close()
-			}
-			counts <- n
-		}); err != nil {
-			counts <- 0
-		}
-	}
-	total := 0
-	for range srv.shards {
-		total += <-counts
-	}
-	return total
 }
 
 // summary describes what each loop did.
 func (srv *server) summary() string {
 	out := ""
-	for _, s := range srv.shards {
-		st := s.l.Stats()
+	for _, l := range srv.loops {
+		st := l.Stats()
 		out += fmt.Sprintf("[%s: %d accepted, %d B in, %d B out] ", st.Name, st.TCPAccepted, st.TCPBytesIn, st.TCPBytesOut)
 	}
 	return out

@@ -2,6 +2,7 @@ package main
 
 import (
 	"context"
+	"errors"
 	"io"
 	"net"
 	"testing"
@@ -15,6 +16,30 @@ import (
 func TestMain(m *testing.M) { goleak.VerifyTestMain(m) }
 
 const timeout = 20 * time.Second
+
+// startServer starts the server on rt with n loops on a free port, and
+// makes sure that its loops have stopped when the test ends.
+func startServer(t *testing.T, rt *aio.Runtime, n int) *server {
+	t.Helper()
+	srv, err := start(rt, "127.0.0.1:0", n)
+	require.NoError(t, err)
+	require.Len(t, srv.loops, n)
+	t.Cleanup(func() { stopped(t, rt, srv) }) // also after a failure
+	return srv
+}
+
+// stopped stops srv's loops, if they are not stopped yet, and waits until
+// they have.
+func stopped(t *testing.T, rt *aio.Runtime, srv *server) {
+	t.Helper()
+	ctx, cancel := context.WithTimeout(context.Background(), timeout)
+	defer cancel()
+	for _, l := range srv.loops {
+		_, err := l.Stop().Wait(ctx)
+		require.NoError(t, err)
+	}
+	require.Zero(t, rt.Running())
+}
 
 func dial(t *testing.T, addr string) net.Conn {
 	t.Helper()
@@ -35,28 +60,50 @@ func roundTrip(t *testing.T, c net.Conn, msg string) {
 	require.Equal(t, msg, string(got))
 }
 
-// The graceful stop: no new connections, the open ones keep working during
-// the grace period, one that finishes leaves, one that does not is closed at
-// the deadline, then the runtime shuts down with nothing left.
+// The graceful stop: no new connections; the open ones, whose echo is
+// flushed, end with a FIN at once; one whose client does not read what it
+// is sent cannot flush and is closed at the deadline; then the runtime has
+// shut down with nothing left.
 func TestEchoGracefulShutdown(t *testing.T) {
 	rt := aio.NewRuntime(aio.RuntimeConfig{})
-	t.Cleanup(func() { _ = shutdownRuntime(rt) }) // also after a failure
-	srv, err := start(rt, "127.0.0.1:0", 2)
-	require.NoError(t, err)
-	require.Len(t, srv.shards, 2)
-
-	var clients []net.Conn
-	for i := 0; i < 8; i++ {
+	srv := startServer(t, rt, 2)
+	var polite []net.Conn
+	for i := 0; i < 7; i++ {
 		c := dial(t, srv.addr)
 		roundTrip(t, c, "hello")
-		clients = append(clients, c)
+		polite = append(polite, c)
 	}
-	polite, stubborn := clients[:7], clients[7]
+	stubborn := dial(t, srv.addr)
+	roundTrip(t, stubborn, "hello")
+	written := make(chan error, 1)
+	go func() { // sends and never reads: its echo piles up in the server
+		chunk := make([]byte, 64<<10)
+		for {
+			if _, err := stubborn.Write(chunk); err != nil {
+				written <- err
+				return
+			}
+		}
+	}()
+	require.Eventually(t, func() bool {
+		queued := 0
+		for _, l := range srv.loops {
+			queued += l.Stats().TCPWriteQueued
+		}
+		return queued > 0
+	}, timeout, time.Millisecond, "the stubborn client's echo never queued")
 
 	const grace = 300 * time.Millisecond
-	closed := make(chan int, 1)
-	start := time.Now()
-	go func() { closed <- srv.shutdown(grace) }()
+	type result struct {
+		expired bool
+		err     error
+	}
+	done := make(chan result, 1)
+	begin := time.Now()
+	go func() {
+		expired, err := shutdown(rt, grace)
+		done <- result{expired, err}
+	}()
 	require.Eventually(t, func() bool {
 		c, err := net.DialTimeout("tcp", srv.addr, time.Second)
 		if err == nil {
@@ -66,47 +113,64 @@ func TestEchoGracefulShutdown(t *testing.T) {
 	}, timeout, time.Millisecond, "the listeners still accept")
 
 	for _, c := range polite {
-		roundTrip(t, c, "still here") // open connections keep working
-		require.NoError(t, c.Close())
+		rest, err := io.ReadAll(c)
+		require.NoError(t, err, "a FIN, not a reset")
+		require.Empty(t, rest)
 	}
-	roundTrip(t, stubborn, "not leaving")
 	select {
-	case n := <-closed:
-		require.Equal(t, 1, n, "only the stubborn connection was closed")
+	case r := <-done:
+		require.NoError(t, r.err)
+		require.True(t, r.expired, "the stubborn connection held the shutdown to the deadline")
 	case <-time.After(timeout):
 		t.Fatal("shutdown did not return")
 	}
-	require.GreaterOrEqual(t, time.Since(start), grace)
-	_, err = stubborn.Read(make([]byte, 1))
-	require.ErrorIs(t, err, io.EOF)
+	require.GreaterOrEqual(t, time.Since(begin), grace)
+	select {
+	case err := <-written:
+		require.Error(t, err, "the stubborn connection was closed")
+	case <-time.After(timeout):
+		t.Fatal("the stubborn connection is still open")
+	}
 
-	ctx, cancel := context.WithTimeout(context.Background(), timeout)
-	defer cancel()
-	require.NoError(t, rt.Shutdown(ctx))
-	require.Zero(t, rt.Running())
+	stopped(t, rt, srv)
 	var accepted uint64
-	for _, s := range srv.shards {
-		accepted += s.l.Stats().TCPAccepted
-		require.Zero(t, s.l.Stats().TCPOpen)
+	for _, l := range srv.loops {
+		accepted += l.Stats().TCPAccepted
+		require.Zero(t, l.Stats().TCPOpen)
 	}
 	require.GreaterOrEqual(t, accepted, uint64(8)) // and the probes that got in before the listeners closed
 	require.Contains(t, srv.summary(), "echo-0")
 }
 
-// With every client gone, shutdown returns at once instead of waiting for
-// the grace period.
+// Connections that are open but idle do not hold the shutdown: each gets a
+// FIN at once, and shutdown returns without waiting for the grace period.
 func TestEchoShutdownWhenIdle(t *testing.T) {
 	rt := aio.NewRuntime(aio.RuntimeConfig{})
-	t.Cleanup(func() { _ = shutdownRuntime(rt) }) // also after a failure
-	srv, err := start(rt, "127.0.0.1:0", 1)
-	require.NoError(t, err)
+	srv := startServer(t, rt, 1)
 	c := dial(t, srv.addr)
 	roundTrip(t, c, "x")
-	require.NoError(t, c.Close())
-	begin := time.Now()
-	require.Zero(t, srv.shutdown(time.Minute))
-	require.Less(t, time.Since(begin), 30*time.Second)
-	require.NoError(t, shutdownRuntime(rt))
+	gone := dial(t, srv.addr)
+	roundTrip(t, gone, "y")
+	require.NoError(t, gone.Close())
+
+	done := make(chan error, 1)
+	go func() {
+		expired, err := shutdown(rt, time.Hour)
+		if err == nil && expired {
+			err = errors.New("the grace period ran out")
+		}
+		done <- err
+	}()
+	select {
+	case err := <-done:
+		require.NoError(t, err)
+	case <-time.After(timeout):
+		t.Fatal("shutdown waits for idle connections")
+	}
+	rest, err := io.ReadAll(c)
+	require.NoError(t, err)
+	require.Empty(t, rest)
+	require.Zero(t, rt.Running())
 }
 
 func TestEchoBadAddress(t *testing.T) {
