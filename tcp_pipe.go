@@ -20,8 +20,9 @@ var errPipeLoops = errors.New("aio: Pipe of connections on different loops (dial
 // goes on meanwhile (both connections get ConnConfig.ReadWhileFull). A FIN
 // passes on as a half-close: when a reaches EOF, b's write side is closed
 // once its queue is flushed, and the other way round; each connection
-// closes once both its directions are finished. An error on either side
-// (a reset, a timeout, a failed write) closes both at once.
+// closes once both its directions are finished, and one closed by Close
+// half-closes the other as its EOF would. An error on either side (a
+// reset, a timeout, a failed write) closes both at once.
 //
 // The handle completes with the byte counts when both connections have
 // closed in order, fails with the first error otherwise, and is cancelled
@@ -132,9 +133,14 @@ func (p *pipeNode) direction(src, dst *Conn, n *int64) {
 // other at once, and the last close settles the pipe. On the loop.
 func (p *pipeNode) closed(other *Conn, err error) {
 	p.open--
-	if err != nil && p.err == nil {
+	switch {
+	case err != nil && p.err == nil:
 		p.err = err
 		other.closeWith(err)
+	case err == nil:
+		// Closed in order, or by Close before its EOF was passed on:
+		// nothing more comes from it either way.
+		other.closeWrite(nil)
 	}
 	if p.open > 0 {
 		return

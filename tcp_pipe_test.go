@@ -298,3 +298,46 @@ func TestPipeRefusals(t *testing.T) {
 	closedLoopTCP(t, l1.closeListener(t, ln))
 	closedLoopTCP(t, l2)
 }
+
+// A side closed by Close before its peer's EOF ends the other direction
+// too: the other side is half-closed once its queue is flushed, and the
+// pipe completes when that side has closed.
+func TestPipeCloseOneSideHalfClosesTheOther(t *testing.T) {
+	l := startLoop(t)
+	nl, err := net.Listen("tcp", "127.0.0.1:0")
+	require.NoError(t, err)
+	defer nl.Close()
+	type piped struct {
+		client *Conn
+		pipe   *Handle[Piped]
+	}
+	pipes := make(chan piped, 1)
+	ln, err := Listen(l, "127.0.0.1:0", ListenConfig{}, func(c *Conn) {
+		Then(Dial(l, nl.Addr().String(), ConnConfig{}), func(u *Conn) (struct{}, error) {
+			pipes <- piped{c, Pipe(c, u)}
+			return struct{}{}, nil
+		})
+	})
+	require.NoError(t, err)
+	nc := netDial(t, ln)
+	up, err := nl.Accept()
+	require.NoError(t, err)
+	defer up.Close()
+	require.NoError(t, up.SetDeadline(time.Now().Add(waitTimeout)))
+	p := recv(t, pipes)
+	_, err = nc.Write([]byte("last words"))
+	require.NoError(t, err)
+	got := make([]byte, len("last words"))
+	_, err = io.ReadFull(up, got)
+	require.NoError(t, err)
+	_, err = wait(t, p.client.Close())
+	require.NoError(t, err)
+	rest, err := io.ReadAll(up) // EOF: the client's side will send nothing more
+	require.NoError(t, err)
+	require.Empty(t, rest)
+	require.NoError(t, up.Close())
+	n, err := wait(t, p.pipe)
+	require.NoError(t, err)
+	require.Equal(t, int64(len("last words")), n.AToB)
+	closedLoopTCP(t, l.closeListener(t, ln))
+}
