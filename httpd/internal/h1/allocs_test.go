@@ -1,0 +1,25 @@
+package h1
+
+import (
+	"testing"
+
+	"github.com/stretchr/testify/assert"
+)
+
+// TestNoAllocs: the steady paths allocate nothing, a Head and a decoder
+// reused, the response written into a buffer with room.
+func TestNoAllocs(t *testing.T) {
+	var p Parser
+	var h Head
+	for _, head := range []string{browserGET, healthGET} {
+		buf := []byte(head)
+		_, _ = p.Parse(buf, &h) // the Head's fields get their storage
+		assert.Zero(t, testing.AllocsPerRun(100, func() {
+			if n, err := p.Parse(buf, &h); n != len(buf) || err != nil {
+				t.Fatal(n, err)
+			}
+		}), "Parse")
+	}
+	bad := []byte("GET / HTTP/1.1\r\nX: a\r\n b\r\n\r\n")
+	assert.Zero(t, testing.AllocsPerRun(100, func() { _, _ = p.Parse(bad, &h) }), "a refusal")
+}

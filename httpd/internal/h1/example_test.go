@@ -1,0 +1,45 @@
+package h1_test
+
+import (
+	"errors"
+	"fmt"
+
+	"github.com/valkyria/aio/httpd/internal/h1"
+)
+
+// A head that arrives in two reads: the first answer is "need more".
+func ExampleParser() {
+	var p h1.Parser
+	var h h1.Head
+	buf := []byte("POST /upload?x=1 HTTP/1.1\r\nHost: example.com\r\n")
+	n, err := p.Parse(buf, &h)
+	fmt.Println(n, err)
+
+	buf = append(buf, "Content-Length: 5\r\n\r\nhello"...)
+	n, err = p.Parse(buf, &h)
+	fmt.Println(n, err)
+	fmt.Printf("%s %s %s host=%s\n", h.Method, h.Path, h.Query, h.Host)
+	fmt.Println(h.Body == h1.BodyLength, h.ContentLength, string(buf[n:]))
+	ct, ok := h.Get("content-length")
+	fmt.Printf("%s %v\n", ct, ok)
+	// Output:
+	// 0 <nil>
+	// 67 <nil>
+	// POST /upload x=1 host=example.com
+	// true 5 hello
+	// 5 true
+}
+
+// A smuggling attempt: the answer is a status, and the connection closes.
+func ExampleError() {
+	var p h1.Parser
+	var h h1.Head
+	_, err := p.Parse([]byte("POST / HTTP/1.1\r\nHost: x\r\n"+
+		"Content-Length: 4\r\nTransfer-Encoding: chunked\r\n\r\n"), &h)
+	var e *h1.Error
+	if errors.As(err, &e) {
+		fmt.Println(e.Status, e.Close, e)
+	}
+	// Output:
+	// 400 true h1: Content-Length with Transfer-Encoding
+}
