@@ -22,4 +22,19 @@ func TestNoAllocs(t *testing.T) {
 	}
 	bad := []byte("GET / HTTP/1.1\r\nX: a\r\n b\r\n\r\n")
 	assert.Zero(t, testing.AllocsPerRun(100, func() { _, _ = p.Parse(bad, &h) }), "a refusal")
+
+	var d ChunkedDecoder
+	body := []byte("5\r\nhello\r\n0\r\nX: y\r\n\r\n")
+	decode := func() {
+		d.Reset()
+		for in := body; !d.Done(); {
+			_, n, err := d.Decode(in)
+			if err != nil || n == 0 {
+				t.Fatal(n, err)
+			}
+			in = in[n:]
+		}
+	}
+	decode()
+	assert.Zero(t, testing.AllocsPerRun(100, decode), "Decode")
 }

@@ -53,6 +53,34 @@ func BenchmarkParseHealth(b *testing.B)     { benchParse(b, healthGET, 0) }
 // byte per read; what was searched is not searched again.
 func BenchmarkParseBrowserGETBytewise(b *testing.B) { benchParse(b, browserGET, 1) }
 
+// chunkedBody is a 64 KiB body in 16 chunks of 4 KiB, as a client
+// streaming an upload sends it.
+var chunkedBody = []byte(strings.Repeat("1000\r\n"+strings.Repeat("x", 4096)+"\r\n", 16) + "0\r\n\r\n")
+
+func benchChunked(b *testing.B, body []byte) {
+	var d ChunkedDecoder
+	b.SetBytes(int64(len(body)))
+	b.ReportAllocs()
+	for b.Loop() {
+		d.Reset()
+		in := body
+		for !d.Done() {
+			_, n, err := d.Decode(in)
+			if err != nil || n == 0 {
+				b.Fatal(n, err)
+			}
+			in = in[n:]
+		}
+	}
+}
+
+func BenchmarkChunkedDecode(b *testing.B) { benchChunked(b, chunkedBody) }
+
+// BenchmarkChunkedDecodeSmall: a body of 1-byte chunks, all framing.
+func BenchmarkChunkedDecodeSmall(b *testing.B) {
+	benchChunked(b, []byte(strings.Repeat("1\r\nx\r\n", 256)+"0\r\n\r\n"))
+}
+
 // BenchmarkNetHTTPReadRequest: net/http's reading of the same heads, for
 // comparison.
 func BenchmarkNetHTTPReadRequest(b *testing.B) {

@@ -1,23 +1,25 @@
 // Package h1 is the wire format of HTTP/1.1 (RFC 9112) for httpd, apart
-// from any connection or loop. It parses request heads (Parser).
+// from any connection or loop: a request-head parser (Parser) and a
+// chunked body decoder (ChunkedDecoder).
 //
 // # Zero copy, and how long things live
 //
 // Nothing here copies the bytes it parses. A Head's method, target,
-// fields and host are sub-slices of the buffer they were parsed from, typically the loop's
+// fields and host, a ChunkedDecoder's data and trailer fields, are
+// sub-slices of the buffer they were parsed from, typically the loop's
 // read buffer. They are valid only while that buffer holds the same bytes:
 // once the buffer is reused (the next read, a compaction), they show other
 // bytes. Whoever keeps a request beyond that copies what it keeps.
 //
-// The parser takes input that may stop anywhere: it answers "need more"
-// and, given the same bytes again with more after them, goes on where it
-// stopped without searching again what it searched, and the outcome does
+// Both parsers take input that may stop anywhere: they answer "need more"
+// and, given the same bytes again with more after them, go on where they
+// stopped without searching again what they searched, and the outcome does
 // not depend on where the input was cut.
 //
 // # Strictness
 //
 // A request is accepted only if net/http's http.ReadRequest accepts it
-// too; the fuzz test checks it (FuzzParseRequest), and for
+// too; the fuzz tests check it (FuzzParseRequest, FuzzChunked), and for
 // every accepted request that the method, target, version, fields, host,
 // body framing and keep-alive decision agree. Refusals carry the status
 // to answer with (Error); after any of them the connection must close,
@@ -29,7 +31,7 @@
 //
 //   - limits: a head over Limits.MaxHead or with more than MaxFields field
 //     lines (431), a target over MaxTarget (414), a Content-Length over
-//     MaxBody (413);
+//     MaxBody (413), a trailer section over MaxTrailer (431);
 //   - what net/http's server, rather than ReadRequest, refuses: a version
 //     other than HTTP/1.x (505), no Host in HTTP/1.1, an invalid Host,
 //     whitespace between a field name and its colon (400);
@@ -43,10 +45,12 @@
 //     differently: asterisk-form other than with OPTIONS, authority-form
 //     other than host:port with CONNECT (net/http takes even an empty
 //     target there), and absolute-form other than http(s)://host[:port]
-//     with a plain host (no userinfo, no %-escape).
+//     with a plain host (no userinfo, no %-escape);
+//   - trailer lines ending in a bare LF (net/http accepts some of them),
+//     like the chunk lines, which both refuse.
 //
 // Bare LF ends the lines of a head, as in net/http (RFC 9112 §2.2 allows
-// it).
+// it), but not the lines of a chunked body, as in net/http (errata 7633).
 // Field names, values and Host are checked with golang.org/x/net's
 // httpguts, as net/http checks them.
 //

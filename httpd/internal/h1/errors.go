@@ -5,7 +5,7 @@ package h1
 // allocation.
 type Reason uint8
 
-// The reasons for refusing a request head. The status
+// The reasons for refusing a request head or a chunked body. The status
 // each answers with is in the comment.
 const (
 	_ Reason = iota
@@ -43,6 +43,14 @@ const (
 	ReasonTrailerField           // 400: a Trailer field announcing a framing field
 	ReasonBodyTooLarge           // 413: a body longer than Limits.MaxBody
 
+	// Chunked body.
+	ReasonChunkSize         // 400: a chunk-size line that is not HEXDIG[;ext] CRLF
+	ReasonChunkLineTooLong  // 400: a chunk-size line of 4096 bytes or more
+	ReasonChunkCRLF         // 400: chunk data not followed by CRLF
+	ReasonChunkOverhead     // 400: far more framing than data (extension padding)
+	ReasonTrailerTooLarge   // 431: a trailer section longer than MaxTrailer
+	ReasonTrailerLineEnding // 400: a trailer line not ending in CRLF
+
 	reasonCount
 )
 
@@ -72,6 +80,12 @@ var reasonText = [reasonCount]string{
 	ReasonTransferEncodingHTTP10: "Transfer-Encoding in HTTP/1.0",
 	ReasonTrailerField:           "Trailer announces a framing field",
 	ReasonBodyTooLarge:           "request body too large",
+	ReasonChunkSize:              "invalid chunk size line",
+	ReasonChunkLineTooLong:       "chunk size line too long",
+	ReasonChunkCRLF:              "missing CRLF after chunk data",
+	ReasonChunkOverhead:          "too much chunk framing",
+	ReasonTrailerTooLarge:        "trailer section too large",
+	ReasonTrailerLineEnding:      "trailer line without CRLF",
 }
 
 var reasonStatus = [reasonCount]int{
@@ -81,6 +95,7 @@ var reasonStatus = [reasonCount]int{
 	ReasonTooManyFields:      431,
 	ReasonTransferCoding:     501,
 	ReasonBodyTooLarge:       413,
+	ReasonTrailerTooLarge:    431,
 }
 
 // String is the reason's text, as in the error.
@@ -113,8 +128,8 @@ func (r Reason) Err() *Error {
 }
 
 // Error is a refusal: the status to answer with, why, and whether the
-// connection must close after the answer. Parse returns only *Error
-// values, and those from Reason.Err: never modify one.
+// connection must close after the answer. Parse and Decode return only
+// *Error values, and those from Reason.Err: never modify one.
 type Error struct {
 	Status int    // 400, 413, 414, 431, 501 or 505
 	Reason Reason // why

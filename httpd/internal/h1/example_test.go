@@ -43,3 +43,34 @@ func ExampleError() {
 	// Output:
 	// 400 true h1: Content-Length with Transfer-Encoding
 }
+
+// A chunked body cut anywhere: Decode returns the data as slices of its
+// input, and what it did not consume comes back with the next read.
+func ExampleChunkedDecoder() {
+	reads := []string{"5\r\nhel", "lo\r\n6\r\n world\r", "\n0\r\nX-Sum: 11\r\n\r\n"}
+	var d h1.ChunkedDecoder
+	var pending []byte
+	for _, r := range reads {
+		pending = append(pending, r...)
+		for !d.Done() {
+			data, n, err := d.Decode(pending)
+			if err != nil {
+				fmt.Println(err)
+				return
+			}
+			if len(data) > 0 {
+				fmt.Printf("%q\n", data)
+			}
+			pending = pending[n:]
+			if n == 0 {
+				break // need more
+			}
+		}
+	}
+	fmt.Printf("done=%v trailer %s=%s\n", d.Done(), d.Trailer[0].Name, d.Trailer[0].Value)
+	// Output:
+	// "hel"
+	// "lo"
+	// " world"
+	// done=true trailer X-Sum=11
+}

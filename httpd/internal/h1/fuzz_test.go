@@ -4,7 +4,9 @@ import (
 	"bufio"
 	"bytes"
 	"errors"
+	"io"
 	"net/http"
+	"net/http/httputil"
 	"net/textproto"
 	"regexp"
 	"strings"
@@ -269,4 +271,119 @@ func sameHead(a, b *Head) bool {
 		a.Minor == b.Minor && a.Form == b.Form && bytes.Equal(a.Path, b.Path) && bytes.Equal(a.Query, b.Query) &&
 		(a.Query == nil) == (b.Query == nil) && bytes.Equal(a.Host, b.Host) && (a.Host == nil) == (b.Host == nil) &&
 		a.Body == b.Body && a.ContentLength == b.ContentLength && a.Close == b.Close && a.Expect == b.Expect
+}
+
+// chunkedPrefix is the head FuzzChunked puts before the body it fuzzes, for
+// net/http to read the body and its trailers.
+const chunkedPrefix = "POST / HTTP/1.1\r\nHost: x\r\nTransfer-Encoding: chunked\r\n\r\n"
+
+// maxFuzzSeed leaves the tables' longest inputs out of the seeds: the
+// fuzzer spends its time minimising what it finds from them.
+const maxFuzzSeed = 1024
+
+// fuzzMaxTrailer is the trailer limit of FuzzChunked: small, so that the
+// fuzzer reaches it.
+const fuzzMaxTrailer = 512
+
+// FuzzChunked decodes data as a chunked body with ChunkedDecoder, fed in
+// pieces whose sizes data chooses, and with net/http: the chunks with
+// httputil.NewChunkedReader, the whole body, trailers included, through
+// http.ReadRequest. Both accept it or both refuse it; when both accept,
+// they agree on the data, the trailers and where the body ends. The
+// decoder may refuse what net/http accepts only for the trailer reasons of
+// trailerStricter, checked on the data.
+func FuzzChunked(f *testing.F) {
+	for _, c := range chunkedCases {
+		if len(c.in) <= maxFuzzSeed {
+			f.Add([]byte(c.in))
+		}
+	}
+	f.Fuzz(func(t *testing.T, data []byte) {
+		step := 1
+		if len(data) > 0 {
+			step = 1 + int(data[0])%11
+		}
+		d := ChunkedDecoder{MaxTrailer: fuzzMaxTrailer}
+		body, n, err := decodeFed(&d, data, step)
+		d2 := ChunkedDecoder{MaxTrailer: fuzzMaxTrailer}
+		body2, n2, err2 := decodeFed(&d2, data, len(data)+1)
+		if !bytes.Equal(body, body2) || n != n2 || err != err2 || d.Done() != d2.Done() {
+			t.Fatalf("fed %d bytes at a time, the decoder says (%d, %v), whole (%d, %v): %q", step, n, err, n2, err2, data)
+		}
+
+		// The chunks alone.
+		cdata, cerr := io.ReadAll(httputil.NewChunkedReader(bufio.NewReaderSize(bytes.NewReader(data), 64<<10)))
+		// The whole body.
+		full := append([]byte(chunkedPrefix), data...)
+		rd := bytes.NewReader(full)
+		br := bufio.NewReaderSize(rd, 64<<10)
+		req, rerr := http.ReadRequest(br)
+		if rerr != nil {
+			t.Fatalf("net/http refuses the fixed head: %v", rerr)
+		}
+		rdata, rerr := io.ReadAll(req.Body)
+		consumed := len(full) - rd.Len() - br.Buffered() - len(chunkedPrefix)
+
+		switch err {
+		case ReasonChunkSize.Err(), ReasonChunkCRLF.Err(), ReasonChunkLineTooLong.Err(), ReasonChunkOverhead.Err():
+			if cerr == nil {
+				t.Fatalf("the decoder refuses chunks (%v) that net/http takes: %q", err, data)
+			}
+		}
+		switch {
+		case d.Done() && rerr == nil:
+			if !bytes.Equal(body, rdata) || !bytes.Equal(body, cdata) {
+				t.Fatalf("data: the decoder says %q, net/http %q: %q", body, rdata, data)
+			}
+			if n != consumed {
+				t.Fatalf("body length: the decoder says %d, net/http %d: %q", n, consumed, data)
+			}
+			ours := http.Header{}
+			for _, f := range d.Trailer {
+				k := string(AppendCanonical(nil, f.Name))
+				ours[k] = append(ours[k], string(f.Value))
+			}
+			if len(ours) == 0 {
+				ours = nil
+			}
+			if !equalHeader(ours, req.Trailer) || (ours == nil) != (req.Trailer == nil) {
+				t.Fatalf("trailers: the decoder says %v, net/http %v: %q", ours, req.Trailer, data)
+			}
+		case d.Done():
+			t.Fatalf("the decoder accepts what net/http refuses (%v): %q", rerr, data)
+		case rerr == nil && err == nil:
+			t.Fatalf("the decoder wants more where net/http accepts: %q", data)
+		case rerr == nil:
+			var e *Error
+			if !errors.As(err, &e) || !trailerStricter(e.Reason, data, n, consumed, req.Trailer) {
+				t.Fatalf("the decoder refuses (%v) what net/http accepts, for no listed reason: %q", err, data)
+			}
+		}
+	})
+}
+
+// trailerStricter reports whether the decoder may refuse, for reason, a
+// trailer section that net/http accepts: data[from:to] is the section as
+// net/http read it.
+func trailerStricter(reason Reason, data []byte, from, to int, trailer http.Header) bool {
+	section := data[from:to]
+	switch reason {
+	case ReasonTrailerTooLarge:
+		return len(section) > fuzzMaxTrailer
+	case ReasonTrailerLineEnding:
+		return bytes.Count(section, []byte("\n")) != bytes.Count(section, []byte("\r\n"))
+	case ReasonObsFold:
+		for i, l := range bytes.Split(section, []byte("\n")) {
+			if i > 0 && len(l) > 0 && (l[0] == ' ' || l[0] == '\t') {
+				return true
+			}
+		}
+	case ReasonSpaceBeforeColon, ReasonFieldName:
+		for k := range trailer {
+			if !httpguts.ValidHeaderFieldName(k) {
+				return true
+			}
+		}
+	}
+	return false
 }

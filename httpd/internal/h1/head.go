@@ -19,7 +19,7 @@ const (
 	BodyNone Framing = iota
 	// BodyLength: exactly ContentLength bytes follow the head.
 	BodyLength
-	// BodyChunked: the chunked transfer coding.
+	// BodyChunked: the chunked transfer coding (ChunkedDecoder).
 	BodyChunked
 )
 

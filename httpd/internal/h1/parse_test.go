@@ -296,7 +296,7 @@ func TestParseStatuses(t *testing.T) {
 		ReasonRequestLine: 400, ReasonObsFold: 400, ReasonContentLengthWithTE: 400,
 		ReasonTargetTooLong: 414, ReasonHeadTooLarge: 431, ReasonTooManyFields: 431,
 		ReasonBodyTooLarge: 413, ReasonTransferCoding: 501, ReasonVersionUnsupported: 505,
-		ReasonTransferEncoding: 400,
+		ReasonTransferEncoding: 400, ReasonTrailerTooLarge: 431,
 	} {
 		assert.Equal(t, status, r.Err().Status, r.String())
 	}
