@@ -2,6 +2,7 @@ package h1
 
 import (
 	"testing"
+	"time"
 
 	"github.com/stretchr/testify/assert"
 )
@@ -37,4 +38,15 @@ func TestNoAllocs(t *testing.T) {
 	}
 	decode()
 	assert.Zero(t, testing.AllocsPerRun(100, decode), "Decode")
+
+	buf := make([]byte, 0, 512)
+	r := Response{Status: 200, Body: BodyChunked, Date: AppendDate(nil, time.Now()),
+		Fields: []Field{{Name: []byte("Content-Type"), Value: []byte("text/html")}}}
+	date := make([]byte, 0, 64)
+	assert.Zero(t, testing.AllocsPerRun(100, func() {
+		buf, _ = AppendResponse(buf[:0], &r)
+		buf = AppendChunk(buf, []byte("data"))
+		buf, _ = AppendLastChunk(buf, nil)
+		date = AppendDate(date[:0], time.Time{})
+	}), "the writers")
 }

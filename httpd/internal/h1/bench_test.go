@@ -5,6 +5,7 @@ import (
 	"net/http"
 	"strings"
 	"testing"
+	"time"
 )
 
 // browserGET is the head of a GET a browser sends (Chrome's, trimmed of
@@ -79,6 +80,20 @@ func BenchmarkChunkedDecode(b *testing.B) { benchChunked(b, chunkedBody) }
 // BenchmarkChunkedDecodeSmall: a body of 1-byte chunks, all framing.
 func BenchmarkChunkedDecodeSmall(b *testing.B) {
 	benchChunked(b, []byte(strings.Repeat("1\r\nx\r\n", 256)+"0\r\n\r\n"))
+}
+
+func BenchmarkAppendResponse(b *testing.B) {
+	date := AppendDate(nil, time.Now())
+	r := Response{Status: 200, Body: BodyLength, ContentLength: 1234, Date: date,
+		Fields: []Field{{Name: []byte("Content-Type"), Value: []byte("text/plain; charset=utf-8")}}}
+	buf := make([]byte, 0, 512)
+	b.ReportAllocs()
+	for b.Loop() {
+		var err error
+		if buf, err = AppendResponse(buf[:0], &r); err != nil {
+			b.Fatal(err)
+		}
+	}
 }
 
 // BenchmarkNetHTTPReadRequest: net/http's reading of the same heads, for

@@ -1,6 +1,10 @@
 package h1
 
 import (
+	"bufio"
+	"bytes"
+	"io"
+	"net/http/httputil"
 	"strings"
 	"testing"
 
@@ -144,6 +148,40 @@ func TestChunkedShrunkBuffer(t *testing.T) {
 	data, _, err := d.Decode([]byte("5\r\nhello"))
 	require.NoError(t, err)
 	assert.Equal(t, "hello", string(data))
+}
+
+func TestChunkedEncode(t *testing.T) {
+	var b []byte
+	b = AppendChunk(b, []byte("hello"))
+	b = AppendChunk(b, nil)
+	b = AppendChunkHeader(b, 0)
+	b = AppendChunk(b, bytes.Repeat([]byte("x"), 300))
+	b = AppendChunkHeader(b, 3)
+	b = append(b, "abc\r\n"...)
+	b, err := AppendLastChunk(b, []Field{{Name: []byte("X-Sum"), Value: []byte("42")}})
+	require.NoError(t, err)
+	assert.True(t, bytes.HasPrefix(b, []byte("5\r\nhello\r\n12c\r\nxxx")))
+	assert.True(t, bytes.HasSuffix(b, []byte("xxx\r\n3\r\nabc\r\n0\r\nX-Sum: 42\r\n\r\n")))
+
+	got, err := io.ReadAll(httputil.NewChunkedReader(bufio.NewReader(bytes.NewReader(b))))
+	require.NoError(t, err)
+	want := "hello" + strings.Repeat("x", 300) + "abc"
+	assert.Equal(t, want, string(got))
+
+	var d ChunkedDecoder
+	body, n, err := decodeFed(&d, b, len(b))
+	require.NoError(t, err)
+	assert.True(t, d.Done())
+	assert.Equal(t, len(b), n)
+	assert.Equal(t, want, string(body))
+	require.Len(t, d.Trailer, 1)
+	assert.Equal(t, "42", string(d.Trailer[0].Value))
+
+	for _, bad := range []Field{{Name: []byte("X Y"), Value: nil}, {Name: []byte("X"), Value: []byte("a\r\nb: c")}} {
+		out, err := AppendLastChunk([]byte("keep"), []Field{bad})
+		assert.Error(t, err)
+		assert.Equal(t, "keep", string(out))
+	}
 }
 
 // decodeFed decodes data with d, given step more bytes at a time, as a

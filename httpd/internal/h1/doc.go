@@ -1,6 +1,7 @@
 // Package h1 is the wire format of HTTP/1.1 (RFC 9112) for httpd, apart
-// from any connection or loop: a request-head parser (Parser) and a
-// chunked body decoder (ChunkedDecoder).
+// from any connection or loop: a request-head parser (Parser), a chunked
+// body decoder (ChunkedDecoder) and encoder (AppendChunk,
+// AppendLastChunk), and a response-head writer (AppendResponse).
 //
 // # Zero copy, and how long things live
 //
@@ -9,7 +10,9 @@
 // sub-slices of the buffer they were parsed from, typically the loop's
 // read buffer. They are valid only while that buffer holds the same bytes:
 // once the buffer is reused (the next read, a compaction), they show other
-// bytes. Whoever keeps a request beyond that copies what it keeps.
+// bytes. Whoever keeps a request beyond that copies what it keeps. The
+// writers append to a caller's []byte and allocate nothing when it has
+// room.
 //
 // Both parsers take input that may stop anywhere: they answer "need more"
 // and, given the same bytes again with more after them, go on where they

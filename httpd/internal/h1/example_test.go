@@ -74,3 +74,20 @@ func ExampleChunkedDecoder() {
 	// " world"
 	// done=true trailer X-Sum=11
 }
+
+func ExampleAppendResponse() {
+	b, err := h1.AppendResponse(nil, &h1.Response{
+		Status: 200,
+		Body:   h1.BodyChunked,
+		Date:   []byte("Tue, 07 May 2024 08:12:44 GMT"),
+		Fields: []h1.Field{{Name: []byte("Content-Type"), Value: []byte("text/plain")}},
+	})
+	if err != nil {
+		panic(err)
+	}
+	b = h1.AppendChunk(b, []byte("hi"))
+	b, _ = h1.AppendLastChunk(b, nil)
+	fmt.Printf("%q\n", b)
+	// Output:
+	// "HTTP/1.1 200 OK\r\nDate: Tue, 07 May 2024 08:12:44 GMT\r\nContent-Type: text/plain\r\nTransfer-Encoding: chunked\r\n\r\n2\r\nhi\r\n0\r\n\r\n"
+}

@@ -15,7 +15,7 @@ type Framing uint8
 
 const (
 	// BodyNone: no body (no Content-Length nor Transfer-Encoding, or a
-	// Content-Length of 0).
+	// Content-Length of 0). For a response, no framing field is written.
 	BodyNone Framing = iota
 	// BodyLength: exactly ContentLength bytes follow the head.
 	BodyLength

@@ -1,0 +1,290 @@
+package h1
+
+import (
+	"errors"
+	"strconv"
+	"time"
+
+	"golang.org/x/net/http/httpguts"
+)
+
+// Continue is the interim response that answers Expect: 100-continue.
+const Continue = "HTTP/1.1 100 Continue\r\n\r\n"
+
+// TimeFormat is the format of the Date field (IMF-fixdate, RFC 9110
+// §5.6.7), as net/http.TimeFormat.
+const TimeFormat = "Mon, 02 Jan 2006 15:04:05 GMT"
+
+// Errors of AppendResponse and AppendLastChunk: the response asked for is
+// not one to send. They are the caller's mistakes, not the peer's.
+var (
+	ErrStatus     = errors.New("h1: status code out of range 100-999")
+	ErrReason     = errors.New("h1: control byte in reason phrase")
+	ErrFieldName  = errors.New("h1: invalid field name")
+	ErrFieldValue = errors.New("h1: invalid field value")
+	ErrFieldOwned = errors.New("h1: field set by the Response itself")
+	ErrFraming    = errors.New("h1: body framing not allowed for the status")
+	ErrContentLen = errors.New("h1: negative Content-Length")
+)
+
+// Response is a response head for AppendResponse. The version is always
+// HTTP/1.1: a server answers with the highest minor version it speaks
+// (RFC 9110 §6.2), an HTTP/1.0 client included.
+type Response struct {
+	Status int    // 100 to 999
+	Reason string // the reason phrase; "" means StatusText(Status)
+
+	// Body and ContentLength say how the body is framed: BodyLength
+	// writes Content-Length (which may be 0), BodyChunked writes
+	// Transfer-Encoding: chunked, BodyNone writes neither (a 1xx, 204 or
+	// 304 response, or a body delimited by closing the connection). The
+	// answer to HEAD says what the answer to GET would, and has no body;
+	// an HTTP/1.0 client does not know chunked.
+	Body          Framing
+	ContentLength int64
+
+	Close     bool   // write Connection: close
+	KeepAlive bool   // write Connection: keep-alive (the answer to an HTTP/1.0 keep-alive)
+	Date      []byte // the Date value (see AppendDate; a server caches it per second); nil writes none
+
+	// Fields are written as given, after Date. They must not hold
+	// Content-Length or Transfer-Encoding, nor Connection when Close or
+	// KeepAlive is set, nor Date when Date is.
+	Fields []Field
+}
+
+// AppendResponse appends the response head r to dst: the status line,
+// the fields, and the empty line that ends the head. It allocates nothing
+// when dst has room. Every name and value is checked (with httpguts) so
+// that nothing the caller passes can split the response; on an error dst
+// is returned unchanged.
+func AppendResponse(dst []byte, r *Response) ([]byte, error) {
+	start := len(dst)
+	b, err := appendResponse(dst, r)
+	if err != nil {
+		return dst[:start], err
+	}
+	return b, nil
+}
+
+func appendResponse(b []byte, r *Response) ([]byte, error) {
+	if r.Status < 100 || r.Status > 999 {
+		return b, ErrStatus
+	}
+	if r.Body != BodyNone && (r.Status < 200 || r.Status == 204) {
+		return b, ErrFraming // RFC 9110 §8.6, §6.4.1
+	}
+	if r.Body == BodyLength && r.ContentLength < 0 {
+		return b, ErrContentLen
+	}
+	reason := r.Reason
+	if reason == "" {
+		reason = StatusText(r.Status)
+	} else if !httpguts.ValidHeaderFieldValue(reason) {
+		return b, ErrReason
+	}
+	b = append(b, "HTTP/1.1 "...)
+	b = strconv.AppendInt(b, int64(r.Status), 10)
+	b = append(b, ' ')
+	b = append(b, reason...)
+	b = append(b, "\r\n"...)
+	if r.Date != nil {
+		if !httpguts.ValidHeaderFieldValue(str(r.Date)) {
+			return b, ErrFieldValue
+		}
+		b = appendField(b, "Date", r.Date)
+	}
+	for _, f := range r.Fields {
+		if owned(f.Name, r) {
+			return b, ErrFieldOwned
+		}
+	}
+	b, err := appendFields(b, r.Fields)
+	if err != nil {
+		return b, err
+	}
+	switch r.Body {
+	case BodyLength:
+		b = append(b, "Content-Length: "...)
+		b = strconv.AppendInt(b, r.ContentLength, 10)
+		b = append(b, "\r\n"...)
+	case BodyChunked:
+		b = append(b, "Transfer-Encoding: chunked\r\n"...)
+	}
+	if r.Close {
+		b = append(b, "Connection: close\r\n"...)
+	} else if r.KeepAlive {
+		b = append(b, "Connection: keep-alive\r\n"...)
+	}
+	return append(b, "\r\n"...), nil
+}
+
+// owned reports whether the field name is one the Response writes itself.
+func owned(name []byte, r *Response) bool {
+	return EqualFold(name, "content-length") || EqualFold(name, "transfer-encoding") ||
+		(r.Close || r.KeepAlive) && EqualFold(name, "connection") ||
+		r.Date != nil && EqualFold(name, "date")
+}
+
+// appendFields appends the field lines, each checked.
+func appendFields(b []byte, fields []Field) ([]byte, error) {
+	for _, f := range fields {
+		if !httpguts.ValidHeaderFieldName(str(f.Name)) {
+			return b, ErrFieldName
+		}
+		if !httpguts.ValidHeaderFieldValue(str(f.Value)) {
+			return b, ErrFieldValue
+		}
+		b = append(b, f.Name...)
+		b = append(b, ": "...)
+		b = append(b, f.Value...)
+		b = append(b, "\r\n"...)
+	}
+	return b, nil
+}
+
+func appendField(b []byte, name string, value []byte) []byte {
+	b = append(b, name...)
+	b = append(b, ": "...)
+	b = append(b, value...)
+	return append(b, "\r\n"...)
+}
+
+// AppendDate appends t as a Date value (IMF-fixdate, in UTC). No
+// allocation.
+func AppendDate(dst []byte, t time.Time) []byte {
+	return t.UTC().AppendFormat(dst, TimeFormat)
+}
+
+// StatusText is the reason phrase of a status code, as net/http's
+// StatusText; "" for a code it does not know (the status line then ends
+// in "NNN ", which is valid).
+func StatusText(code int) string {
+	switch code {
+	case 100:
+		return "Continue"
+	case 101:
+		return "Switching Protocols"
+	case 102:
+		return "Processing"
+	case 103:
+		return "Early Hints"
+	case 200:
+		return "OK"
+	case 201:
+		return "Created"
+	case 202:
+		return "Accepted"
+	case 203:
+		return "Non-Authoritative Information"
+	case 204:
+		return "No Content"
+	case 205:
+		return "Reset Content"
+	case 206:
+		return "Partial Content"
+	case 207:
+		return "Multi-Status"
+	case 208:
+		return "Already Reported"
+	case 226:
+		return "IM Used"
+	case 300:
+		return "Multiple Choices"
+	case 301:
+		return "Moved Permanently"
+	case 302:
+		return "Found"
+	case 303:
+		return "See Other"
+	case 304:
+		return "Not Modified"
+	case 305:
+		return "Use Proxy"
+	case 307:
+		return "Temporary Redirect"
+	case 308:
+		return "Permanent Redirect"
+	case 400:
+		return "Bad Request"
+	case 401:
+		return "Unauthorized"
+	case 402:
+		return "Payment Required"
+	case 403:
+		return "Forbidden"
+	case 404:
+		return "Not Found"
+	case 405:
+		return "Method Not Allowed"
+	case 406:
+		return "Not Acceptable"
+	case 407:
+		return "Proxy Authentication Required"
+	case 408:
+		return "Request Timeout"
+	case 409:
+		return "Conflict"
+	case 410:
+		return "Gone"
+	case 411:
+		return "Length Required"
+	case 412:
+		return "Precondition Failed"
+	case 413:
+		return "Request Entity Too Large"
+	case 414:
+		return "Request URI Too Long"
+	case 415:
+		return "Unsupported Media Type"
+	case 416:
+		return "Requested Range Not Satisfiable"
+	case 417:
+		return "Expectation Failed"
+	case 418:
+		return "I'm a teapot"
+	case 421:
+		return "Misdirected Request"
+	case 422:
+		return "Unprocessable Entity"
+	case 423:
+		return "Locked"
+	case 424:
+		return "Failed Dependency"
+	case 425:
+		return "Too Early"
+	case 426:
+		return "Upgrade Required"
+	case 428:
+		return "Precondition Required"
+	case 429:
+		return "Too Many Requests"
+	case 431:
+		return "Request Header Fields Too Large"
+	case 451:
+		return "Unavailable For Legal Reasons"
+	case 500:
+		return "Internal Server Error"
+	case 501:
+		return "Not Implemented"
+	case 502:
+		return "Bad Gateway"
+	case 503:
+		return "Service Unavailable"
+	case 504:
+		return "Gateway Timeout"
+	case 505:
+		return "HTTP Version Not Supported"
+	case 506:
+		return "Variant Also Negotiates"
+	case 507:
+		return "Insufficient Storage"
+	case 508:
+		return "Loop Detected"
+	case 510:
+		return "Not Extended"
+	case 511:
+		return "Network Authentication Required"
+	}
+	return ""
+}
