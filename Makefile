@@ -4,7 +4,7 @@ GO ?= go
 PKGS := ./...
 CROSS := darwin/amd64 darwin/arm64 freebsd/amd64 netbsd/amd64 openbsd/amd64 linux/arm64 linux/riscv64 linux/386 linux/arm
 
-.PHONY: all build test race short debug soak vet lint cross bench fuzz clean
+.PHONY: all build test race short debug soak vet lint cross bench fuzz fuzz-short clean
 
 all: build test
 
@@ -12,11 +12,13 @@ build:
 	$(GO) build $(PKGS)
 
 # test: formatting, vet, then every test under the race detector, then the
-# aiodebug assertions, then (on linux/amd64, which runs 386 binaries) the
-# short suite as 32-bit code: word-size bugs do not show in a vet.
+# aiodebug assertions, then a short run of each fuzz target, then (on
+# linux/amd64, which runs 386 binaries) the short suite as 32-bit code:
+# word-size bugs do not show in a vet.
 test: lint
 	$(GO) test -race -count=1 -timeout 20m $(PKGS)
 	$(GO) test -tags aiodebug -short -count=1 -timeout 5m $(PKGS)
+	@$(MAKE) --no-print-directory fuzz-short
 	@if [ "$$($(GO) env GOHOSTOS)/$$($(GO) env GOHOSTARCH)" != linux/amd64 ]; then \
 		echo "not linux/amd64: the 386 run is left to make cross's vet"; \
 	elif GOARCH=386 $(GO) test -count=1 -run '^$$' ./internal/goid 2>&1 | grep -q 'exec format error'; then \
@@ -62,8 +64,26 @@ cross:
 bench:
 	$(GO) run ./cmd/loopbench
 
+# FUZZ lists the fuzz targets as package:Target:time, the time being that
+# of the short run in make test. The fuzzing runs without the race
+# detector (too slow under it to find anything in seconds); the targets'
+# seed corpora run under it with the other tests. A failing input is
+# written to the package's testdata/fuzz, where go test replays it.
+FUZZ := ./httpd/internal/h1:FuzzParseRequest:10s ./httpd/internal/h1:FuzzChunked:5s
+
+# fuzz: every fuzz target for FUZZTIME each. Not part of test.
+FUZZTIME ?= 5m
 fuzz:
-	@echo "no fuzz targets yet"
+	@$(MAKE) --no-print-directory fuzz-short FUZZTIME_EACH=$(FUZZTIME)
+
+# fuzz-short: every fuzz target for its time in FUZZ (or FUZZTIME_EACH),
+# minimising what it finds for a few seconds at most.
+fuzz-short:
+	@set -e; for f in $(FUZZ); do \
+		pkg=$${f%%:*}; rest=$${f#*:}; name=$${rest%%:*}; t=$${FUZZTIME_EACH:-$${rest#*:}}; \
+		echo "$(GO) test -run '^\$$' -fuzz '^$$name\$$' -fuzztime $$t -fuzzminimizetime 5s $$pkg"; \
+		$(GO) test -run '^$$' -fuzz "^$$name\$$" -fuzztime $$t -fuzzminimizetime 5s $$pkg; \
+	done
 
 clean:
 	$(GO) clean -testcache
