@@ -62,8 +62,9 @@
 // runtime.ReadMemStats around the section, so they include whatever every
 // goroutine of the process allocated meanwhile, the loop's own bookkeeping
 // included), the process CPU seconds of the section (getrusage: a spinning
-// loop burns CPU a sleeping one does not) and, for aio rows, the ratio of
-// their ops/s to the gostd baseline's. Every aio workload starts its own
+// loop burns CPU a sleeping one does not), ops per CPU-second (ops /
+// cpu_s) and, for aio rows, the ratios of their ops/s and of their ops per
+// CPU-second to the gostd baseline's. Every aio workload starts its own
 // Runtime and loops and stops them after the section; runtime.GC runs before
 // each section.
 //
@@ -73,8 +74,9 @@
 //	-duration D     length of each duration-based section (default 2s)
 //	-json           one JSON object per line instead of a table: workload,
 //	                impl, ops, seconds, ops_per_sec, ns_per_op, allocs_per_op,
-//	                bytes_per_op, cpu_seconds, and extras (ratio_vs_gostd,
-//	                setup_seconds, config, gomaxprocs, reference)
+//	                bytes_per_op, cpu_seconds, ops_per_cpu_sec, and extras
+//	                (ratio_vs_gostd, cpu_ratio_vs_gostd, setup_seconds,
+//	                config, gomaxprocs, reference)
 //	-timers N       timers to create (default 1000000)
 //	-posts N        post: total callbacks instead of running for -duration
 //	-producers N    post: posting goroutines (default 8)

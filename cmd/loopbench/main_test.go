@@ -4,6 +4,7 @@ import (
 	"bufio"
 	"bytes"
 	"encoding/json"
+	"strings"
 	"testing"
 	"time"
 
@@ -95,10 +96,20 @@ func TestWorkloadsTiny(t *testing.T) {
 	// Every timer is due at least 1 ms after creation started.
 	require.GreaterOrEqual(t, byRow["timers/aio"].Seconds, 0.001)
 
-	// Ratios: aio rows with a baseline have one, the others do not.
+	// Ratios: aio rows with a baseline have both, the others neither.
 	for _, r := range all {
 		hasBase := r.Impl == "aio" && r.Workload != "loop-iter"
 		require.Equal(t, hasBase, r.Ratio != nil, "%s/%s ratio", r.Workload, r.Impl)
+		if !hasBase {
+			require.Nil(t, r.CPURatio, "%s/%s CPU ratio", r.Workload, r.Impl)
+		} else if strings.HasPrefix(r.Workload, "tcp-") {
+			// Busy sections (a short idle one may measure no CPU at all).
+			require.NotNil(t, r.CPURatio, "%s/%s CPU ratio", r.Workload, r.Impl)
+		}
+		if r.CPUSeconds > 0 {
+			require.InDelta(t, float64(r.Ops)/r.CPUSeconds, r.OpsPerCPUSec, 1e-6*r.OpsPerCPUSec,
+				"%s/%s ops per CPU-second", r.Workload, r.Impl)
+		}
 	}
 }
 

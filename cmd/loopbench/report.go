@@ -28,9 +28,16 @@ type result struct {
 	// burned during the section. It tells a spinning implementation from a
 	// sleeping one at equal throughput.
 	CPUSeconds float64 `json:"cpu_seconds"`
+	// OpsPerCPUSec is ops over CPUSeconds: the work one CPU-second buys,
+	// which tells how much of a machine an implementation needs for a
+	// load, whatever the throughput it reached (0 without CPU figures).
+	OpsPerCPUSec float64 `json:"ops_per_cpu_sec"`
 	// Ratio is this row's ops/s over its gostd baseline's; nil when the
 	// workload has no baseline (or for the baseline itself).
 	Ratio *float64 `json:"ratio_vs_gostd,omitempty"`
+	// CPURatio is this row's OpsPerCPUSec over its gostd baseline's; nil
+	// as Ratio is.
+	CPURatio *float64 `json:"cpu_ratio_vs_gostd,omitempty"`
 	// SetupSeconds is, for timers, the part of Seconds spent creating them.
 	SetupSeconds float64 `json:"setup_seconds,omitempty"`
 	Config       string  `json:"config,omitempty"`
@@ -80,7 +87,17 @@ func (m meter) finish(workload, impl string, ops int64, start, end time.Time) re
 		r.AllocsPerOp = float64(ms.Mallocs-m.mallocs) / float64(ops)
 		r.BytesPerOp = float64(ms.TotalAlloc-m.bytes) / float64(ops)
 	}
+	r.setOpsPerCPU()
 	return r
+}
+
+// setOpsPerCPU derives OpsPerCPUSec from Ops and CPUSeconds, for a row whose
+// CPU figure was measured (or corrected) after finish.
+func (r *result) setOpsPerCPU() {
+	r.OpsPerCPUSec = 0
+	if r.Ops > 0 && r.CPUSeconds > 0 {
+		r.OpsPerCPUSec = float64(r.Ops) / r.CPUSeconds
+	}
 }
 
 // cpuTime returns the CPU time of the whole process, user plus system.
@@ -111,22 +128,29 @@ func baselineOf(workload string) string {
 	return workload
 }
 
-// annotate fills in the ratio of every aio row that has a gostd baseline in
-// rs.
+// annotate fills in the ratios of every aio row that has a gostd baseline
+// in rs: throughput and ops per CPU-second.
 func annotate(rs []result) {
-	base := map[string]float64{}
+	base := map[string]result{}
 	for _, r := range rs {
-		if r.Impl == "gostd" && r.OpsPerSec > 0 {
-			base[r.Workload] = r.OpsPerSec
+		if r.Impl == "gostd" {
+			base[r.Workload] = r
 		}
 	}
 	for i := range rs {
-		if rs[i].Impl != "aio" || rs[i].Ratio != nil { // set by the workload itself
+		r := &rs[i]
+		b, ok := base[baselineOf(r.Workload)]
+		if r.Impl != "aio" || !ok {
 			continue
 		}
-		if b, ok := base[baselineOf(rs[i].Workload)]; ok {
-			ratio := rs[i].OpsPerSec / b
-			rs[i].Ratio = &ratio
+		// A workload may have set them itself (tcp-pound's medians).
+		if r.Ratio == nil && b.OpsPerSec > 0 {
+			ratio := r.OpsPerSec / b.OpsPerSec
+			r.Ratio = &ratio
+		}
+		if r.CPURatio == nil && b.OpsPerCPUSec > 0 && r.OpsPerCPUSec > 0 {
+			ratio := r.OpsPerCPUSec / b.OpsPerCPUSec
+			r.CPURatio = &ratio
 		}
 	}
 }
@@ -146,16 +170,13 @@ func writeJSON(w io.Writer, rs []result) error {
 // the rows carry.
 func writeTable(w io.Writer, rs []result) error {
 	tw := tabwriter.NewWriter(w, 0, 0, 2, ' ', tabwriter.AlignRight)
-	fmt.Fprintln(tw, "workload\timpl\tops\tseconds\tops/s\tns/op\tallocs/op\tbytes/op\tcpu_s\taio/gostd\t")
+	fmt.Fprintln(tw, "workload\timpl\tops\tseconds\tops/s\tns/op\tallocs/op\tbytes/op\tcpu_s\tops/cpu_s\taio/gostd\taio/gostd ops/cpu_s\t")
 	var refs []string
 	for _, r := range rs {
-		ratio := "-"
-		if r.Ratio != nil {
-			ratio = fmt.Sprintf("%.2f", *r.Ratio)
-		}
-		fmt.Fprintf(tw, "%s\t%s\t%s\t%.3f\t%s\t%.1f\t%.2f\t%.1f\t%.2f\t%s\t\n",
+		fmt.Fprintf(tw, "%s\t%s\t%s\t%.3f\t%s\t%.1f\t%.2f\t%.1f\t%.2f\t%s\t%s\t%s\t\n",
 			r.Workload, r.Impl, group(float64(r.Ops)), r.Seconds, group(r.OpsPerSec),
-			r.NsPerOp, r.AllocsPerOp, r.BytesPerOp, r.CPUSeconds, ratio)
+			r.NsPerOp, r.AllocsPerOp, r.BytesPerOp, r.CPUSeconds, group(r.OpsPerCPUSec),
+			formatRatio(r.Ratio), formatRatio(r.CPURatio))
 		if r.Reference != "" {
 			refs = append(refs, fmt.Sprintf("%s: %s", r.Workload, r.Reference))
 		}
@@ -169,6 +190,14 @@ func writeTable(w io.Writer, rs []result) error {
 		}
 	}
 	return nil
+}
+
+// formatRatio prints a ratio with two decimals, or "-" for none.
+func formatRatio(r *float64) string {
+	if r == nil {
+		return "-"
+	}
+	return fmt.Sprintf("%.2f", *r)
 }
 
 // group formats v rounded to an integer with thousands separators: ops/s

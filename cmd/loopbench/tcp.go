@@ -233,31 +233,37 @@ func runTCPPound(o options) ([]result, error) {
 	}
 	gostd := runs[1]
 	row := func(v int, config string) result {
-		ratios := ratiosTo(runs[v], gostd)
+		ratios := ratiosTo(runs[v], gostd, opsPerSec)
 		m := *median(ratios)
 		r := runs[v][nearest(ratios, m)]
 		r.Ratio = &m
-		r.Config = fmt.Sprintf("%s; %d rounds, ratio = median of aio/gostd per round (%s)",
-			config, len(orders), formatRatios(ratios))
+		cpu := ratiosTo(runs[v], gostd, opsPerCPU)
+		r.CPURatio = median(cpu)
+		r.Config = fmt.Sprintf("%s; %d rounds, ratios = medians of aio/gostd per round (%s; per cpu_s %s)",
+			config, len(orders), formatRatios(ratios), formatRatios(cpu))
 		return r
 	}
 	r := row(0, fmt.Sprintf("one loop: server + %d client slots, %d conns, TIME_WAIT entries at each section's start, aio/gostd/2loops per round (%s)",
 		poundSlots, o.TCPConns, strings.Join(tws, " ")))
 	r.Reference = "libuv tcp_pound 12746 conns/s, 1.5 cpu_s; Go net 12191 conns/s, 3.1 cpu_s (20000 conns)"
-	g := gostd[nearest(ratiosTo(runs[0], gostd), *r.Ratio)] // the round of the aio row
+	g := gostd[nearest(ratiosTo(runs[0], gostd, opsPerSec), *r.Ratio)] // the round of the aio row
 	g.Config = fmt.Sprintf("net: goroutine per conn + %d client goroutines, %d conns; from the aio row's round", poundSlots, o.TCPConns)
 	r2 := row(2, fmt.Sprintf("server loop + client loop (%d slots), %d conns", poundSlots, o.TCPConns))
 	return []result{r, g, r2}, nil
 }
 
-// ratiosTo returns a[i]/b[i] ops/s, round by round.
-func ratiosTo(a, b []result) []float64 {
+// ratiosTo returns of(a[i])/of(b[i]), round by round.
+func ratiosTo(a, b []result, of func(result) float64) []float64 {
 	rs := make([]float64, len(a))
 	for i := range a {
-		rs[i] = a[i].OpsPerSec / b[i].OpsPerSec
+		rs[i] = of(a[i]) / of(b[i])
 	}
 	return rs
 }
+
+// opsPerSec and opsPerCPU are the figures ratiosTo compares.
+func opsPerSec(r result) float64 { return r.OpsPerSec }
+func opsPerCPU(r result) float64 { return r.OpsPerCPUSec }
 
 // formatRatios prints ratios with two decimals, space separated.
 func formatRatios(rs []float64) string {
