@@ -88,6 +88,8 @@
 //	-spin D         pingpong-loops-spin: Config.Spin (default 50µs)
 //	-timeout D      how long a wait may last before it is reported as a hang
 //	                (default 60s, on top of the section's expected length)
+//	-cpuprofile F   write a CPU profile of the whole run to F (go tool pprof;
+//	                samples carry a workload label: -tagfocus workload=NAME)
 //
 // A default run takes about 20 s. The exit status is 1 if any workload
 // failed (a hang, a wrong count, a loop that would not stop); the rows that
@@ -109,11 +111,13 @@
 package main
 
 import (
+	"context"
 	"errors"
 	"flag"
 	"fmt"
 	"io"
 	"os"
+	"runtime/pprof"
 )
 
 func main() {
@@ -132,12 +136,31 @@ func run(args []string, stdout, stderr io.Writer) int {
 		fmt.Fprintln(stderr, "loopbench:", err)
 		return 2
 	}
+	if o.CPUProfile != "" {
+		stop, err := startCPUProfile(o.CPUProfile)
+		if err != nil {
+			fmt.Fprintln(stderr, "loopbench:", err)
+			return 2
+		}
+		defer func() {
+			if err := stop(); err != nil {
+				fmt.Fprintln(stderr, "loopbench:", err)
+			}
+		}()
+	}
 	var (
 		all    []result
 		failed bool
 	)
 	for _, w := range sel {
-		rs, err := w.run(o)
+		var rs []result
+		var err error
+		// The label follows the goroutines the workload starts (its loops
+		// among them), so that a profile of several workloads splits by
+		// workload (pprof -tagfocus workload=tcp-echo).
+		pprof.Do(context.Background(), pprof.Labels("workload", w.name), func(context.Context) {
+			rs, err = w.run(o)
+		})
 		annotate(rs)
 		if err != nil {
 			failed = true
@@ -182,6 +205,7 @@ func parseFlags(args []string, stderr io.Writer) (options, []workload, bool, err
 	fs.IntVar(&o.Awaits, "awaits", o.Awaits, "do-await: round trips")
 	fs.DurationVar(&o.Spin, "spin", o.Spin, "pingpong-loops-spin: aio.Config.Spin of both loops")
 	fs.DurationVar(&o.Timeout, "timeout", o.Timeout, "how long a wait may last beyond its expected length before it counts as a hang")
+	fs.StringVar(&o.CPUProfile, "cpuprofile", "", "write a CPU profile of the run to this file")
 	if err := fs.Parse(args); err != nil {
 		return o, nil, false, err
 	}
@@ -193,4 +217,21 @@ func parseFlags(args []string, stderr io.Writer) (options, []workload, bool, err
 	}
 	sel, err := selectWorkloads(*list)
 	return o, sel, *asJSON, err
+}
+
+// startCPUProfile starts profiling the process's CPU into path; stop ends
+// the profile and closes the file.
+func startCPUProfile(path string) (stop func() error, err error) {
+	f, err := os.Create(path)
+	if err != nil {
+		return nil, err
+	}
+	if err := pprof.StartCPUProfile(f); err != nil {
+		f.Close()
+		return nil, err
+	}
+	return func() error {
+		pprof.StopCPUProfile()
+		return f.Close()
+	}, nil
 }

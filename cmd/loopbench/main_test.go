@@ -3,7 +3,11 @@ package main
 import (
 	"bufio"
 	"bytes"
+	"compress/gzip"
 	"encoding/json"
+	"io"
+	"os"
+	"path/filepath"
 	"strings"
 	"testing"
 	"time"
@@ -194,4 +198,23 @@ func TestAwaitReportsHang(t *testing.T) {
 	require.ErrorContains(t, err, "probe: not finished after 10ms")
 	require.ErrorContains(t, err, "hang-probe")
 	require.NoError(t, stopLoops(rt, ls...))
+}
+
+// TestCPUProfile: -cpuprofile writes a profile (gzipped protocol buffers,
+// which go tool pprof reads).
+func TestCPUProfile(t *testing.T) {
+	path := filepath.Join(t.TempDir(), "cpu.pprof")
+	var out, errOut bytes.Buffer
+	code := run([]string{"-duration", "20ms", "-workload", "loop-iter", "-cpuprofile", path}, &out, &errOut)
+	require.Equal(t, 0, code, "stderr: %s", errOut.String())
+	f, err := os.Open(path)
+	require.NoError(t, err)
+	defer f.Close()
+	zr, err := gzip.NewReader(f)
+	require.NoError(t, err)
+	b, err := io.ReadAll(zr)
+	require.NoError(t, err)
+	require.NotEmpty(t, b)
+
+	require.Equal(t, 2, run([]string{"-cpuprofile", filepath.Join(path, "no", "such", "dir")}, &out, &errOut))
 }

@@ -25,6 +25,9 @@ type options struct {
 	Timeout   time.Duration // longest any single wait may take before it counts as a hang
 	TCPConns  int           // tcp-pound: connections (no flag: tcp.go)
 	TCPIdle   int           // tcp-idle: idle connections held (no flag: tcp.go)
+	// CPUProfile is the file -cpuprofile writes the run's CPU profile to
+	// ("": none).
+	CPUProfile string
 }
 
 func defaultOptions() options {
