@@ -47,16 +47,20 @@
 //	                ops = suspend/resume round trips (-awaits). gostd: a
 //	                request/reply over unbuffered channels.
 //	tcp-pingpong    one TCP connection over loopback, 5-byte round trips for
-//	                -duration, server and client on one loop (TCP_NODELAY).
+//	                -duration, server and client on one loop (TCP_NODELAY);
+//	                tcp-pingpong-2loops puts the client on a second loop.
 //	                gostd: net with a goroutine per side.
 //	tcp-pound       100 client slots connect, write 2 bytes, read the echo and
 //	                close, 20,000 connections; reports conns/s and CPU seconds.
+//	                tcp-pound-2loops puts the clients on a second loop.
 //	tcp-echo        64 connections echoing 4 KiB messages for -duration
 //	                (throughput in MB/s = ops/s × 4 KiB); tcp-echo-2loops puts
 //	                the clients on a second loop.
 //	tcp-idle        memory per idle connection: 10,000 connections held open
 //	                from a child process; HeapInuse+StackInuse delta / 10,000.
-//	                (The TCP workloads are described in more detail in tcp.go.)
+//	                (The TCP workloads are described in more detail in tcp.go.
+//	                A -2loops row is one loop per core on a two-core machine:
+//	                how the runtime is deployed.)
 //
 // Each row reports ops, seconds, ops/s, ns/op, allocs/op and bytes/op (from
 // runtime.ReadMemStats around the section, so they include whatever every

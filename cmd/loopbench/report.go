@@ -118,6 +118,8 @@ func baselineOf(workload string) string {
 		return "pingpong-loops"
 	case "handles-new":
 		return "handles"
+	case "tcp-pingpong-2loops":
+		return "tcp-pingpong"
 	case "tcp-pound-2loops":
 		return "tcp-pound"
 	case "tcp-echo-2loops":

@@ -6,6 +6,9 @@ package main
 //	              and forth for -duration; ops = round trips. aio: server and
 //	              client on one loop (libuv's tcp_pingpong); gostd: net with a
 //	              goroutine per side. TCP_NODELAY on both (the default of both).
+//	tcp-pingpong-2loops
+//	              the same with the server on one loop and the client on
+//	              another (a row of tcp-pingpong, same gostd baseline).
 //	tcp-pound     TCPConns connections (default 20,000) through 100 client
 //	              slots, each connecting, writing 2 bytes, reading the echo and
 //	              closing; ops = completed connections, cpu_s the process CPU.
@@ -173,6 +176,12 @@ func runTCPPingPong(o options) ([]result, error) {
 	}
 	r.Config = "one loop: server + client, 5 B, TCP_NODELAY"
 	r.Reference = "libuv tcp_pingpong 54642 rt/s; Go net 47718 rt/s"
+	rs = append(rs, r)
+	r, err = rallyAIO(o, "tcp-pingpong-2loops", 1, pingMsg, 2)
+	if err != nil {
+		return rs, fmt.Errorf("tcp-pingpong-2loops/aio: %w", err)
+	}
+	r.Config = "server loop + client loop, 5 B, TCP_NODELAY"
 	rs = append(rs, r)
 	r, err = rallyGo(o, "tcp-pingpong", 1, pingMsg)
 	if err != nil {

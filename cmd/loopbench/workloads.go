@@ -64,7 +64,7 @@ var workloads = []workload{
 	{name: "chain", run: runChain},
 	{name: "cancel-tree", aliases: []string{"cancel-tree-small", "cancel-tree-aged"}, run: runCancelTree},
 	{name: "do-await", run: runDoAwait},
-	{name: "tcp-pingpong", run: runTCPPingPong},
+	{name: "tcp-pingpong", aliases: []string{"tcp-pingpong-2loops"}, run: runTCPPingPong},
 	{name: "tcp-pound", aliases: []string{"tcp-pound-2loops"}, run: runTCPPound},
 	{name: "tcp-echo", aliases: []string{"tcp-echo-2loops"}, run: runTCPEcho},
 	{name: "tcp-idle", run: runTCPIdle},
