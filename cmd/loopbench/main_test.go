@@ -52,6 +52,7 @@ var wantRows = []string{
 	"tcp-pingpong/aio", "tcp-pingpong-2loops/aio", "tcp-pingpong/gostd",
 	"tcp-pound/aio", "tcp-pound/gostd", "tcp-pound-2loops/aio",
 	"tcp-echo/aio", "tcp-echo-2loops/aio", "tcp-echo/gostd",
+	"tcp-proxy/aio", "tcp-proxy-2loops/aio", "tcp-proxy/gostd",
 	"tcp-idle/aio", "tcp-idle/gostd",
 }
 
@@ -114,6 +115,10 @@ func TestWorkloadsTiny(t *testing.T) {
 			require.InDelta(t, float64(r.Ops)/r.CPUSeconds, r.OpsPerCPUSec, 1e-6*r.OpsPerCPUSec,
 				"%s/%s ops per CPU-second", r.Workload, r.Impl)
 		}
+	}
+	// The proxy rows' CPU is the proxy's alone, the peer's in the config.
+	for _, k := range []string{"tcp-proxy/aio", "tcp-proxy-2loops/aio", "tcp-proxy/gostd"} {
+		require.Contains(t, byRow[k].Config, "clients + upstream", k)
 	}
 }
 

@@ -124,6 +124,8 @@ func baselineOf(workload string) string {
 		return "tcp-pound"
 	case "tcp-echo-2loops":
 		return "tcp-echo"
+	case "tcp-proxy-2loops":
+		return "tcp-proxy"
 	case "cancel-tree-aged":
 		return "cancel-tree"
 	}

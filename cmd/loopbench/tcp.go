@@ -35,14 +35,12 @@ package main
 //	              connection blocked in Read with a 4 KiB buffer.
 
 import (
-	"bufio"
 	"context"
 	"errors"
 	"fmt"
 	"io"
 	"net"
 	"os"
-	"os/exec"
 	"runtime"
 	"strconv"
 	"strings"
@@ -609,10 +607,19 @@ func rallyGo(o options, workload string, conns int, msg []byte) (result, error) 
 		defer cs[i].Close()
 		_ = cs[i].SetDeadline(time.Now().Add(o.sectionLimit(o.Duration)))
 	}
+	m := startMeter()
+	echoes, end, err := netRally(cs, msg, m.start, o.Duration)
+	return m.finish(workload, "gostd", echoes, m.start, end), err
+}
+
+// netRally runs a client goroutine per connection, each writing msg and
+// reading its echo in full, again and again, until d has passed since
+// start; it returns the echoes, when the last client stopped, and the
+// first error. The connections' deadlines bound it.
+func netRally(cs []net.Conn, msg []byte, start time.Time, d time.Duration) (int64, time.Time, error) {
 	var echoes atomic.Int64
 	var stopFlag atomic.Bool
-	errs := make(chan error, conns)
-	m := startMeter()
+	errs := make(chan error, len(cs))
 	for _, c := range cs {
 		go func() {
 			buf := make([]byte, len(msg))
@@ -625,7 +632,7 @@ func rallyGo(o options, workload string, conns int, msg []byte) (result, error) 
 					errs <- err
 					return
 				}
-				if echoes.Add(1)&15 == 0 && time.Since(m.start) >= o.Duration {
+				if echoes.Add(1)&15 == 0 && time.Since(start) >= d {
 					stopFlag.Store(true)
 				}
 			}
@@ -638,7 +645,7 @@ func rallyGo(o options, workload string, conns int, msg []byte) (result, error) 
 			firstErr = err
 		}
 	}
-	return m.finish(workload, "gostd", echoes.Load(), m.start, time.Now()), firstErr
+	return echoes.Load(), time.Now(), firstErr
 }
 
 // ---- tcp-idle ----
@@ -694,48 +701,18 @@ func idleClient(spec string) int {
 }
 
 // idleClients starts the child with n connections to addr and waits until it
-// made them all. Closing the returned writer makes it close them and exit;
-// wait then reaps it.
-func idleClients(addr string, n int, limit time.Duration) (io.WriteCloser, func() error, error) {
-	exe, err := os.Executable()
+// made them all. Closing the child makes it close them and exit.
+func idleClients(addr string, n int, limit time.Duration) (*child, error) {
+	ch, err := startChild(idleClientEnv, fmt.Sprintf("%s %d", addr, n))
 	if err != nil {
-		return nil, nil, err
+		return nil, err
 	}
-	cmd := exec.Command(exe)
-	cmd.Env = append(os.Environ(), fmt.Sprintf("%s=%s %d", idleClientEnv, addr, n))
-	cmd.Stderr = os.Stderr
-	stdin, err := cmd.StdinPipe()
-	if err != nil {
-		return nil, nil, err
+	if _, err := ch.expect("ready", limit); err != nil {
+		_ = ch.cmd.Process.Kill()
+		_ = ch.close()
+		return nil, fmt.Errorf("idle client: %w", err)
 	}
-	stdout, err := cmd.StdoutPipe()
-	if err != nil {
-		stdin.Close()
-		return nil, nil, err
-	}
-	if err := cmd.Start(); err != nil {
-		return nil, nil, err
-	}
-	ready := make(chan error, 1)
-	go func() {
-		line, err := bufio.NewReader(stdout).ReadString('\n')
-		if err == nil && line != "ready\n" {
-			err = fmt.Errorf("idle client said %q", line)
-		}
-		ready <- err // the child writes nothing after "ready"
-	}()
-	select {
-	case err = <-ready:
-	case <-time.After(limit):
-		err = errors.New("idle client: not ready in time")
-	}
-	if err != nil {
-		stdin.Close()
-		_ = cmd.Process.Kill()
-		_ = cmd.Wait()
-		return nil, nil, err
-	}
-	return stdin, cmd.Wait, nil
+	return ch, nil
 }
 
 func runTCPIdle(o options) ([]result, error) {
@@ -793,15 +770,14 @@ func idleSection(o options, impl, addr string, open func() int) (result, float64
 	}
 	before := inUse()
 	m := startMeter()
-	stdin, wait, err := idleClients(addr, n, o.sectionLimit(10*time.Second))
+	ch, err := idleClients(addr, n, o.sectionLimit(10*time.Second))
 	if err != nil {
 		return result{}, 0, err
 	}
 	err = waitOpen(n + 1)
 	r := m.finish("tcp-idle", impl, int64(n), m.start, time.Now())
 	per := float64(inUse()-before) / float64(n)
-	stdin.Close()
-	if werr := wait(); err == nil {
+	if werr := ch.close(); err == nil {
 		err = werr
 	}
 	return r, per, err

@@ -67,6 +67,7 @@ var workloads = []workload{
 	{name: "tcp-pingpong", aliases: []string{"tcp-pingpong-2loops"}, run: runTCPPingPong},
 	{name: "tcp-pound", aliases: []string{"tcp-pound-2loops"}, run: runTCPPound},
 	{name: "tcp-echo", aliases: []string{"tcp-echo-2loops"}, run: runTCPEcho},
+	{name: "tcp-proxy", aliases: []string{"tcp-proxy-2loops"}, run: runTCPProxy},
 	{name: "tcp-idle", run: runTCPIdle},
 }
 
