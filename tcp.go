@@ -223,6 +223,7 @@ type tcpLoop struct {
 	refs   int         // listeners and connections alive: the buffer is held while > 0
 	buf    *[]byte     // the shared read buffer, from readBufs while refs > 0
 	chunks [][]byte    // free write-queue chunks (chunkSize), at most maxFreeChunks
+	pipes  []kpipe     // free kernel pipes for Pipe's splicing, at most maxFreePipes
 	iov    sock.Iovecs // writev scratch (platforms that make the system call directly)
 	drain  *drainJob   // Runtime.Shutdown's drain of every connection, once started
 }
@@ -257,6 +258,7 @@ func (t *tcpLoop) free() {
 		readBufs.Put(t.buf)
 		t.buf = nil
 		t.chunks = nil
+		t.freePipes()
 	}
 }
 

@@ -24,7 +24,7 @@ func (c *Conn) CloseWrite() *Handle[struct{}] {
 		return Fail[struct{}](l, ErrConnClosed)
 	case c.wdone:
 		return Pure(l, struct{}{})
-	case c.queued.Load() == 0:
+	case c.queued.Load() == 0 && c.splicedTo() == 0:
 		c.wshut.Store(true)
 		c.shutdown()
 		if c.wdone {
@@ -58,7 +58,7 @@ func (c *Conn) closeWrite(h *Handle[struct{}]) {
 		q := c.queue()
 		q.shutWaiters = append(q.shutWaiters, h)
 	}
-	if c.queued.Load() == 0 {
+	if c.queued.Load() == 0 && c.splicedTo() == 0 {
 		c.shutdown()
 	}
 }
@@ -162,6 +162,7 @@ func (c *Conn) closeWith(err error) {
 			c.tl.recycle(s)
 		}
 	}
+	c.unsplice()
 	c.tl.release(l)
 	c.onRead, c.onEOF, c.fr = nil, nil, nil // the framer's carry goes too
 

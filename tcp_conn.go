@@ -93,6 +93,7 @@ type Conn struct {
 
 	dial *dialNode // the Dial handle, while connecting
 	ln   *Listener // the listener that accepted it, nil if dialed; immutable
+	pipe *pipeNode // the Pipe it belongs to, from the pipe's start
 }
 
 // newConn makes the Conn that owns fd and routes fd's readiness to it. The
@@ -242,7 +243,7 @@ func (c *Conn) syncInterest() {
 			to.lastRead = c.l.clock() // the read timeout counts from here
 		}
 	}
-	if c.queued.Load() > 0 {
+	if c.queued.Load() > 0 || c.splicedTo() > 0 {
 		want |= poll.Writable
 	}
 	var err error
@@ -281,13 +282,19 @@ func (c *Conn) onIO(ev poll.Events) {
 	case connClosed:
 		return
 	}
-	if ev&(poll.Writable|poll.Error|poll.Hangup) != 0 && c.queued.Load() > 0 {
-		c.flush()
+	if ev&(poll.Writable|poll.Error|poll.Hangup) != 0 && (c.queued.Load() > 0 || c.pipe != nil) {
+		c.onWritable()
 	}
 	if ev&(poll.Readable|poll.Error|poll.Hangup) == 0 || c.state != connOpen {
 		return
 	}
 	if c.reading() {
+		if p := c.pipe; p != nil {
+			if d := p.from(c); d.splices() {
+				d.pull()
+				return
+			}
+		}
 		c.readSome()
 		return
 	}

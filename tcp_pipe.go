@@ -17,7 +17,13 @@ var errPipeLoops = errors.New("aio: Pipe of connections on different loops (dial
 // directions have ended, as a proxy or a tunnel does, with flow control per
 // direction: a direction pauses reading its source while the destination's
 // write queue is Full and resumes when it drains, and the other direction
-// goes on meanwhile (both connections get ConnConfig.ReadWhileFull). A FIN
+// goes on meanwhile (both connections get ConnConfig.ReadWhileFull). On
+// Linux the bytes move with splice(2), through a kernel pipe and never
+// through user space or the write queue, as Go's io.Copy between two TCP
+// connections does; a direction then holds back at most the destination's
+// HighWater bytes, in the kernel, and Buffered and Full do not count them.
+// Bytes the program writes to a piped connection go after those the pipe
+// moved before, and its CloseWrite after both. A FIN
 // passes on as a half-close: when a reaches EOF, b's write side is closed
 // once its queue is flushed, and the other way round; each connection
 // closes once both its directions are finished, and one closed by Close
@@ -69,9 +75,40 @@ type pipeNode struct {
 	Handle[Piped]
 	a, b  *Conn
 	stats Piped
-	open  int   // connections not closed yet
-	err   error // the first error that closed a connection
+	open  int        // connections not closed yet
+	err   error      // the first error that closed a connection
+	dirs  [2]pipeDir // a to b, b to a
 	busy  [2]*Promise[struct{}]
+}
+
+// pipeDir is one direction of a Pipe. Owned by the loop.
+type pipeDir struct {
+	src, dst *Conn
+	n        *int64 // the bytes src read, in the pipe's stats
+	// full: src is paused because dst's write queue is Full (the copy
+	// path), until it drains.
+	full bool
+	// The splice path (tcp_splice.go): the kernel pipe while it holds
+	// bytes, how many, and whether splicing failed on these sockets.
+	kp       kpipe
+	held     int
+	noSplice bool
+}
+
+// into returns the direction whose destination is c, from the one whose
+// source is c.
+func (p *pipeNode) into(c *Conn) *pipeDir {
+	if c == p.b {
+		return &p.dirs[0]
+	}
+	return &p.dirs[1]
+}
+
+func (p *pipeNode) from(c *Conn) *pipeDir {
+	if c == p.a {
+		return &p.dirs[0]
+	}
+	return &p.dirs[1]
 }
 
 // start wires the two directions. On the loop.
@@ -89,8 +126,11 @@ func (p *pipeNode) start() {
 		return
 	}
 	p.open = 2
-	p.direction(a, b, &p.stats.AToB)
-	p.direction(b, a, &p.stats.BToA)
+	a.pipe, b.pipe = p, p
+	p.dirs[0] = pipeDir{src: a, dst: b, n: &p.stats.AToB}
+	p.dirs[1] = pipeDir{src: b, dst: a, n: &p.stats.BToA}
+	p.dirs[0].start()
+	p.dirs[1].start()
 	// Each connection is busy while the pipe runs (see Listener.Drain): a
 	// promise in its scope, not the pipe's handle, which the first orderly
 	// close would cancel while the other connection still flushes.
@@ -100,32 +140,48 @@ func (p *pipeNode) start() {
 	}
 }
 
-// direction copies what src reads to dst, counting into n. On the loop.
-func (p *pipeNode) direction(src, dst *Conn, n *int64) {
+// start wires the direction: what src reads is copied to dst (or spliced,
+// see pull). On the loop.
+func (d *pipeDir) start() {
+	src, dst := d.src, d.dst
 	src.readWhileFull = true
 	src.held = false
 	src.paused = false
 	src.onRead = func(src *Conn, b []byte) {
-		*n += int64(len(b))
+		*d.n += int64(len(b))
 		if _, err := dst.write(b, false); err != nil {
 			return // dst closed (its OnClose ends the pipe) or shut (src is at EOF)
 		}
 		if dst.full.Load() {
-			src.paused = true // until dst drains
-			src.update()
+			d.full = true // until dst drains
+			d.pauseSource()
 		}
 	}
 	src.onEOF = func(*Conn) { dst.closeWrite(nil) }
 	dst.queue().onDrain = func(*Conn) {
-		if src.paused {
-			src.paused = false
-			src.update()
+		if d.full {
+			d.full = false
+			d.pauseSource()
 		}
 	}
-	src.onClose = func(src *Conn, err error) { p.closed(dst, err) }
+	src.onClose = func(src *Conn, err error) { d.pipe().closed(dst, err) }
 	src.update()
 	if src.eof { // EOF came before Pipe: pass it on now
 		dst.closeWrite(nil)
+	}
+}
+
+// pipe returns the Pipe the direction belongs to.
+func (d *pipeDir) pipe() *pipeNode { return d.src.pipe }
+
+// pauseSource pauses src while dst cannot take more: its queue is Full, or
+// the kernel pipe holds bytes it did not take; and resumes it otherwise.
+// On the loop.
+func (d *pipeDir) pauseSource() {
+	src := d.src
+	if pause := d.full || d.held > 0; pause != src.paused {
+		src.paused = pause
+		src.update()
 	}
 }
 

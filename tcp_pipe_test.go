@@ -153,24 +153,29 @@ func proxyTo(t *testing.T, l *Loop, upstream string, cfg ConnConfig) (*Listener,
 // coupled, the proxy stops reading the upstream's chunk once its queue to
 // the upstream is full, and the upstream never reads it down.)
 func TestPipeBothWaysWithBackpressure(t *testing.T) {
-	const total = 8 << 20
-	upstream, upDone := upstreamTalker(t, total)
-	fds := fdCount(t)
-	l := startLoop(t)
-	ln, pipes := proxyTo(t, l, upstream, smallBuffers)
+	pipeModes(t, true, func(t *testing.T) {
+		const total = 8 << 20
+		upstream, upDone := upstreamTalker(t, total)
+		fds := fdCount(t)
+		l := startLoop(t)
+		ln, pipes := proxyTo(t, l, upstream, smallBuffers)
 
-	nc := netDial(t, ln)
-	clientDone := make(chan error, 1)
-	go func() { clientDone <- duplex(nc, 0, 1<<30, total) }()
-	require.NoError(t, recv(t, clientDone), "client")
-	require.NoError(t, recv(t, upDone), "upstream")
-	got, err := wait(t, recv(t, pipes))
-	require.NoError(t, err)
-	require.Equal(t, Piped{AToB: total, BToA: total}, got)
-	closedLoopTCP(t, l.closeListener(t, ln))
-	nc.Close()
-	require.Zero(t, l.Stats().TCPWriteQueued)
-	require.Equal(t, fds+2, fdCount(t), "only the loop's poller fds are left") // epoll + wakeup
+		nc := netDial(t, ln)
+		clientDone := make(chan error, 1)
+		go func() { clientDone <- duplex(nc, 0, 1<<30, total) }()
+		require.NoError(t, recv(t, clientDone), "client")
+		require.NoError(t, recv(t, upDone), "upstream")
+		got, err := wait(t, recv(t, pipes))
+		require.NoError(t, err)
+		require.Equal(t, Piped{AToB: total, BToA: total}, got)
+		st := l.Stats() // the loop runs the proxy alone: both ways, in and out
+		require.EqualValues(t, 2*total, st.TCPBytesIn)
+		require.EqualValues(t, 2*total, st.TCPBytesOut)
+		closedLoopTCP(t, l.closeListener(t, ln))
+		nc.Close()
+		require.Zero(t, l.Stats().TCPWriteQueued)
+		require.Equal(t, fds+2, fdCount(t), "only the loop's poller fds are left") // epoll + wakeup
+	})
 }
 
 // pipedPair starts a proxy on l to a Go listener and connects a client:
@@ -191,77 +196,83 @@ func pipedPair(t *testing.T, l *Loop) (*Listener, *net.TCPConn, *net.TCPConn, *H
 
 // An error on one side closes both at once and fails the pipe with it.
 func TestPipeResetClosesBoth(t *testing.T) {
-	l := startLoop(t)
-	ln, nc, up, pipe := pipedPair(t, l)
-	_, err := nc.Write([]byte("hello"))
-	require.NoError(t, err)
-	_, err = io.ReadFull(up, make([]byte, 5))
-	require.NoError(t, err)
-	require.NoError(t, up.SetLinger(0))
-	require.NoError(t, up.Close()) // RST
+	pipeModes(t, true, func(t *testing.T) {
+		l := startLoop(t)
+		ln, nc, up, pipe := pipedPair(t, l)
+		_, err := nc.Write([]byte("hello"))
+		require.NoError(t, err)
+		_, err = io.ReadFull(up, make([]byte, 5))
+		require.NoError(t, err)
+		require.NoError(t, up.SetLinger(0))
+		require.NoError(t, up.Close()) // RST
 
-	_, err = wait(t, pipe)
-	require.Error(t, err)
-	require.Equal(t, Failed, pipe.Status())
-	_, err = nc.Read(make([]byte, 1))
-	require.Error(t, err, "the client's side closed too")
-	closedLoopTCP(t, l.closeListener(t, ln))
+		_, err = wait(t, pipe)
+		require.Error(t, err)
+		require.Equal(t, Failed, pipe.Status())
+		_, err = nc.Read(make([]byte, 1))
+		require.Error(t, err, "the client's side closed too")
+		closedLoopTCP(t, l.closeListener(t, ln))
+	})
 }
 
 // Cancelling the pipe closes both connections; the handle is cancelled.
 func TestPipeCancelClosesBoth(t *testing.T) {
-	l := startLoop(t)
-	ln, nc, up, pipe := pipedPair(t, l)
-	require.True(t, pipe.Cancel())
-	_, err := wait(t, pipe)
-	require.ErrorIs(t, err, ErrCancelled)
-	_, err = nc.Read(make([]byte, 1))
-	require.Error(t, err)
-	_, err = up.Read(make([]byte, 1))
-	require.Error(t, err)
-	closedLoopTCP(t, l.closeListener(t, ln))
+	pipeModes(t, false, func(t *testing.T) {
+		l := startLoop(t)
+		ln, nc, up, pipe := pipedPair(t, l)
+		require.True(t, pipe.Cancel())
+		_, err := wait(t, pipe)
+		require.ErrorIs(t, err, ErrCancelled)
+		_, err = nc.Read(make([]byte, 1))
+		require.Error(t, err)
+		_, err = up.Read(make([]byte, 1))
+		require.Error(t, err)
+		closedLoopTCP(t, l.closeListener(t, ln))
+	})
 }
 
 // A connection that reached EOF before Pipe passes it on at once.
 func TestPipeEOFBeforePipe(t *testing.T) {
-	l := startLoop(t)
-	nl, err := net.Listen("tcp", "127.0.0.1:0")
-	require.NoError(t, err)
-	defer nl.Close()
-	pipes := make(chan *Handle[Piped], 1)
-	ln, err := Listen(l, "127.0.0.1:0", ListenConfig{}, func(c *Conn) {
-		var early []byte
-		_ = c.OnRead(func(c *Conn, b []byte) { early = append(early, b...) })
-		_ = c.OnEOF(func(c *Conn) { // the client said all it had to say
-			Then(Dial(l, nl.Addr().String(), ConnConfig{}), func(u *Conn) (struct{}, error) {
-				_, err := u.Write(early)
-				pipes <- Pipe(c, u)
-				return struct{}{}, err
+	pipeModes(t, true, func(t *testing.T) {
+		l := startLoop(t)
+		nl, err := net.Listen("tcp", "127.0.0.1:0")
+		require.NoError(t, err)
+		defer nl.Close()
+		pipes := make(chan *Handle[Piped], 1)
+		ln, err := Listen(l, "127.0.0.1:0", ListenConfig{}, func(c *Conn) {
+			var early []byte
+			_ = c.OnRead(func(c *Conn, b []byte) { early = append(early, b...) })
+			_ = c.OnEOF(func(c *Conn) { // the client said all it had to say
+				Then(Dial(l, nl.Addr().String(), ConnConfig{}), func(u *Conn) (struct{}, error) {
+					_, err := u.Write(early)
+					pipes <- Pipe(c, u)
+					return struct{}{}, err
+				})
 			})
 		})
+		require.NoError(t, err)
+		nc := netDial(t, ln)
+		_, err = nc.Write([]byte("request"))
+		require.NoError(t, err)
+		require.NoError(t, nc.CloseWrite())
+		up, err := nl.Accept()
+		require.NoError(t, err)
+		defer up.Close()
+		_ = up.SetDeadline(time.Now().Add(waitTimeout))
+		req, err := io.ReadAll(up) // to the EOF Pipe passed on
+		require.NoError(t, err)
+		require.Equal(t, "request", string(req))
+		_, err = up.Write([]byte("reply"))
+		require.NoError(t, err)
+		require.NoError(t, up.(*net.TCPConn).CloseWrite())
+		reply, err := io.ReadAll(nc)
+		require.NoError(t, err)
+		require.Equal(t, "reply", string(reply))
+		got, err := wait(t, recv(t, pipes))
+		require.NoError(t, err)
+		require.Equal(t, Piped{AToB: 0, BToA: 5}, got, "the early bytes were the caller's")
+		closedLoopTCP(t, l.closeListener(t, ln))
 	})
-	require.NoError(t, err)
-	nc := netDial(t, ln)
-	_, err = nc.Write([]byte("request"))
-	require.NoError(t, err)
-	require.NoError(t, nc.CloseWrite())
-	up, err := nl.Accept()
-	require.NoError(t, err)
-	defer up.Close()
-	_ = up.SetDeadline(time.Now().Add(waitTimeout))
-	req, err := io.ReadAll(up) // to the EOF Pipe passed on
-	require.NoError(t, err)
-	require.Equal(t, "request", string(req))
-	_, err = up.Write([]byte("reply"))
-	require.NoError(t, err)
-	require.NoError(t, up.(*net.TCPConn).CloseWrite())
-	reply, err := io.ReadAll(nc)
-	require.NoError(t, err)
-	require.Equal(t, "reply", string(reply))
-	got, err := wait(t, recv(t, pipes))
-	require.NoError(t, err)
-	require.Equal(t, Piped{AToB: 0, BToA: 5}, got, "the early bytes were the caller's")
-	closedLoopTCP(t, l.closeListener(t, ln))
 }
 
 // Pipe refuses what it cannot pipe with a clear error, closing what it

@@ -88,11 +88,7 @@ func (c *Conn) readSome() {
 		n, err := sock.Read(c.fd, buf)
 		switch {
 		case err == nil && n > 0:
-			c.tl.bytesIn.Add(uint64(n))
-			if to := c.to; to != nil {
-				now := c.l.clock()
-				to.lastRead, to.lastIO = now, now
-			}
+			c.read(n)
 			c.callRead(buf[:n])
 			if n < len(buf) || !c.reading() {
 				return
@@ -107,6 +103,16 @@ func (c *Conn) readSome() {
 			c.closeWith(c.ioError("read", err))
 			return
 		}
+	}
+}
+
+// read accounts for n bytes read from the socket: the counter, the read
+// and idle timeouts. On the loop.
+func (c *Conn) read(n int) {
+	c.tl.bytesIn.Add(uint64(n))
+	if to := c.to; to != nil {
+		now := c.l.clock()
+		to.lastRead, to.lastIO = now, now
 	}
 }
 

@@ -156,7 +156,7 @@ func (c *Conn) write(b []byte, owned bool) (queued bool, err error) {
 	if q := c.q; q != nil {
 		q.total += uint64(len(b))
 	}
-	if c.queued.Load() == 0 {
+	if c.queued.Load() == 0 && c.splicedTo() == 0 {
 		c.beforeWrite(len(b))
 		n, err := sock.Write(c.fd, b)
 		if err != nil {
@@ -184,6 +184,12 @@ func (c *Conn) wrote(n int) {
 	if q := c.q; q != nil {
 		q.written += uint64(n)
 	}
+	c.sent(n)
+}
+
+// sent accounts for n bytes that reached the socket, from the queue or
+// not (a Pipe's splice): the counter and the idle timeout.
+func (c *Conn) sent(n int) {
 	c.tl.bytesOut.Add(uint64(n))
 	if to := c.to; to != nil && to.idle != 0 {
 		to.lastIO = c.l.clock()
