@@ -60,13 +60,17 @@ type Conn struct {
 	full   atomic.Bool           // the queue went above hw and has not come down to lw; written on the loop
 	scope  atomic.Pointer[Scope] // made on first use, by any goroutine
 
-	// Owned by the loop.
-	fd      int         // -1 once closed
-	state   uint8       // connConnecting, connOpen, connClosed
-	ev      poll.Events // interest registered with the poller; 0: not registered
-	syncing bool        // an interest update is queued as a job
-	paused  bool        // PauseRead
-	held    bool        // reading is held back by a full queue (not ReadWhileFull)
+	// Owned by the loop. (The small fields follow ev, with no padding
+	// between them: see the size below.)
+	fd    int         // -1 once closed
+	ev    poll.Events // interest registered with the poller; 0: not registered
+	state uint8       // connConnecting, connOpen, connClosed
+	// noDelayDue says TCP_NODELAY is still to be set, before the second
+	// write system call (see noDelayAfterFirst).
+	noDelayDue uint8
+	syncing    bool // an interest update is queued as a job
+	paused     bool // PauseRead
+	held       bool // reading is held back by a full queue (not ReadWhileFull)
 	// readWhileFull is ConnConfig.ReadWhileFull: a full queue does not hold
 	// reading back.
 	readWhileFull bool
@@ -76,17 +80,15 @@ type Conn struct {
 	endAfterWork bool
 	draining     bool // ending once idle (see drain)
 	wdone        bool // shutdown(SHUT_WR) done
-	// noDelayDue says TCP_NODELAY is still to be set, before the second
-	// write system call (see noDelayAfterFirst).
-	noDelayDue uint8
-	onRead     func(c *Conn, b []byte)
-	onEOF      func(c *Conn)
-	onClose    func(c *Conn, err error)
+	onRead       func(c *Conn, b []byte)
+	onEOF        func(c *Conn)
+	onClose      func(c *Conn, err error)
 
 	// What most connections never need is allocated on first use: a
 	// connection whose writes the kernel takes at once and that has no
-	// timeout is 320 bytes, a size class of its own (idle memory per
-	// connection, and the bytes a connect-and-close workload touches).
+	// timeout is 320 bytes on 64-bit systems, a size class of its own
+	// (idle memory per connection, and the bytes a connect-and-close
+	// workload touches; TestConnSize keeps it there).
 	q  *writeQueue   // the write queue, from the first write not taken at once (or OnDrain)
 	to *connTimeouts // the timeouts, from the first one set
 	fr *framer       // OnFrame's state and the bytes it holds (tcp_frame.go), from OnFrame

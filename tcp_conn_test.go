@@ -7,6 +7,7 @@ import (
 	"sync/atomic"
 	"testing"
 	"time"
+	"unsafe"
 
 	"github.com/stretchr/testify/assert"
 	"github.com/stretchr/testify/require"
@@ -201,4 +202,15 @@ func TestTCPIdleConnMemory(t *testing.T) {
 	per := float64(int64(after.HeapInuse)-int64(before.HeapInuse)) / float64(n)
 	t.Logf("idle connections: %d, HeapInuse delta %.0f B per connection", n, per)
 	require.Less(t, per, 4096.0)
+}
+
+// A Conn stays within the 320-byte size class on 64-bit systems: it is
+// most of an idle connection's memory and what a connect-and-close
+// workload allocates and touches, so a field added carelessly (padding
+// included) costs every connection the next class, 352 bytes.
+func TestConnSize(t *testing.T) {
+	if unsafe.Sizeof(uintptr(0)) != 8 {
+		t.Skip("sizes are for 64-bit systems")
+	}
+	require.LessOrEqual(t, unsafe.Sizeof(Conn{}), uintptr(320))
 }
