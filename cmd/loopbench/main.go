@@ -52,21 +52,24 @@
 //	                gostd: net with a goroutine per side.
 //	tcp-pound       100 client slots connect, write 2 bytes, read the echo and
 //	                close, 20,000 connections; reports conns/s and CPU seconds.
-//	                tcp-pound-2loops puts the clients on a second loop.
+//	                tcp-pound-2loops puts the clients on a second loop,
+//	                tcp-pound-percore runs a loop per core, each accepting
+//	                (SO_REUSEPORT) and running its share of the clients.
 //	tcp-echo        64 connections echoing 4 KiB messages for -duration
 //	                (throughput in MB/s = ops/s × 4 KiB); tcp-echo-2loops puts
-//	                the clients on a second loop.
+//	                the clients on a second loop, tcp-echo-percore runs a loop
+//	                per core as tcp-pound-percore does.
 //	tcp-proxy       16 clients ↔ proxy ↔ echo upstream, 64 KiB messages for
 //	                -duration; the clients and the upstream are Go net
 //	                goroutines in a child process, shared by every row, so
 //	                cpu_s is the proxy's alone. aio: Listen, Dial and Pipe on
-//	                one loop (tcp-proxy-2loops: on two, a listener each);
-//	                gostd: io.Copy each way on net.
+//	                one loop (tcp-proxy-percore: a loop per core, a listener
+//	                each); gostd: io.Copy each way on net.
 //	tcp-idle        memory per idle connection: 10,000 connections held open
 //	                from a child process; HeapInuse+StackInuse delta / 10,000.
 //	                (The TCP workloads are described in more detail in tcp.go
-//	                and proxy.go. A -2loops row is one loop per core on a
-//	                two-core machine, how the runtime is deployed.)
+//	                and proxy.go. A -percore row is how the runtime is
+//	                deployed: loops = cores, GOMAXPROCS of them.)
 //
 // Each row reports ops, seconds, ops/s, ns/op, allocs/op and bytes/op (from
 // runtime.ReadMemStats around the section, so they include whatever every

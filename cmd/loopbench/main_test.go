@@ -50,9 +50,9 @@ var wantRows = []string{
 	"cancel-tree-small/aio", "cancel-tree-small/gostd", "cancel-tree/aio", "cancel-tree/gostd", "cancel-tree-aged/aio",
 	"do-await/aio", "do-await/gostd",
 	"tcp-pingpong/aio", "tcp-pingpong-2loops/aio", "tcp-pingpong/gostd",
-	"tcp-pound/aio", "tcp-pound/gostd", "tcp-pound-2loops/aio",
-	"tcp-echo/aio", "tcp-echo-2loops/aio", "tcp-echo/gostd",
-	"tcp-proxy/aio", "tcp-proxy-2loops/aio", "tcp-proxy/gostd",
+	"tcp-pound/aio", "tcp-pound/gostd", "tcp-pound-2loops/aio", "tcp-pound-percore/aio",
+	"tcp-echo/aio", "tcp-echo-2loops/aio", "tcp-echo-percore/aio", "tcp-echo/gostd",
+	"tcp-proxy/aio", "tcp-proxy-percore/aio", "tcp-proxy/gostd",
 	"tcp-idle/aio", "tcp-idle/gostd",
 }
 
@@ -91,7 +91,7 @@ func TestWorkloadsTiny(t *testing.T) {
 	for _, k := range []string{"handles/aio", "handles-new/aio", "handles/gostd"} {
 		require.EqualValues(t, o.Handles, byRow[k].Ops, k)
 	}
-	for _, k := range []string{"tcp-pound/aio", "tcp-pound/gostd", "tcp-pound-2loops/aio"} {
+	for _, k := range []string{"tcp-pound/aio", "tcp-pound/gostd", "tcp-pound-2loops/aio", "tcp-pound-percore/aio"} {
 		require.EqualValues(t, o.TCPConns, byRow[k].Ops, k)
 	}
 	for _, k := range []string{"tcp-idle/aio", "tcp-idle/gostd"} {
@@ -117,7 +117,7 @@ func TestWorkloadsTiny(t *testing.T) {
 		}
 	}
 	// The proxy rows' CPU is the proxy's alone, the peer's in the config.
-	for _, k := range []string{"tcp-proxy/aio", "tcp-proxy-2loops/aio", "tcp-proxy/gostd"} {
+	for _, k := range []string{"tcp-proxy/aio", "tcp-proxy-percore/aio", "tcp-proxy/gostd"} {
 		require.Contains(t, byRow[k].Config, "clients + upstream", k)
 	}
 }

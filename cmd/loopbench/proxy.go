@@ -15,9 +15,10 @@ package main
 //	tcp-proxy        aio: one loop, a Listener whose accept callback dials
 //	                 the upstream on the same loop and joins the two with
 //	                 aio.Pipe.
-//	tcp-proxy-2loops the same proxy on two loops, each with a listener of
-//	                 its own (clients alternate between them), as a proxy
-//	                 runs with one loop per core.
+//	tcp-proxy-percore
+//	                 the same proxy on a loop per core (GOMAXPROCS), each
+//	                 with a listener of its own (the clients take them in
+//	                 turn), as a proxy runs deployed.
 //	gostd            net: a goroutine per accepted connection dials the
 //	                 upstream and runs io.Copy one way while a second
 //	                 goroutine copies the other way, each passing EOF on
@@ -143,7 +144,8 @@ func runTCPProxy(o options) ([]result, error) {
 		start                  proxyStart
 	}{
 		{"tcp-proxy", "aio", "one loop: Listen + Dial + Pipe", proxyAIO(1)},
-		{"tcp-proxy-2loops", "aio", "two loops, a listener each: Listen + Dial + Pipe", proxyAIO(2)},
+		{"tcp-proxy-percore", "aio", fmt.Sprintf("%d loops (one per core), a listener each: Listen + Dial + Pipe", perCore.loops()),
+			proxyAIO(perCore.loops())},
 		{"tcp-proxy", "gostd", "net: goroutine per conn + one per direction, io.Copy", proxyGo},
 	} {
 		r, err := proxySection(o, v.workload, v.impl, v.start)
@@ -222,8 +224,11 @@ func proxySection(o options, workload, impl string, start proxyStart) (r result,
 // proxyAIO is aio's proxy on loops loops.
 func proxyAIO(loops int) proxyStart {
 	return func(upstream string) ([]string, func() error, error) {
-		cfgs := []aio.Config{{Name: "proxy-1"}, {Name: "proxy-2"}}
-		rt, ls, err := startLoops(cfgs[:loops]...)
+		cfgs := make([]aio.Config, loops)
+		for i := range cfgs {
+			cfgs[i].Name = fmt.Sprintf("proxy-%d", i)
+		}
+		rt, ls, err := startLoops(cfgs...)
 		if err != nil {
 			return nil, nil, err
 		}

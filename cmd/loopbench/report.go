@@ -120,11 +120,11 @@ func baselineOf(workload string) string {
 		return "handles"
 	case "tcp-pingpong-2loops":
 		return "tcp-pingpong"
-	case "tcp-pound-2loops":
+	case "tcp-pound-2loops", "tcp-pound-percore":
 		return "tcp-pound"
-	case "tcp-echo-2loops":
+	case "tcp-echo-2loops", "tcp-echo-percore":
 		return "tcp-echo"
-	case "tcp-proxy-2loops":
+	case "tcp-proxy-percore":
 		return "tcp-proxy"
 	case "cancel-tree-aged":
 		return "cancel-tree"

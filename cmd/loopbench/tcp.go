@@ -15,11 +15,14 @@ package main
 //	              aio: server and clients on one loop (libuv's tcp_pound);
 //	              gostd: a net listener goroutine, a goroutine per accepted
 //	              connection and 100 client goroutines. An unmeasured gostd
-//	              round runs first, then 4 rounds of aio, gostd and aio on two
-//	              loops (tcp-pound-2loops), aio and gostd alternating which
-//	              goes first; an aio row's ratio is the median of its
-//	              per-round ratios, since the kernel's TIME_WAIT state drifts
-//	              between sections (see runTCPPound).
+//	              round runs first, then 4 rounds of aio, gostd, aio on two
+//	              loops (tcp-pound-2loops: the server on one, the clients on
+//	              the other) and aio on a loop per core (tcp-pound-percore:
+//	              each loop listens on the port with SO_REUSEPORT and runs
+//	              its share of the slots and connections), taking turns; an
+//	              aio row's ratios are the medians of its per-round ratios,
+//	              since the kernel's TIME_WAIT state drifts between sections
+//	              (see runTCPPound).
 //	tcp-echo      64 connections, each sending a 4 KiB message and waiting for
 //	              its echo, for -duration; ops = messages echoed, MB/s in the
 //	              config column. aio: server and clients on one loop; gostd:
@@ -28,6 +31,11 @@ package main
 //	              the same with the server on one loop and the clients on
 //	              another (a row of tcp-echo, same gostd baseline): every
 //	              message wakes the other loop's thread.
+//	tcp-echo-percore
+//	              the same on a loop per core, each listening on the port
+//	              (SO_REUSEPORT) and running its share of the clients: the
+//	              kernel spreads the connections over the listeners, so a
+//	              client and its server end may share a loop or not.
 //	tcp-idle      TCPIdle connections (default 10,000) held open and idle by a
 //	              child process; the row's config reports the server's memory
 //	              per connection (HeapInuse+StackInuse growth after GC). aio: one
@@ -66,9 +74,9 @@ var poundMsg = []byte("QS")
 // echoBack is the aio echo server's read callback.
 func echoBack(c *aio.Conn, b []byte) { _, _ = c.Write(b) }
 
-// listenEcho starts an aio echo server on 127.0.0.1.
-func listenEcho(l *aio.Loop, cfg aio.ListenConfig) (*aio.Listener, error) {
-	return aio.Listen(l, "127.0.0.1:0", cfg, func(c *aio.Conn) { _ = c.OnRead(echoBack) })
+// listenEcho starts an aio echo server on addr.
+func listenEcho(l *aio.Loop, addr string, cfg aio.ListenConfig) (*aio.Listener, error) {
+	return aio.Listen(l, addr, cfg, func(c *aio.Conn) { _ = c.OnRead(echoBack) })
 }
 
 // netServer is the gostd server: a goroutine accepting on 127.0.0.1 and one
@@ -168,14 +176,14 @@ func netDiscard(c net.Conn) {
 
 func runTCPPingPong(o options) ([]result, error) {
 	var rs []result
-	r, err := rallyAIO(o, "tcp-pingpong", 1, pingMsg, 1)
+	r, err := rallyAIO(o, "tcp-pingpong", 1, pingMsg, oneLoop)
 	if err != nil {
 		return rs, fmt.Errorf("tcp-pingpong/aio: %w", err)
 	}
 	r.Config = "one loop: server + client, 5 B, TCP_NODELAY"
 	r.Reference = "libuv tcp_pingpong 54642 rt/s; Go net 47718 rt/s"
 	rs = append(rs, r)
-	r, err = rallyAIO(o, "tcp-pingpong-2loops", 1, pingMsg, 2)
+	r, err = rallyAIO(o, "tcp-pingpong-2loops", 1, pingMsg, splitLoops)
 	if err != nil {
 		return rs, fmt.Errorf("tcp-pingpong-2loops/aio: %w", err)
 	}
@@ -208,28 +216,30 @@ func runTCPPound(o options) ([]result, error) {
 	// once net.ipv4.tcp_max_tw_buckets TIME_WAIT entries exist no new ones
 	// are made and connect gets ~2x cheaper, so a section that fills the
 	// table makes the next one cheap, and each entry expires 60 s after it
-	// was made. So the three variants take turns: one round per order of
-	// the three, each variant before and after each other one equally
-	// often, and a row's ratio is the median of its per-round ratios to
-	// gostd (its figures are from the round whose ratio is nearest that
-	// median).
+	// was made. So the four variants take turns, in the rounds of a
+	// Williams square: each variant once in each place of a round, and
+	// right after each other one once; a row's ratios are the medians of
+	// its per-round ratios to gostd (its figures are from the round whose
+	// ratio is nearest that median).
 	variants := []struct {
-		name  string
-		loops int // 0: gostd
-	}{{"tcp-pound", 1}, {"gostd", 0}, {"tcp-pound-2loops", 2}}
-	orders := [][3]int{{0, 1, 2}, {1, 2, 0}, {2, 0, 1}, {0, 2, 1}, {1, 0, 2}, {2, 1, 0}}
-	var runs [3][]result // by variant, one per round
+		name string
+		lay  layout
+		gost bool
+	}{{name: "tcp-pound", lay: oneLoop}, {name: "gostd", gost: true},
+		{name: "tcp-pound-2loops", lay: splitLoops}, {name: "tcp-pound-percore", lay: perCore}}
+	orders := [][4]int{{0, 1, 3, 2}, {1, 2, 0, 3}, {2, 3, 1, 0}, {3, 0, 2, 1}}
+	var runs [4][]result // by variant, one per round
 	var tws []string     // TIME_WAIT entries as each round's sections began
 	for _, order := range orders {
-		var tw [3]string
+		var tw [4]string
 		for _, v := range order {
 			tw[v] = timeWaitEntries()
 			var r result
 			var err error
-			if variants[v].loops == 0 {
+			if variants[v].gost {
 				r, err = tcpPoundGo(o)
 			} else {
-				r, err = tcpPoundAIO(o, variants[v].name, variants[v].loops)
+				r, err = tcpPoundAIO(o, variants[v].name, variants[v].lay)
 			}
 			if err != nil {
 				return nil, fmt.Errorf("%s: %w", variants[v].name, err)
@@ -239,24 +249,24 @@ func runTCPPound(o options) ([]result, error) {
 		tws = append(tws, strings.Join(tw[:], "/"))
 	}
 	gostd := runs[1]
-	row := func(v int, config string) result {
+	row := func(v int) result {
 		ratios := ratiosTo(runs[v], gostd, opsPerSec)
 		m := *median(ratios)
 		r := runs[v][nearest(ratios, m)]
 		r.Ratio = &m
 		cpu := ratiosTo(runs[v], gostd, opsPerCPU)
 		r.CPURatio = median(cpu)
-		r.Config = fmt.Sprintf("%s; %d rounds, ratios = medians of aio/gostd per round (%s; per cpu_s %s)",
-			config, len(orders), formatRatios(ratios), formatRatios(cpu))
+		r.Config = fmt.Sprintf("%s, %d client slots, %d conns; %d rounds, ratios = medians of aio/gostd per round (%s; per cpu_s %s)",
+			variants[v].lay.describe(), poundSlots, o.TCPConns, len(orders), formatRatios(ratios), formatRatios(cpu))
 		return r
 	}
-	r := row(0, fmt.Sprintf("one loop: server + %d client slots, %d conns, TIME_WAIT entries at each section's start, aio/gostd/2loops per round (%s)",
-		poundSlots, o.TCPConns, strings.Join(tws, " ")))
+	r := row(0)
+	r.Config += fmt.Sprintf("; TIME_WAIT entries at each section's start, aio/gostd/2loops/percore per round (%s)",
+		strings.Join(tws, " "))
 	r.Reference = "libuv tcp_pound 12746 conns/s, 1.5 cpu_s; Go net 12191 conns/s, 3.1 cpu_s (20000 conns)"
 	g := gostd[nearest(ratiosTo(runs[0], gostd, opsPerSec), *r.Ratio)] // the round of the aio row
 	g.Config = fmt.Sprintf("net: goroutine per conn + %d client goroutines, %d conns; from the aio row's round", poundSlots, o.TCPConns)
-	r2 := row(2, fmt.Sprintf("server loop + client loop (%d slots), %d conns", poundSlots, o.TCPConns))
-	return []result{r, g, r2}, nil
+	return []result{r, g, row(2), row(3)}, nil
 }
 
 // ratiosTo returns of(a[i])/of(b[i]), round by round.
@@ -373,49 +383,68 @@ func (cl *poundClient) closed(*aio.Conn, error) {
 	cl.connect()
 }
 
-// tcpPoundAIO runs the pound with the server and the clients on one loop
-// (loops 1, as libuv's anchor does), or the server on one loop and the
-// clients on another (loops 2, both cores, as Go's net uses them).
-func tcpPoundAIO(o options, workload string, loops int) (result, error) {
-	cfgs := []aio.Config{{Name: workload + "-server"}, {Name: workload + "-clients"}}
-	rt, ls, err := startLoops(cfgs[:loops]...)
+// tcpPoundAIO runs the pound with the server and the clients placed by
+// lay: one loop (as libuv's anchor does), a server loop and a client loop,
+// or a loop per core each accepting and running its share of the client
+// slots and connections.
+func tcpPoundAIO(o options, workload string, lay layout) (result, error) {
+	t, err := lay.start(workload)
 	if err != nil {
 		return result{}, err
 	}
-	l, srv := ls[len(ls)-1], ls[0] // clients run on l
-	n := o.TCPConns
 	r, err := func() (result, error) {
-		ln, err := listenEcho(srv, aio.ListenConfig{Backlog: 1024})
+		addr, err := t.listenEcho(aio.ListenConfig{Backlog: 1024})
 		if err != nil {
 			return result{}, err
 		}
-		p := &pound{l: l, addr: ln.Addr().String(), n: n, f: newFinisher()}
-		clients := make([]poundClient, poundSlots)
-		for i := range clients {
-			clients[i].init(p)
+		k := len(t.clients)
+		ps := make([]*pound, k)
+		slots := make([][]poundClient, k)
+		for i, l := range t.clients {
+			ps[i] = &pound{l: l, addr: addr, n: share(o.TCPConns, k, i), f: newFinisher()}
+			slots[i] = make([]poundClient, share(poundSlots, k, i))
+			for j := range slots[i] {
+				slots[i][j].init(ps[i])
+			}
 		}
 		m := startMeter()
-		if err := l.Post(func() {
-			for i := range clients {
-				clients[i].connect()
+		for i, p := range ps {
+			if err := p.l.Post(func() {
+				for j := range slots[i] {
+					slots[i][j].connect()
+				}
+			}); err != nil {
+				p.f.finish(err)
 			}
-		}); err != nil {
-			p.f.finish(err)
 		}
-		err = p.f.wait(o.sectionLimit(10*time.Second), workload+": waiting for the connections", l)
-		if err != nil {
-			return result{}, err
+		var end time.Time
+		completed, failed := 0, 0
+		for _, p := range ps {
+			if err := p.f.wait(o.sectionLimit(10*time.Second), workload+": waiting for the connections", t.all...); err != nil {
+				return result{}, err
+			}
+			end = latest(end, p.f.end)
+			completed += p.completed
+			failed += p.failed
 		}
-		r := m.finish(workload, "aio", int64(p.completed), m.start, p.f.end)
-		if p.failed > 0 {
-			return r, fmt.Errorf("%d of %d connections failed", p.failed, n)
+		r := m.finish(workload, "aio", int64(completed), m.start, end)
+		if failed > 0 {
+			return r, fmt.Errorf("%d of %d connections failed", failed, o.TCPConns)
 		}
 		return r, nil
 	}()
-	if serr := stopLoops(rt, ls...); err == nil {
+	if serr := t.stop(); err == nil {
 		err = serr
 	}
 	return r, err
+}
+
+// latest returns the later of two times.
+func latest(a, b time.Time) time.Time {
+	if b.After(a) {
+		return b
+	}
+	return a
 }
 
 func tcpPoundGo(o options) (result, error) {
@@ -495,23 +524,23 @@ func tcpPoundGo(o options) (result, error) {
 
 func runTCPEcho(o options) ([]result, error) {
 	var rs []result
-	r, err := rallyAIO(o, "tcp-echo", echoConns, make([]byte, echoMsg), 1)
-	if err != nil {
-		return rs, fmt.Errorf("tcp-echo/aio: %w", err)
+	for _, v := range []struct {
+		workload string
+		lay      layout
+	}{{"tcp-echo", oneLoop}, {"tcp-echo-2loops", splitLoops}, {"tcp-echo-percore", perCore}} {
+		r, err := rallyAIO(o, v.workload, echoConns, make([]byte, echoMsg), v.lay)
+		if err != nil {
+			return rs, fmt.Errorf("%s/aio: %w", v.workload, err)
+		}
+		r.Config = fmt.Sprintf("%s, %d conns, %d B msgs, %.0f MB/s", v.lay.describe(), echoConns, echoMsg, mbps(r))
+		rs = append(rs, r)
 	}
-	r.Config = fmt.Sprintf("one loop: server + clients, %d conns, %d B msgs, %.0f MB/s", echoConns, echoMsg, mbps(r))
-	rs = append(rs, r)
-	r2, err := rallyAIO(o, "tcp-echo-2loops", echoConns, make([]byte, echoMsg), 2)
-	if err != nil {
-		return rs, fmt.Errorf("tcp-echo-2loops/aio: %w", err)
-	}
-	r2.Config = fmt.Sprintf("server loop + client loop, %d conns, %d B msgs, %.0f MB/s", echoConns, echoMsg, mbps(r2))
 	g, err := rallyGo(o, "tcp-echo", echoConns, make([]byte, echoMsg))
 	if err != nil {
-		return append(rs, r2), fmt.Errorf("tcp-echo/gostd: %w", err)
+		return rs, fmt.Errorf("tcp-echo/gostd: %w", err)
 	}
 	g.Config = fmt.Sprintf("net: goroutine per conn + per client, %d conns, %d B msgs, %.0f MB/s", echoConns, echoMsg, mbps(g))
-	return append(rs, r2, g), nil
+	return append(rs, g), nil
 }
 
 // mbps is the echo throughput: message bytes that came back per second.
@@ -519,73 +548,90 @@ func mbps(r result) float64 { return r.OpsPerSec * echoMsg / 1e6 }
 
 // rallyAIO bounces msg off an aio echo server on conns connections at once,
 // each sending it again as soon as its echo is complete, for o.Duration; ops
-// are echoes. With loops 1 the server and the clients share one loop, with 2
-// the clients have their own.
-func rallyAIO(o options, workload string, conns int, msg []byte, loops int) (result, error) {
-	cfgs := []aio.Config{{Name: workload + "-server"}, {Name: workload + "-clients"}}
-	rt, ls, err := startLoops(cfgs[:loops]...)
+// are echoes. lay places the server and the clients; clients are dealt
+// out over the client loops in turn, each loop counting its own echoes.
+func rallyAIO(o options, workload string, conns int, msg []byte, lay layout) (result, error) {
+	t, err := lay.start(workload)
 	if err != nil {
 		return result{}, err
 	}
-	srv, cli := ls[0], ls[len(ls)-1]
 	r, err := func() (result, error) {
-		ln, err := listenEcho(srv, aio.ListenConfig{})
+		addr, err := t.listenEcho(aio.ListenConfig{})
 		if err != nil {
 			return result{}, err
 		}
 		ctx, cancel := context.WithTimeout(context.Background(), o.Timeout)
 		defer cancel()
-		cs := make([]*aio.Conn, conns)
-		for i := range cs {
-			if cs[i], err = aio.Dial(cli, ln.Addr().String(), aio.ConnConfig{}).Wait(ctx); err != nil {
-				return result{}, err
-			}
+		// One side per client loop with connections; its fields are owned
+		// by that loop once the section starts, read after its finisher.
+		type side struct {
+			l      *aio.Loop
+			cs     []*aio.Conn
+			echoes int64
+			done   bool
+			f      *finisher
 		}
-		f := newFinisher()
-		var (
-			echoes int64     // on the client loop
-			start  time.Time // written before the first Post
-			done   bool      // on the client loop
-		)
-		for _, c := range cs {
-			got := 0 // this connection's bytes of the current echo, on the client loop
-			err := c.OnRead(func(c *aio.Conn, b []byte) {
-				if got += len(b); got < len(msg) || done {
-					return
-				}
-				got -= len(msg)
-				echoes++
-				if echoes&15 == 0 && time.Since(start) >= o.Duration {
-					done = true
-					f.finish(nil)
-					return
-				}
-				if _, err := c.Write(msg); err != nil {
-					f.finish(err)
-				}
-			})
+		var sides []*side
+		for i := range conns {
+			if i < len(t.clients) {
+				sides = append(sides, &side{l: t.clients[i], f: newFinisher()})
+			}
+			s := sides[i%len(sides)]
+			c, err := aio.Dial(s.l, addr, aio.ConnConfig{}).Wait(ctx)
 			if err != nil {
 				return result{}, err
+			}
+			s.cs = append(s.cs, c)
+		}
+		var start time.Time // written before the first Post
+		for _, s := range sides {
+			for _, c := range s.cs {
+				got := 0 // this connection's bytes of the current echo, on its loop
+				err := c.OnRead(func(c *aio.Conn, b []byte) {
+					if got += len(b); got < len(msg) || s.done {
+						return
+					}
+					got -= len(msg)
+					s.echoes++
+					if s.echoes&15 == 0 && time.Since(start) >= o.Duration {
+						s.done = true
+						s.f.finish(nil)
+						return
+					}
+					if _, err := c.Write(msg); err != nil {
+						s.f.finish(err)
+					}
+				})
+				if err != nil {
+					return result{}, err
+				}
 			}
 		}
 		m := startMeter()
 		start = m.start
-		if err := cli.Post(func() {
-			for _, c := range cs {
-				if _, err := c.Write(msg); err != nil {
-					f.finish(err)
+		for _, s := range sides {
+			if err := s.l.Post(func() {
+				for _, c := range s.cs {
+					if _, err := c.Write(msg); err != nil {
+						s.f.finish(err)
+					}
 				}
+			}); err != nil {
+				s.f.finish(err)
 			}
-		}); err != nil {
-			f.finish(err)
 		}
-		err = f.wait(o.sectionLimit(o.Duration), workload+": waiting for the clients", ls...)
-		if err != nil {
-			return result{}, err
+		var end time.Time
+		var echoes int64
+		for _, s := range sides {
+			if err := s.f.wait(o.sectionLimit(o.Duration), workload+": waiting for the clients", t.all...); err != nil {
+				return result{}, err
+			}
+			end = latest(end, s.f.end)
+			echoes += s.echoes
 		}
-		return m.finish(workload, "aio", echoes, m.start, f.end), nil
+		return m.finish(workload, "aio", echoes, m.start, end), nil
 	}()
-	if serr := stopLoops(rt, ls...); err == nil {
+	if serr := t.stop(); err == nil {
 		err = serr
 	}
 	return r, err

@@ -65,9 +65,9 @@ var workloads = []workload{
 	{name: "cancel-tree", aliases: []string{"cancel-tree-small", "cancel-tree-aged"}, run: runCancelTree},
 	{name: "do-await", run: runDoAwait},
 	{name: "tcp-pingpong", aliases: []string{"tcp-pingpong-2loops"}, run: runTCPPingPong},
-	{name: "tcp-pound", aliases: []string{"tcp-pound-2loops"}, run: runTCPPound},
-	{name: "tcp-echo", aliases: []string{"tcp-echo-2loops"}, run: runTCPEcho},
-	{name: "tcp-proxy", aliases: []string{"tcp-proxy-2loops"}, run: runTCPProxy},
+	{name: "tcp-pound", aliases: []string{"tcp-pound-2loops", "tcp-pound-percore"}, run: runTCPPound},
+	{name: "tcp-echo", aliases: []string{"tcp-echo-2loops", "tcp-echo-percore"}, run: runTCPEcho},
+	{name: "tcp-proxy", aliases: []string{"tcp-proxy-percore"}, run: runTCPProxy},
 	{name: "tcp-idle", run: runTCPIdle},
 }
 
