@@ -54,6 +54,11 @@ func (t *tcpLoop) takePipe() (kpipe, error) {
 		return kp, nil
 	}
 	r, w, size, err := pipeFn()
+	if err == nil && size <= 0 { // no room: size 0 means no pipe here
+		unix.Close(r)
+		unix.Close(w)
+		err = unix.EINVAL
+	}
 	return kpipe{r, w, size}, err
 }
 

@@ -7,6 +7,7 @@ import (
 	"io"
 	"net"
 	"os"
+	"strings"
 	"sync/atomic"
 	"syscall"
 	"testing"
@@ -218,4 +219,48 @@ func TestPipeSplicedBytesAreReads(t *testing.T) {
 		require.True(t, pc.pipe.Cancel())
 		closedLoopTCP(t, l.closeListener(t, ln))
 	})
+}
+
+// A kernel pipe that reports no capacity is closed at once, and the
+// direction copies instead.
+func TestPipeUnusableKernelPipe(t *testing.T) {
+	realPipe := pipeFn
+	t.Cleanup(func() { pipeFn = realPipe })
+	var made atomic.Int64
+	pipeFn = func() (int, int, int, error) {
+		r, w, _, err := realPipe()
+		made.Add(1)
+		return r, w, 0, err
+	}
+	pipes := pipeFDs(t)
+	l := startLoop(t)
+	ln, nc, up, pipe := pipedPair(t, l)
+	_, err := nc.Write([]byte("hello"))
+	require.NoError(t, err)
+	got := make([]byte, 5)
+	_, err = io.ReadFull(up, got)
+	require.NoError(t, err)
+	require.Equal(t, "hello", string(got))
+	if pipeSplices {
+		require.Positive(t, made.Load(), "a kernel pipe was asked for")
+	}
+	require.Equal(t, pipes, pipeFDs(t), "kernel pipes left open")
+	require.True(t, pipe.Cancel())
+	closedLoopTCP(t, l.closeListener(t, ln))
+}
+
+// pipeFDs counts the process's open kernel pipes.
+func pipeFDs(t *testing.T) int {
+	t.Helper()
+	ents, err := os.ReadDir("/proc/self/fd")
+	if err != nil {
+		t.Skipf("no /proc/self/fd here: %v", err)
+	}
+	n := 0
+	for _, e := range ents {
+		if link, err := os.Readlink("/proc/self/fd/" + e.Name()); err == nil && strings.HasPrefix(link, "pipe:") {
+			n++
+		}
+	}
+	return n
 }
