@@ -69,7 +69,8 @@ bench:
 # detector (too slow under it to find anything in seconds); the targets'
 # seed corpora run under it with the other tests. A failing input is
 # written to the package's testdata/fuzz, where go test replays it.
-FUZZ := ./httpd/internal/h1:FuzzParseRequest:10s ./httpd/internal/h1:FuzzChunked:5s
+FUZZ := ./httpd/internal/h1:FuzzParseRequest:10s ./httpd/internal/h1:FuzzChunked:5s \
+	./httpd/internal/route:FuzzRouteMatch:5s ./httpd/internal/route:FuzzRoutePatterns:5s
 
 # fuzz: every fuzz target for FUZZTIME each. Not part of test.
 FUZZTIME ?= 5m
