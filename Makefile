@@ -79,11 +79,22 @@ fuzz:
 
 # fuzz-short: every fuzz target for its time in FUZZ (or FUZZTIME_EACH),
 # minimising what it finds for a few seconds at most.
+#
+# Go before 1.27 may fail a run just as its -fuzztime ends, on a busy
+# machine, with "context deadline exceeded" and no input written: a race
+# in its fuzzing coordinator (go.dev/issue/75804), not a finding. Such a
+# run is reported and passes; any other failure fails.
 fuzz-short:
-	@set -e; for f in $(FUZZ); do \
+	@set -e; out=$$(mktemp); trap 'rm -f $$out $$out.rc' EXIT; for f in $(FUZZ); do \
 		pkg=$${f%%:*}; rest=$${f#*:}; name=$${rest%%:*}; t=$${FUZZTIME_EACH:-$${rest#*:}}; \
 		echo "$(GO) test -run '^\$$' -fuzz '^$$name\$$' -fuzztime $$t -fuzzminimizetime 5s $$pkg"; \
-		$(GO) test -run '^$$' -fuzz "^$$name\$$" -fuzztime $$t -fuzzminimizetime 5s $$pkg; \
+		{ rc=0; $(GO) test -run '^$$' -fuzz "^$$name\$$" -fuzztime $$t -fuzzminimizetime 5s $$pkg || rc=$$?; \
+			echo $$rc >$$out.rc; } 2>&1 | tee $$out; \
+		rc=$$(cat $$out.rc); [ "$$rc" = 0 ] && continue; \
+		if [ "$$(grep -c -e '--- FAIL' $$out)" = 1 ] && grep -qx '    context deadline exceeded' $$out && \
+			! grep -q 'Failing input written' $$out; then \
+			echo "fuzz-short: $$name ended on Go's -fuzztime race (go.dev/issue/75804), not a finding"; \
+		else exit $$rc; fi; \
 	done
 
 clean:
