@@ -447,19 +447,34 @@ func (l *Loop) pollTimeout() time.Duration {
 
 // pollIO waits for I/O up to timeout and dispatches it.
 func (l *Loop) pollIO(timeout time.Duration) {
+	asleep := false // awake is false: the loop announced a sleep
 	if timeout != 0 {
 		if l.busy && l.cfg.Spin > 0 && l.spin(timeout) {
 			timeout = 0
 		} else {
 			// Announce the sleep, then look once more: see enqueue.
 			l.awake.Store(false)
+			asleep = true
 			if l.qlen.Load() > 0 || l.state.Load() != stateRunning {
 				timeout = 0
 			}
 		}
 	}
+	if timeout == 0 && l.poller.Registered() == 0 {
+		// No fd to look at: a poll that cannot block would find nothing
+		// (a Wake still pending is drained by the next blocking Wait,
+		// which it makes return at once), so skip the system call, as
+		// libuv's uv__io_poll does when no fd is open. An iteration
+		// that only runs callbacks then costs no system call at all.
+		if asleep {
+			l.awake.Store(true)
+		}
+		return
+	}
 	n, _, err := l.poller.Wait(timeout, l.evs)
-	l.awake.Store(true)
+	if asleep {
+		l.awake.Store(true)
+	}
 	if err != nil {
 		// The poller failing is a bug (a closed epoll fd) or resource
 		// exhaustion; say so once rather than once per iteration.

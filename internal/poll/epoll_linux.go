@@ -28,6 +28,10 @@ type Poller struct {
 	// that a steady-state Wait does not allocate. Owned by the loop goroutine.
 	events []unix.EpollEvent
 
+	// registered counts the fds added and not deleted since (see
+	// Registered). Owned by the loop goroutine.
+	registered int
+
 	// wakePending is set by the Wake that writes the eventfd and cleared by
 	// Wait after draining it, so that a burst of Wakes costs one write(2)
 	// rather than one each (the runtime's netpollWakeSig does the same). As
@@ -162,8 +166,20 @@ func (p *Poller) ctl(op int, name string, fd int, ev Events) error {
 	if errno != 0 {
 		return fmt.Errorf("poll: epoll_ctl %s fd %d: %w", name, fd, errno)
 	}
+	switch op {
+	case unix.EPOLL_CTL_ADD:
+		p.registered++
+	case unix.EPOLL_CTL_DEL:
+		p.registered--
+	}
 	return nil
 }
+
+// Registered returns how many fds are registered: added, and not deleted
+// since. An fd closed without Delete still counts (epoll forgets it only
+// when its last descriptor closes, which the Poller cannot see), so the count
+// errs only upwards. The wakeup eventfd does not count.
+func (p *Poller) Registered() int { return p.registered }
 
 // Wait waits for registered fds to become ready and stores up to len(evs) of
 // them in evs, returning how many it stored. timeout < 0 blocks until an fd

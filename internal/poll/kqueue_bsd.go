@@ -151,6 +151,11 @@ func (p *Poller) Delete(fd int) error {
 	return err
 }
 
+// Registered returns how many fds are registered: added, and not deleted
+// since, whether or not they have interest. The wakeup channel does not
+// count.
+func (p *Poller) Registered() int { return len(p.interest) }
+
 // filters pairs each interest bit with its kqueue filter.
 var filters = [...]struct {
 	ev     Events

@@ -253,6 +253,28 @@ func TestRegistrationErrors(t *testing.T) {
 	require.ErrorIs(t, p.Add(-1, poll.Readable), unix.EBADF)
 }
 
+// Registered counts what Add registered and Delete forgot; failed calls
+// change nothing, and Modify never does.
+func TestRegistered(t *testing.T) {
+	p := newPoller(t)
+	require.Zero(t, p.Registered(), "the wakeup channel does not count")
+	a, b := socketpair(t)
+	require.NoError(t, p.Add(a, poll.Readable))
+	require.NoError(t, p.Add(b, 0))
+	require.Equal(t, 2, p.Registered())
+
+	require.Error(t, p.Add(a, poll.Readable))
+	require.Error(t, p.Add(-1, poll.Readable))
+	require.NoError(t, p.Modify(a, poll.Writable))
+	require.Equal(t, 2, p.Registered())
+
+	require.NoError(t, p.Delete(a))
+	require.Error(t, p.Delete(a))
+	require.Equal(t, 1, p.Registered())
+	require.NoError(t, p.Delete(b))
+	require.Zero(t, p.Registered())
+}
+
 func TestPeerCloseReportsHangup(t *testing.T) {
 	p := newPoller(t)
 	a, b := socketpair(t)
