@@ -45,7 +45,7 @@ var wantRows = []string{
 	"post/aio", "post/gostd",
 	"pingpong-loops/aio", "pingpong-loops-spin/aio", "pingpong-loops/gostd",
 	"handles/aio", "handles-new/aio", "handles/gostd",
-	"loop-iter/aio",
+	"loop-iter/aio", "loop-iter-fd/aio",
 	"chain/aio", "chain/gostd",
 	"cancel-tree-small/aio", "cancel-tree-small/gostd", "cancel-tree/aio", "cancel-tree/gostd", "cancel-tree-aged/aio",
 	"do-await/aio", "do-await/gostd",
@@ -103,7 +103,7 @@ func TestWorkloadsTiny(t *testing.T) {
 
 	// Ratios: aio rows with a baseline have both, the others neither.
 	for _, r := range all {
-		hasBase := r.Impl == "aio" && r.Workload != "loop-iter"
+		hasBase := r.Impl == "aio" && r.Workload != "loop-iter" && r.Workload != "loop-iter-fd"
 		require.Equal(t, hasBase, r.Ratio != nil, "%s/%s ratio", r.Workload, r.Impl)
 		if !hasBase {
 			require.Nil(t, r.CPURatio, "%s/%s CPU ratio", r.Workload, r.Impl)
@@ -157,8 +157,8 @@ func TestRunJSON(t *testing.T) {
 		require.Greater(t, obj["seconds"], 0.0)
 	}
 	require.NoError(t, sc.Err())
-	// timers aio+gostd, handles aio+new+gostd, loop-iter aio.
-	require.Equal(t, 6, lines, out.String())
+	// timers aio+gostd, handles aio+new+gostd, loop-iter aio and -fd.
+	require.Equal(t, 7, lines, out.String())
 }
 
 func TestRunTable(t *testing.T) {

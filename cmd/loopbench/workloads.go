@@ -60,7 +60,7 @@ var workloads = []workload{
 	{name: "post", run: runPost},
 	{name: "pingpong-loops", aliases: []string{"pingpong-loops-spin"}, run: runPingPong},
 	{name: "handles", aliases: []string{"handles-new"}, run: runHandles},
-	{name: "loop-iter", run: runLoopIter},
+	{name: "loop-iter", aliases: []string{"loop-iter-fd"}, run: runLoopIter},
 	{name: "chain", run: runChain},
 	{name: "cancel-tree", aliases: []string{"cancel-tree-small", "cancel-tree-aged"}, run: runCancelTree},
 	{name: "do-await", run: runDoAwait},
