@@ -327,6 +327,12 @@ func (l *Loop) clock() time.Duration { return time.Since(l.base) }
 // Name returns the Config.Name the loop was started with.
 func (l *Loop) Name() string { return l.name }
 
+// Slot returns the index of the runtime slot the loop holds while it runs,
+// from 0 to RuntimeConfig.MaxSystems-1: loops of one runtime running at the
+// same time have different slots, whatever their names, and a slot is given
+// to a later loop once this one has stopped. Any goroutine.
+func (l *Loop) Slot() int { return l.slot }
+
 // Stats returns a snapshot of the loop's counters. Any goroutine.
 func (l *Loop) Stats() Stats {
 	s := Stats{

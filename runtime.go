@@ -56,6 +56,20 @@ func (rt *Runtime) Start(cfg Config) (*Loop, error) {
 // through the teardown of Stop.
 func (rt *Runtime) Running() int { return rt.slab.InUse() }
 
+// Loops returns the systems holding a slot now (started, and not yet through
+// the teardown of Stop), in slot order: for an exporter of their Stats, say.
+// A system started or stopped during the call may or may not be in it. Any
+// goroutine.
+func (rt *Runtime) Loops() []*Loop {
+	var ls []*Loop
+	for _, s := range rt.slab.All() {
+		if l := s.l.Load(); l != nil { // nil while Start or finishStop is at it
+			ls = append(ls, l)
+		}
+	}
+	return ls
+}
+
 // Shutdown drains every system still running, then stops it, in this
 // order: every listener closes (new connections are refused); every
 // connection ends once it is idle, as Listener.Drain describes (its scope
@@ -70,18 +84,13 @@ func (rt *Runtime) Running() int { return rt.slab.InUse() }
 // every system at once, that loop's own included (which stops after the
 // current callback), and returns ErrAwaitOnLoop without waiting.
 func (rt *Runtime) Shutdown(ctx context.Context) error {
-	var loops []*Loop
-	for _, s := range rt.slab.All() {
-		if l := s.l.Load(); l != nil {
-			if l.OnLoop() {
-				for _, s := range rt.slab.All() {
-					if l := s.l.Load(); l != nil {
-						l.Stop()
-					}
-				}
-				return ErrAwaitOnLoop
+	loops := rt.Loops()
+	for _, l := range loops {
+		if l.OnLoop() {
+			for _, l := range loops {
+				l.Stop()
 			}
-			loops = append(loops, l)
+			return ErrAwaitOnLoop
 		}
 	}
 	// Every loop starts draining at once; then the drains are waited for.

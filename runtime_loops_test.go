@@ -1,0 +1,24 @@
+package aio
+
+import (
+	"testing"
+
+	"github.com/stretchr/testify/require"
+)
+
+// Loops lists the running loops in slot order, and a stopped one leaves.
+func TestRuntimeLoops(t *testing.T) {
+	rt := newRuntime(t, RuntimeConfig{MaxSystems: 4})
+	require.Empty(t, rt.Loops())
+	a := startLoopOn(t, rt, Config{Name: "same"})
+	b := startLoopOn(t, rt, Config{Name: "same"})
+	c := startLoopOn(t, rt)
+	require.Equal(t, []*Loop{a, b, c}, rt.Loops())
+	require.NotEqual(t, a.Slot(), b.Slot(), "loops of one name have different slots")
+	_, err := wait(t, b.Stop())
+	require.NoError(t, err)
+	require.Equal(t, []*Loop{a, c}, rt.Loops())
+	d := startLoopOn(t, rt)
+	require.Equal(t, b.Slot(), d.Slot(), "the slot is reused")
+	require.Equal(t, []*Loop{a, d, c}, rt.Loops())
+}
