@@ -220,4 +220,11 @@
 // checks that it runs on its loop and panics where it does not. [Loop.Stats]
 // reports a loop's counters from any goroutine: iterations, posted callbacks,
 // armed timers, live and abandoned handles, panics, and TCP traffic.
+//
+// # Monitoring
+//
+// [Loop.Stats] also tells how healthy a loop is, at a cost low enough to
+// leave on: where its time goes ([LoopTime]: busy by phase, and idle in the
+// poller), and how long work waits for it ([Lag] histograms of posted
+// callbacks and timers). [Runtime.Loops] lists the running loops.
 package aio

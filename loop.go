@@ -60,11 +60,12 @@ type Loop struct {
 
 	// The post queue: a multi-producer single-consumer queue. Producers append
 	// under postMu; the loop swaps the whole slice out under postMu.
-	postMu sync.Mutex
-	postQ  []func()     // under postMu
-	qlen   atomic.Int64 // len(postQ), for the lock-free emptiness checks
-	state  atomic.Int32 // stateRunning..stateDead, stored under postMu
-	awake  atomic.Bool  // false only while the loop blocks (or is about to) in the poller
+	postMu    sync.Mutex
+	postQ     []func()      // under postMu
+	postSince time.Duration // when postQ last turned non-empty (Stats.PostLag); under postMu
+	qlen      atomic.Int64  // len(postQ), for the lock-free emptiness checks
+	state     atomic.Int32  // stateRunning..stateDead, stored under postMu
+	awake     atomic.Bool   // false only while the loop blocks (or is about to) in the poller
 
 	// ownerG is the goroutine OnLoop compares against: the one allowed to
 	// run loop-owned code. That is the loop goroutine, or a Do body the loop
@@ -104,24 +105,31 @@ type Loop struct {
 	busy       bool    // this iteration ran a callback (decides whether to spin)
 	pollFailed bool    // the poller returned an error once (reported once)
 
-	now        atomic.Int64 // cached monotonic time in ns since base; written by the loop
-	iterations atomic.Uint64
-	posted     atomic.Uint64
-	ntimers    atomic.Int64
-	handles    atomic.Int64
-	abandoned  atomic.Uint64
-	panics     atomic.Uint64
-	wakeups    atomic.Uint64 // wakeup writes by producers (tests check they coalesce)
+	m loopMetrics // iterations, posted callbacks, time by phase, lag (loop_metrics.go)
+
+	now       atomic.Int64 // cached monotonic time in ns since base; written by the loop
+	ntimers   atomic.Int64
+	handles   atomic.Int64
+	abandoned atomic.Uint64
+	panics    atomic.Uint64
+	wakeups   atomic.Uint64 // wakeup writes by producers (tests check they coalesce)
 
 	stopOnce sync.Once
 	stopH    *Handle[struct{}] // completed by the loop goroutine after teardown
 }
 
 // Stats is a snapshot of a loop's counters.
+//
+// Iterations, Posted, Time, PostLag and TimerLag are kept by the loop in
+// fields of its own, and published for other goroutines at least every
+// millisecond while it runs, whenever it goes to sleep in the poller and when
+// it stops: off the loop they may be that much behind (Time.Idle includes a
+// sleep in progress), on the loop they are exact up to the loop's last clock
+// reading. Each of them only grows. The rest are read as they are.
 type Stats struct {
 	Name       string
 	Iterations uint64 // loop iterations so far
-	Posted     uint64 // callbacks run from Post
+	Posted     uint64 // callbacks run from Post, and posted internally (completions from other goroutines)
 	Timers     int    // armed timers
 	Handles    int    // handles pinned to this loop from creation until their cleanups have run
 	Abandoned  uint64 // handles collected without reaching a terminal state (their cleanups still ran)
@@ -142,6 +150,20 @@ type Stats struct {
 	TCPBytesIn     uint64 // bytes read from connections
 	TCPBytesOut    uint64 // bytes written to the kernel by connections
 	TCPWriteQueued int    // bytes written by the program and not yet taken by the kernel, over all connections
+
+	// Loop health (loop_metrics.go).
+	Time LoopTime // where the loop's time went: busy by phase, and idle
+	// PostLag: how long posted callbacks waited before the loop started on
+	// them. One sample each time the loop starts running posted callbacks
+	// (at most Config.PostBatch of them): the wait of the oldest, from its
+	// Post (for the rest of a queue longer than PostBatch, from the Post
+	// of the queue's first) to the start of the batch. A callback posted
+	// on the loop counts from the loop's last clock reading, at the latest
+	// the start of the phase that posted it.
+	PostLag Lag
+	// TimerLag: how late timers fired. One sample per timer: the loop's
+	// cached time (Now) in the timers phase minus the timer's deadline.
+	TimerLag Lag
 }
 
 const defaultPostBatch = 1024
@@ -206,10 +228,23 @@ func (l *Loop) Post(fn func()) error {
 // then wakes the loop unless it is awake. Internal work (a remote completion, a
 // cancellation) uses max = stateStopping so that teardown still receives it.
 func (l *Loop) enqueue(fn func(), max int32) error {
+	// The moment the queue turns non-empty, for Stats.PostLag: read
+	// before the lock (a clock reading is as long as the rest of a Post),
+	// and only when the queue looks empty.
+	since := time.Duration(-1)
+	if l.qlen.Load() == 0 {
+		since = l.postStamp()
+	}
 	l.postMu.Lock()
 	if l.state.Load() > max {
 		l.postMu.Unlock()
 		return ErrStopped
+	}
+	if len(l.postQ) == 0 {
+		l.postSince = since
+		if since < 0 { // emptied between the look and the lock: rare
+			l.postSince = l.postStamp()
+		}
 	}
 	l.postQ = append(l.postQ, fn)
 	l.qlen.Add(1)
@@ -336,18 +371,17 @@ func (l *Loop) Slot() int { return l.slot }
 // Stats returns a snapshot of the loop's counters. Any goroutine.
 func (l *Loop) Stats() Stats {
 	s := Stats{
-		Name:       l.name,
-		Iterations: l.iterations.Load(),
-		Posted:     l.posted.Load(),
-		Timers:     int(l.ntimers.Load()),
-		Handles:    int(l.handles.Load()),
-		Abandoned:  l.abandoned.Load(),
-		Panics:     l.panics.Load(),
+		Name:      l.name,
+		Timers:    int(l.ntimers.Load()),
+		Handles:   int(l.handles.Load()),
+		Abandoned: l.abandoned.Load(),
+		Panics:    l.panics.Load(),
 
 		WorkQueued:  l.pool.queued(),
 		WorkRunning: int(l.pool.running.Load()),
 	}
 	tcpStats(l, &s)
+	l.metrics(&s)
 	return s
 }
 
@@ -393,13 +427,16 @@ func (l *Loop) run() {
 // iterate runs one pass of the phases.
 func (l *Loop) iterate() {
 	l.busy = false
-	l.now.Store(int64(l.clock()))
+	l.now.Store(int64(l.startIteration()))
 	l.runTimers()
 	l.runPosted()
+	if len(l.young) > 0 || len(l.older) > 0 {
+		l.enter(phaseBook)
+	}
 	l.trackYoung()
 	l.pollIO(l.pollTimeout())
 	l.runClosing()
-	l.iterations.Add(1)
+	l.m.iterations++
 }
 
 // runPosted runs at most cfg.PostBatch posted callbacks, oldest first.
@@ -411,9 +448,12 @@ func (l *Loop) runPosted() {
 		l.postMu.Lock()
 		l.ready, l.postQ = l.postQ, l.ready[:0]
 		l.qlen.Store(0)
+		l.m.readySince = l.postSince
 		l.postMu.Unlock()
 		l.readyPos = 0
 	}
+	l.enter(phasePosted)
+	l.m.postLag.add(l.m.mark - l.m.readySince)
 	start := l.readyPos
 	end := min(len(l.ready), start+l.cfg.PostBatch)
 	for l.readyPos < end {
@@ -423,7 +463,7 @@ func (l *Loop) runPosted() {
 		l.call(fn)
 		l.drain()
 	}
-	l.posted.Add(uint64(end - start))
+	l.m.posted += uint64(end - start)
 	l.busy = true
 }
 
@@ -441,7 +481,7 @@ func (l *Loop) pollTimeout() time.Duration {
 	}
 	d := time.Duration(-1)
 	if t := l.timers.peek(); t != nil {
-		if d = t.when - l.clock(); d <= 0 {
+		if d = t.when - l.reading(); d <= 0 {
 			return 0
 		}
 	}
@@ -477,7 +517,15 @@ func (l *Loop) pollIO(timeout time.Duration) {
 		}
 		return
 	}
+	if timeout == 0 {
+		l.enter(phaseIO)
+	} else {
+		l.sleep()
+	}
 	n, _, err := l.poller.Wait(timeout, l.evs)
+	if timeout != 0 {
+		l.wake()
+	}
 	if asleep {
 		l.awake.Store(true)
 	}
@@ -496,6 +544,7 @@ func (l *Loop) pollIO(timeout time.Duration) {
 		// socket behind (see clearFD).
 		if ev.FD >= 0 && int(ev.FD) < len(l.fds) {
 			if h := l.fds[ev.FD]; h != nil && l.fdClosedIn[ev.FD] != l.batch {
+				l.enter(phaseIO)
 				l.busy = true
 				h.onIO(ev.Events)
 				l.drain()
@@ -515,7 +564,8 @@ func (l *Loop) spin(timeout time.Duration) bool {
 	if timeout > 0 && timeout < d {
 		d = timeout
 	}
-	deadline := l.clock() + d
+	l.enter(phaseIdle)
+	deadline := l.m.mark + d
 	for i := 0; ; i++ {
 		if l.qlen.Load() > 0 || l.state.Load() != stateRunning {
 			return true
@@ -528,6 +578,9 @@ func (l *Loop) spin(timeout time.Duration) bool {
 
 // runClosing runs the callbacks queued for after I/O dispatch.
 func (l *Loop) runClosing() {
+	if len(l.closing) > 0 {
+		l.enter(phaseClosing)
+	}
 	for len(l.closing) > 0 {
 		fns := l.closing
 		l.closing = nil

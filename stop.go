@@ -99,6 +99,7 @@ func (l *Loop) teardown() {
 	}
 	l.closeFDs()
 	_ = l.poller.Close()
+	l.finalMetrics()
 
 	// Dead from here on: whatever still arrives (a producer created just
 	// before Stop and adopted just after the last pass, a Work result) runs

@@ -134,6 +134,8 @@ func (l *Loop) runTimers() {
 		}
 		l.timers.remove(t)
 		l.ntimers.Add(-1)
+		l.enter(phaseTimers)
+		l.m.timerLag.add(now - t.when)
 		l.busy = true
 		t.owner.fire()
 		l.drain()
