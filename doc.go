@@ -226,5 +226,7 @@
 // [Loop.Stats] also tells how healthy a loop is, at a cost low enough to
 // leave on: where its time goes ([LoopTime]: busy by phase, and idle in the
 // poller), and how long work waits for it ([Lag] histograms of posted
-// callbacks and timers). [Runtime.Loops] lists the running loops.
+// callbacks and timers). [Runtime.Loops] lists the running loops. The
+// package github.com/valkyria/aio/metrics exports all of them in the
+// Prometheus text format (an http.Handler) and through expvar.
 package aio

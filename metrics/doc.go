@@ -1,0 +1,42 @@
+// Package metrics exports the Stats of every loop of an aio.Runtime for a
+// service's monitoring: in the Prometheus text exposition format
+// ([WritePrometheus], [Handler]) and through expvar ([Publish]).
+//
+//	http.Handle("/metrics", metrics.Handler(rt))
+//	metrics.Publish("aio", rt) // under /debug/vars, with expvar's handler
+//
+// # Why no client library
+//
+// The Prometheus client (github.com/prometheus/client_golang) would bring a
+// registry, protobuf and a dozen modules into every program that imports aio,
+// whose dependencies are kept to golang.org/x/sys and x/net. What an exporter
+// of a few counters needs from it is the text format (version 0.0.4): a
+// "# HELP" and a "# TYPE" line per metric family, then one line per series,
+// name{label="value"} value. That is written here in a page of code, and a
+// test parses it back by the format's grammar. Any scraper that reads the
+// text format (Prometheus, VictoriaMetrics, the OpenTelemetry collector's
+// prometheus receiver) reads it. A program that already uses client_golang
+// can instead wrap [WritePrometheus]'s families in a prometheus.Collector, or
+// read aio.Stats itself.
+//
+// # What is exported
+//
+// One series per running loop, labelled loop="<name>" (Config.Name; when two
+// running loops share a name, or it is empty, "<name>#<slot>", which tells
+// them apart). Names follow Prometheus' conventions: the aio_ prefix,
+// counters end in _total, times are in seconds, sizes in bytes. The loop
+// health of aio.Stats becomes:
+//
+//   - aio_loop_busy_seconds_total and aio_loop_idle_seconds_total: the rate
+//     of the first is the loop's utilisation (1 is a saturated loop);
+//   - aio_loop_phase_seconds_total{phase="timers|posted|io|closing|other"}:
+//     where the busy time goes;
+//   - aio_loop_post_lag_seconds and aio_loop_timer_lag_seconds: histograms
+//     of how long posted callbacks waited for the loop and how late timers
+//     fired (see aio.Stats.PostLag), with their maxima as gauges.
+//
+// The rest of aio.Stats (iterations, handles, timers, Work jobs, TCP) comes as
+// counters and gauges of the same names in snake case. Off the loop, the
+// health counters are published by the loop at least every millisecond, so a
+// scrape sees them at most that much behind.
+package metrics
