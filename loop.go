@@ -66,6 +66,7 @@ type Loop struct {
 	qlen      atomic.Int64  // len(postQ), for the lock-free emptiness checks
 	state     atomic.Int32  // stateRunning..stateDead, stored under postMu
 	awake     atomic.Bool   // false only while the loop blocks (or is about to) in the poller
+	spinning  atomic.Bool   // the loop spins for posts (Config.Spin)
 
 	// ownerG is the goroutine OnLoop compares against: the one allowed to
 	// run loop-owned code. That is the loop goroutine, or a Do body the loop
@@ -157,9 +158,11 @@ type Stats struct {
 	// them. One sample each time the loop starts running posted callbacks
 	// (at most Config.PostBatch of them): the wait of the oldest, from its
 	// Post (for the rest of a queue longer than PostBatch, from the Post
-	// of the queue's first) to the start of the batch. A callback posted
-	// on the loop counts from the loop's last clock reading, at the latest
-	// the start of the phase that posted it.
+	// of the queue's first) to the start of the batch. A Post made while
+	// the loop is awake (on the loop or not) counts from the loop's cached
+	// time (Now), the start of the iteration in progress, so the wait may
+	// be that iteration's length too long: Post reads no clock unless it
+	// wakes the loop.
 	PostLag Lag
 	// TimerLag: how late timers fired. One sample per timer: the loop's
 	// cached time (Now) in the timers phase minus the timer's deadline.
@@ -228,23 +231,13 @@ func (l *Loop) Post(fn func()) error {
 // then wakes the loop unless it is awake. Internal work (a remote completion, a
 // cancellation) uses max = stateStopping so that teardown still receives it.
 func (l *Loop) enqueue(fn func(), max int32) error {
-	// The moment the queue turns non-empty, for Stats.PostLag: read
-	// before the lock (a clock reading is as long as the rest of a Post),
-	// and only when the queue looks empty.
-	since := time.Duration(-1)
-	if l.qlen.Load() == 0 {
-		since = l.postStamp()
-	}
 	l.postMu.Lock()
 	if l.state.Load() > max {
 		l.postMu.Unlock()
 		return ErrStopped
 	}
 	if len(l.postQ) == 0 {
-		l.postSince = since
-		if since < 0 { // emptied between the look and the lock: rare
-			l.postSince = l.postStamp()
-		}
+		l.postSince = l.postStamp() // for Stats.PostLag
 	}
 	l.postQ = append(l.postQ, fn)
 	l.qlen.Add(1)
@@ -352,7 +345,8 @@ func (l *Loop) OnLoop() bool { return l != nil && l.ownerG.Load() == getg() }
 func (l *Loop) onLoopThread() bool { return l.loopG.Load() == getg() }
 
 // Now returns the loop's cached monotonic time (libuv's uv_now): the time
-// since the loop started, read once per iteration before timers run. Meant for
+// since the loop started, read once per iteration before timers run, and, as
+// libuv does, again when the loop returns from a poll that waited. Meant for
 // the loop; elsewhere it returns the last cached value.
 func (l *Loop) Now() time.Duration { return time.Duration(l.now.Load()) }
 
@@ -566,6 +560,8 @@ func (l *Loop) spin(timeout time.Duration) bool {
 	}
 	l.enter(phaseIdle)
 	deadline := l.m.mark + d
+	l.spinning.Store(true)
+	defer l.spinning.Store(false)
 	for i := 0; ; i++ {
 		if l.qlen.Load() > 0 || l.state.Load() != stateRunning {
 			return true

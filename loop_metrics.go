@@ -23,11 +23,12 @@ import (
 // starts from the reading taken at the wakeup when nothing ran since.
 //
 // Lag. A posted callback's wait is measured for the oldest one of each batch
-// the loop takes: the post queue remembers when it last turned non-empty (a
-// reading made by the producer that found it empty; on the loop, the loop's
-// last reading), and the loop subtracts that from its reading when it starts
-// on the batch. A timer's lag is the cached time of the timers phase minus
-// its deadline. Neither reads the clock on the loop.
+// the loop takes: the post queue remembers when it last turned non-empty
+// (postStamp: the loop's cached time, or a reading if the loop sleeps), and
+// the loop subtracts that from its reading when it starts on the batch. A
+// timer's lag is the cached time of the timers phase minus its deadline.
+// Neither reads the clock on the loop, nor, unless it wakes the loop, in
+// Post.
 //
 // Publishing. The loop accumulates in plain fields of its own and copies them
 // to atomics (pub) under a sequence counter: at least every publishEvery
@@ -262,6 +263,9 @@ func (l *Loop) wake() {
 	m := &l.m
 	m.pub.seq.Add(1)
 	m.cut(l.clock())
+	// Before the loop is awake again, so that a post stamped with the
+	// cached time (postStamp) does not count the sleep.
+	l.now.Store(int64(m.mark))
 	m.pubTimes[phaseIdle] = m.times[phaseIdle]
 	m.pub.times[phaseIdle].Store(int64(m.times[phaseIdle]))
 	m.pub.sleepSince.Store(0)
@@ -349,11 +353,15 @@ func loopTime(at func(phase) time.Duration) LoopTime {
 }
 
 // postStamp returns the time to record as the moment the post queue turns
-// non-empty: the loop's last reading on the loop, else a new one. Call it
-// before taking postMu, and only when the queue looks empty.
+// non-empty. While the loop is awake and not spinning, that is its cached
+// time (Now): the start of the iteration in progress, so a callback's wait
+// counts at most that iteration too much, and a Post reads no clock. A loop
+// asleep or spinning will take the post as soon as it can, so its wait is
+// measured from a reading taken here (the Post wakes the loop anyway, which
+// costs more). Under postMu.
 func (l *Loop) postStamp() time.Duration {
-	if l.OnLoop() {
-		return l.m.mark
+	if l.awake.Load() && !l.spinning.Load() {
+		return time.Duration(l.now.Load())
 	}
 	return l.clock()
 }

@@ -136,6 +136,19 @@ func TestStatsPostLag(t *testing.T) {
 	assert.GreaterOrEqual(t, above, uint64(1), "%+v", g)
 }
 
+// A post that wakes a sleeping loop waits for the wakeup only, not for the
+// sleep before it.
+func TestStatsPostLagAfterSleep(t *testing.T) {
+	const asleep = 200 * time.Millisecond
+	l := startLoop(t)
+	idle := l.Stats().Time.Idle
+	eventually(t, func() bool { return l.Stats().Time.Idle > idle }, "the loop does not sleep")
+	time.Sleep(asleep) // not a synchronisation: the sleep not to be measured
+	g := statsOnLoop(t, l).PostLag
+	assert.Positive(t, g.Count)
+	assert.Less(t, g.Max, asleep, "the loop's sleep counted as the post's wait: %+v", g)
+}
+
 // A timer due while the loop is busy in a callback fires late by as much.
 func TestStatsTimerLag(t *testing.T) {
 	const busy = 5 * time.Millisecond
