@@ -8,7 +8,6 @@ import (
 	"net"
 	"net/textproto"
 	"strings"
-	"sync"
 	"time"
 
 	"github.com/valkyria/aio"
@@ -22,11 +21,10 @@ func ExampleConn_NetConn() {
 	rt, l := start()
 	defer stop(rt)
 
-	var served sync.WaitGroup
+	served := make(chan struct{}) // one client in this example
 	ln, err := aio.Listen(l, "127.0.0.1:0", aio.ListenConfig{}, func(c *aio.Conn) {
-		served.Add(1)
 		go func(nc net.Conn) { // never block the loop: serve on a goroutine
-			defer served.Done()
+			defer close(served)
 			defer nc.Close()
 			tp := textproto.NewConn(nc)
 			for {
@@ -54,7 +52,7 @@ func ExampleConn_NetConn() {
 		fmt.Println(reply)
 	}
 	client.Close()
-	served.Wait()
+	<-served
 	// Output:
 	// HELLO
 	// LOOP
