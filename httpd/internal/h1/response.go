@@ -2,6 +2,7 @@ package h1
 
 import (
 	"errors"
+	"net/http"
 	"strconv"
 	"time"
 
@@ -10,10 +11,6 @@ import (
 
 // Continue is the interim response that answers Expect: 100-continue.
 const Continue = "HTTP/1.1 100 Continue\r\n\r\n"
-
-// TimeFormat is the format of the Date field (IMF-fixdate, RFC 9110
-// §5.6.7), as net/http.TimeFormat.
-const TimeFormat = "Mon, 02 Jan 2006 15:04:05 GMT"
 
 // Errors of AppendResponse and AppendLastChunk: the response asked for is
 // not one to send. They are the caller's mistakes, not the peer's.
@@ -31,8 +28,12 @@ var (
 // HTTP/1.1: a server answers with the highest minor version it speaks
 // (RFC 9110 §6.2), an HTTP/1.0 client included.
 type Response struct {
-	Status int    // 100 to 999
-	Reason string // the reason phrase; "" means StatusText(Status)
+	Status int // 100 to 999
+
+	// Reason is the reason phrase; "" means http.StatusText(Status),
+	// itself "" for a code net/http does not know (the status line then
+	// ends in "NNN ", which is valid).
+	Reason string
 
 	// Body and ContentLength say how the body is framed: BodyLength
 	// writes Content-Length (which may be 0), BodyChunked writes
@@ -79,7 +80,7 @@ func appendResponse(b []byte, r *Response) ([]byte, error) {
 	}
 	reason := r.Reason
 	if reason == "" {
-		reason = StatusText(r.Status)
+		reason = http.StatusText(r.Status) // a constant: no allocation
 	} else if !httpguts.ValidHeaderFieldValue(reason) {
 		return b, ErrReason
 	}
@@ -150,141 +151,8 @@ func appendField(b []byte, name string, value []byte) []byte {
 	return append(b, "\r\n"...)
 }
 
-// AppendDate appends t as a Date value (IMF-fixdate, in UTC). No
-// allocation.
+// AppendDate appends t as a Date value (IMF-fixdate, RFC 9110 §5.6.7:
+// http.TimeFormat, in UTC). No allocation.
 func AppendDate(dst []byte, t time.Time) []byte {
-	return t.UTC().AppendFormat(dst, TimeFormat)
-}
-
-// StatusText is the reason phrase of a status code, as net/http's
-// StatusText; "" for a code it does not know (the status line then ends
-// in "NNN ", which is valid).
-func StatusText(code int) string {
-	switch code {
-	case 100:
-		return "Continue"
-	case 101:
-		return "Switching Protocols"
-	case 102:
-		return "Processing"
-	case 103:
-		return "Early Hints"
-	case 200:
-		return "OK"
-	case 201:
-		return "Created"
-	case 202:
-		return "Accepted"
-	case 203:
-		return "Non-Authoritative Information"
-	case 204:
-		return "No Content"
-	case 205:
-		return "Reset Content"
-	case 206:
-		return "Partial Content"
-	case 207:
-		return "Multi-Status"
-	case 208:
-		return "Already Reported"
-	case 226:
-		return "IM Used"
-	case 300:
-		return "Multiple Choices"
-	case 301:
-		return "Moved Permanently"
-	case 302:
-		return "Found"
-	case 303:
-		return "See Other"
-	case 304:
-		return "Not Modified"
-	case 305:
-		return "Use Proxy"
-	case 307:
-		return "Temporary Redirect"
-	case 308:
-		return "Permanent Redirect"
-	case 400:
-		return "Bad Request"
-	case 401:
-		return "Unauthorized"
-	case 402:
-		return "Payment Required"
-	case 403:
-		return "Forbidden"
-	case 404:
-		return "Not Found"
-	case 405:
-		return "Method Not Allowed"
-	case 406:
-		return "Not Acceptable"
-	case 407:
-		return "Proxy Authentication Required"
-	case 408:
-		return "Request Timeout"
-	case 409:
-		return "Conflict"
-	case 410:
-		return "Gone"
-	case 411:
-		return "Length Required"
-	case 412:
-		return "Precondition Failed"
-	case 413:
-		return "Request Entity Too Large"
-	case 414:
-		return "Request URI Too Long"
-	case 415:
-		return "Unsupported Media Type"
-	case 416:
-		return "Requested Range Not Satisfiable"
-	case 417:
-		return "Expectation Failed"
-	case 418:
-		return "I'm a teapot"
-	case 421:
-		return "Misdirected Request"
-	case 422:
-		return "Unprocessable Entity"
-	case 423:
-		return "Locked"
-	case 424:
-		return "Failed Dependency"
-	case 425:
-		return "Too Early"
-	case 426:
-		return "Upgrade Required"
-	case 428:
-		return "Precondition Required"
-	case 429:
-		return "Too Many Requests"
-	case 431:
-		return "Request Header Fields Too Large"
-	case 451:
-		return "Unavailable For Legal Reasons"
-	case 500:
-		return "Internal Server Error"
-	case 501:
-		return "Not Implemented"
-	case 502:
-		return "Bad Gateway"
-	case 503:
-		return "Service Unavailable"
-	case 504:
-		return "Gateway Timeout"
-	case 505:
-		return "HTTP Version Not Supported"
-	case 506:
-		return "Variant Also Negotiates"
-	case 507:
-		return "Insufficient Storage"
-	case 508:
-		return "Loop Detected"
-	case 510:
-		return "Not Extended"
-	case 511:
-		return "Network Authentication Required"
-	}
-	return ""
+	return t.UTC().AppendFormat(dst, http.TimeFormat)
 }

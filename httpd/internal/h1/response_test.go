@@ -3,6 +3,7 @@ package h1
 import (
 	"bufio"
 	"bytes"
+	"fmt"
 	"io"
 	"net/http"
 	"testing"
@@ -98,14 +99,20 @@ func TestAppendResponseNetHTTP(t *testing.T) {
 	assert.Equal(t, "t", resp.Trailer.Get("X-T"))
 }
 
-func TestStatusText(t *testing.T) {
-	for code := 0; code < 1000; code++ {
-		assert.Equal(t, http.StatusText(code), StatusText(code), "%d", code)
+// TestDefaultReason: without a Reason, every status line carries
+// net/http's reason phrase, and net/http reads the status back.
+func TestDefaultReason(t *testing.T) {
+	for code := 100; code < 1000; code++ {
+		b, err := AppendResponse(nil, &Response{Status: code})
+		require.NoError(t, err)
+		require.Equal(t, fmt.Sprintf("HTTP/1.1 %d %s\r\n\r\n", code, http.StatusText(code)), string(b))
+		resp, err := http.ReadResponse(bufio.NewReader(bytes.NewReader(b)), nil)
+		require.NoError(t, err, "%d", code)
+		assert.Equal(t, code, resp.StatusCode)
 	}
 }
 
 func TestAppendDate(t *testing.T) {
 	now := time.Now()
 	assert.Equal(t, now.UTC().Format(http.TimeFormat), string(AppendDate(nil, now)))
-	assert.Equal(t, http.TimeFormat, TimeFormat)
 }
