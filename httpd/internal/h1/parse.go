@@ -261,7 +261,8 @@ func (p *Parser) finish(b []byte, lim Limits, h *Head) Reason {
 
 	minor := int(b[p.tEnd+8] - '0')
 	method := b[:p.mEnd]
-	if r := nt.check(method, minor, lim); r != 0 {
+	contentLength, r := nt.check(method, minor, lim)
+	if r != 0 {
 		return r
 	}
 	if nt.trailer && nt.tes > 0 {
@@ -290,11 +291,8 @@ func (p *Parser) finish(b []byte, lim Limits, h *Head) Reason {
 	h.Body, h.ContentLength = BodyNone, 0
 	if nt.tes > 0 {
 		h.Body, h.ContentLength = BodyChunked, -1
-	} else if nt.cls > 0 {
-		n, _ := parseContentLength(nt.cl) // checked by nt.check
-		if n > 0 {
-			h.Body, h.ContentLength = BodyLength, n
-		}
+	} else if contentLength > 0 {
+		h.Body, h.ContentLength = BodyLength, contentLength
 	}
 	h.Close = nt.close || minor == 0 && !nt.keep
 	h.Expect = nt.expect
@@ -381,43 +379,44 @@ func (nt *fieldNotes) note(f Field) {
 	}
 }
 
-// check makes the Host and framing decisions: the smuggling defences.
-func (nt *fieldNotes) check(method []byte, minor int, lim Limits) Reason {
+// check makes the Host and framing decisions, the smuggling defences, and
+// returns the Content-Length (0 when there is none).
+func (nt *fieldNotes) check(method []byte, minor int, lim Limits) (int64, Reason) {
 	switch {
 	case nt.hosts > 1:
-		return ReasonHostDuplicate
+		return 0, ReasonHostDuplicate
 	case nt.hosts == 1 && !httpguts.ValidHostHeader(str(nt.host)):
-		return ReasonHostInvalid
+		return 0, ReasonHostInvalid
 	case nt.hosts == 0 && minor >= 1 && string(method) != "CONNECT":
-		return ReasonHostMissing
+		return 0, ReasonHostMissing
 	}
 	if nt.tes > 0 && minor == 0 {
 		// RFC 9112 §6.1: an HTTP/1.0 message with Transfer-Encoding has
 		// faulty framing, whatever its Content-Length says.
-		return ReasonTransferEncodingHTTP10
+		return 0, ReasonTransferEncodingHTTP10
 	}
 	var n int64
 	if nt.cls > 0 {
 		if nt.clDiffer {
-			return ReasonContentLengthConflict
+			return 0, ReasonContentLengthConflict
 		}
 		var ok bool
 		if n, ok = parseContentLength(nt.cl); !ok {
-			return ReasonContentLength
+			return 0, ReasonContentLength
 		}
 		if nt.tes > 0 {
-			return ReasonContentLengthWithTE
+			return 0, ReasonContentLengthWithTE
 		}
 	}
 	if nt.tes > 0 {
 		if r := nt.te.check(); r != 0 {
-			return r
+			return 0, r
 		}
 	}
 	if n > lim.MaxBody {
-		return ReasonBodyTooLarge
+		return 0, ReasonBodyTooLarge
 	}
-	return 0
+	return n, 0
 }
 
 // teState follows the transfer codings of the Transfer-Encoding fields, in
