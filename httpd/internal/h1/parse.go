@@ -225,7 +225,7 @@ type fieldNotes struct {
 	clDiffer bool   // a later Content-Length differs from the first
 	tes      int
 	te       teState
-	trailer  bool
+	trailer  bool // a Trailer field announces a framing field
 	close    bool // Connection: close
 	keep     bool // Connection: keep-alive
 	expect   Expect
@@ -264,11 +264,6 @@ func (p *Parser) finish(b []byte, lim Limits, h *Head) Reason {
 	contentLength, r := nt.check(method, minor, lim)
 	if r != 0 {
 		return r
-	}
-	if nt.trailer && nt.tes > 0 {
-		if r := checkTrailerField(fields); r != 0 {
-			return r
-		}
 	}
 
 	h.Method = method
@@ -348,7 +343,16 @@ func (nt *fieldNotes) note(f Field) {
 			}
 		}
 	case len("trailer"):
-		nt.trailer = nt.trailer || EqualFold(f.Name, "trailer")
+		if EqualFold(f.Name, "trailer") {
+			// A framing field in the trailers is refused, as net/http
+			// refuses it, when the body is chunked (see check).
+			for v, more := f.Value, true; more; {
+				var e []byte
+				e, v, more = element(v)
+				nt.trailer = nt.trailer || EqualFold(e, "transfer-encoding") ||
+					EqualFold(e, "trailer") || EqualFold(e, "content-length")
+			}
+		}
 	case len("connection"):
 		if EqualFold(f.Name, "connection") {
 			for v, more := f.Value, true; more; {
@@ -412,6 +416,9 @@ func (nt *fieldNotes) check(method []byte, minor int, lim Limits) (int64, Reason
 		if r := nt.te.check(); r != 0 {
 			return 0, r
 		}
+		if nt.trailer {
+			return 0, ReasonTrailerField
+		}
 	}
 	if n > lim.MaxBody {
 		return 0, ReasonBodyTooLarge
@@ -445,24 +452,6 @@ func (t *teState) check() Reason {
 		return ReasonTransferEncoding
 	case t.codings > 1:
 		return ReasonTransferCoding
-	}
-	return 0
-}
-
-// checkTrailerField refuses a Trailer field that announces a framing
-// field in the trailers, as net/http does.
-func checkTrailerField(fields []Field) Reason {
-	for _, f := range fields {
-		if !EqualFold(f.Name, "trailer") {
-			continue
-		}
-		for v, more := f.Value, true; more; {
-			var e []byte
-			e, v, more = element(v)
-			if EqualFold(e, "transfer-encoding") || EqualFold(e, "trailer") || EqualFold(e, "content-length") {
-				return ReasonTrailerField
-			}
-		}
 	}
 	return 0
 }
