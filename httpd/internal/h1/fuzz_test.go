@@ -5,10 +5,13 @@ import (
 	"bytes"
 	"errors"
 	"io"
+	"maps"
 	"net/http"
 	"net/http/httputil"
 	"net/textproto"
+	"reflect"
 	"regexp"
+	"slices"
 	"strings"
 	"testing"
 
@@ -192,7 +195,7 @@ func compareWithNetHTTP(t *testing.T, head []byte, h *Head, req *http.Request, c
 	if h.Close != req.Close {
 		fail("close", h.Close, req.Close)
 	}
-	if ours := netHTTPView(h); !equalHeader(ours, req.Header) {
+	if ours := netHTTPView(h); !maps.EqualFunc(ours, req.Header, slices.Equal) {
 		fail("fields", ours, req.Header)
 	}
 }
@@ -221,24 +224,6 @@ func netHTTPView(h *Head) http.Header {
 	return hd
 }
 
-func equalHeader(a, b http.Header) bool {
-	if len(a) != len(b) {
-		return false
-	}
-	for k, va := range a {
-		vb, ok := b[k]
-		if !ok || len(va) != len(vb) {
-			return false
-		}
-		for i := range va {
-			if va[i] != vb[i] {
-				return false
-			}
-		}
-	}
-	return true
-}
-
 // checkPieces parses data again, fed in pieces whose sizes data chooses,
 // and wants the answer Parse gave for it whole.
 func checkPieces(t *testing.T, data []byte, n int, err error, whole *Head) {
@@ -253,24 +238,9 @@ func checkPieces(t *testing.T, data []byte, n int, err error, whole *Head) {
 	if n2 != n || err2 != err {
 		t.Fatalf("fed %d bytes at a time, Parse says (%d, %v), whole (%d, %v): %q", step, n2, err2, n, err, data)
 	}
-	if n > 0 && !sameHead(whole, &h) {
+	if n > 0 && !reflect.DeepEqual(*whole, h) {
 		t.Fatalf("fed %d bytes at a time, Parse reads another head from %q", step, data)
 	}
-}
-
-func sameHead(a, b *Head) bool {
-	if len(a.Fields) != len(b.Fields) {
-		return false
-	}
-	for i := range a.Fields {
-		if !bytes.Equal(a.Fields[i].Name, b.Fields[i].Name) || !bytes.Equal(a.Fields[i].Value, b.Fields[i].Value) {
-			return false
-		}
-	}
-	return bytes.Equal(a.Method, b.Method) && bytes.Equal(a.Target, b.Target) && bytes.Equal(a.Proto, b.Proto) &&
-		a.Minor == b.Minor && a.Form == b.Form && bytes.Equal(a.Path, b.Path) && bytes.Equal(a.Query, b.Query) &&
-		(a.Query == nil) == (b.Query == nil) && bytes.Equal(a.Host, b.Host) && (a.Host == nil) == (b.Host == nil) &&
-		a.Body == b.Body && a.ContentLength == b.ContentLength && a.Close == b.Close && a.Expect == b.Expect
 }
 
 // chunkedPrefix is the head FuzzChunked puts before the body it fuzzes, for
@@ -346,7 +316,7 @@ func FuzzChunked(f *testing.F) {
 			if len(ours) == 0 {
 				ours = nil
 			}
-			if !equalHeader(ours, req.Trailer) || (ours == nil) != (req.Trailer == nil) {
+			if !maps.EqualFunc(ours, req.Trailer, slices.Equal) || (ours == nil) != (req.Trailer == nil) {
 				t.Fatalf("trailers: the decoder says %v, net/http %v: %q", ours, req.Trailer, data)
 			}
 		case d.Done():
