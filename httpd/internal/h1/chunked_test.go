@@ -60,7 +60,7 @@ var chunkedCases = []chunkedCase{
 	{name: "trailer too large", in: "0\r\nX: " + strings.Repeat("y", 600) + "\r\n\r\n", reason: ReasonTrailerTooLarge},
 }
 
-// testDecoderLimits reach the cases' limits.
+// testDecoder is a decoder whose limits the cases reach.
 func testDecoder() ChunkedDecoder { return ChunkedDecoder{MaxBody: 1000, MaxTrailer: fuzzMaxTrailer} }
 
 func TestChunkedDecode(t *testing.T) {
