@@ -145,17 +145,8 @@ func isDots(s []byte) bool {
 // unescapable reports whether s has %-escapes, all of them valid: whether
 // net/http unescapes it.
 func unescapable(s []byte) bool {
-	pct := false
-	for i := 0; i < len(s); i++ {
-		if s[i] == '%' {
-			if i+2 >= len(s) || byteClass[s[i+1]]&hexDigit == 0 || byteClass[s[i+2]]&hexDigit == 0 {
-				return false
-			}
-			pct = true
-			i += 2
-		}
-	}
-	return pct
+	i := bytes.IndexByte(s, '%')
+	return i >= 0 && validEscapes(s[i:])
 }
 
 // appendCanonical appends URL.EscapedPath of path, for a path that is not
