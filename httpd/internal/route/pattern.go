@@ -3,6 +3,7 @@ package route
 import (
 	"errors"
 	"fmt"
+	"net/url"
 	"strings"
 	"unicode"
 
@@ -161,10 +162,11 @@ func isValidWildcardName(s string) bool {
 	return true
 }
 
-// unescapeString is url.PathUnescape, s itself when that fails.
+// unescapeString is url.PathUnescape, s itself when that fails (net/http's
+// pathUnescape).
 func unescapeString(s string) string {
-	if !strings.Contains(s, "%") || !validEscapes([]byte(s)) {
-		return s
+	if u, err := url.PathUnescape(s); err == nil {
+		return u
 	}
-	return string(appendUnescaped(nil, []byte(s)))
+	return s
 }
