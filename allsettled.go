@@ -84,15 +84,8 @@ func (n *settledNode[T]) onInput(i int) {
 		return
 	}
 	k.done = true
-	in, o := k.in, &n.outs[i]
-	switch in.state.Load() {
-	case uint32(Completed):
-		o.Value = in.val
-	case uint32(Failed):
-		o.Err = in.err
-	default:
-		o.Err = ErrCancelled
-	}
+	o := &n.outs[i]
+	o.Value, o.Err = k.in.Result() // terminal: its own value or error, or ErrCancelled
 	if n.left--; n.left == 0 {
 		n.complete()
 	}
