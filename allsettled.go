@@ -1,9 +1,6 @@
 package aio
 
-import (
-	"fmt"
-	"time"
-)
+import "time"
 
 // Outcome is how one input of AllSettled ended: its value if it completed,
 // else its error. The error is the input's own for a failure, ErrCancelled
@@ -22,7 +19,6 @@ type settledNode[T any] struct {
 	left  int          // inputs not yet ended
 	timed bool         // AllSettledWithin: exp is armed; immutable
 	exp   expiry
-	d     time.Duration
 }
 
 // AllSettled returns a handle that completes with the outcome of every input,
@@ -62,7 +58,6 @@ func allSettled[T any](hs []*Handle[T], timed bool, d time.Duration) *Handle[[]O
 		outs:  make([]Outcome[T], len(hs)),
 		left:  len(hs),
 		timed: timed,
-		d:     d,
 	}
 	n.init(hs[0].loop)
 	n.prod = n
@@ -96,7 +91,7 @@ func (n *settledNode[T]) fire() {
 	if n.ended() {
 		return
 	}
-	err := fmt.Errorf("%w after %v", ErrTimeout, n.d)
+	err := n.exp.err()
 	for i := range n.links {
 		if k := &n.links[i]; !k.done {
 			k.withdraw()

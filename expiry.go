@@ -1,6 +1,9 @@
 package aio
 
-import "time"
+import (
+	"fmt"
+	"time"
+)
 
 // expiry is the deadline of a sink that times out (Within,
 // AllSettledWithin): a timer of the sink's loop or, for a sink with no loop
@@ -10,11 +13,13 @@ import "time"
 type expiry struct {
 	t  timer
 	gt *time.Timer
+	d  time.Duration // as given to arm, for the error
 }
 
 // arm makes owner's fire run once d has passed (counted as in Delay); c is
 // the owner's handle. Before c is shared.
 func (e *expiry) arm(c *core, owner timerOwner, d time.Duration) {
+	e.d = d
 	if c.loop == detached {
 		// A loop-less handle still pending waits for a loop's teardown: no
 		// loop timer to arm.
@@ -23,6 +28,9 @@ func (e *expiry) arm(c *core, owner timerOwner, d time.Duration) {
 	}
 	c.startTimer(&e.t, owner, d)
 }
+
+// err is the error of what was still running when the deadline passed.
+func (e *expiry) err() error { return fmt.Errorf("%w after %v", ErrTimeout, e.d) }
 
 // disarm stops the deadline if it has not passed. On the sink's loop l.
 func (e *expiry) disarm(l *Loop) {

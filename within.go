@@ -1,16 +1,12 @@
 package aio
 
-import (
-	"fmt"
-	"time"
-)
+import "time"
 
 // withinNode is the handle of Within: the result, the input and the timer.
 type withinNode[T any] struct {
 	Handle[T]
 	in  link[T]
 	exp expiry
-	d   time.Duration
 }
 
 // Within returns a handle that ends as h does if h ends within d; otherwise
@@ -27,7 +23,7 @@ func Within[T any](h *Handle[T], d time.Duration) *Handle[T] {
 	if l == detached && statusOf(h.state.Load()).Terminal() {
 		return Finally(h, func() {}) // it cannot time out any more
 	}
-	n := &withinNode[T]{d: d}
+	n := &withinNode[T]{}
 	n.init(l)
 	n.prod = n
 	n.in.init(h, n, &n.core, 0)
@@ -53,7 +49,7 @@ func (n *withinNode[T]) fire() {
 	}
 	n.in.withdraw()
 	var zero T
-	n.settle(zero, fmt.Errorf("%w after %v", ErrTimeout, n.d))
+	n.settle(zero, n.exp.err())
 }
 
 func (n *withinNode[T]) disarm() { n.exp.disarm(n.loop) }
