@@ -17,8 +17,7 @@ type settledNode[T any] struct {
 	links []link[T]
 	outs  []Outcome[T] // by input; given to the result when it completes
 	left  int          // inputs not yet ended
-	timed bool         // AllSettledWithin: exp is armed; immutable
-	exp   expiry
+	exp   expiry       // armed by AllSettledWithin
 }
 
 // AllSettled returns a handle that completes with the outcome of every input,
@@ -57,7 +56,6 @@ func allSettled[T any](hs []*Handle[T], timed bool, d time.Duration) *Handle[[]O
 		links: make([]link[T], len(hs)),
 		outs:  make([]Outcome[T], len(hs)),
 		left:  len(hs),
-		timed: timed,
 	}
 	n.init(hs[0].loop)
 	n.prod = n
@@ -110,11 +108,7 @@ func (n *settledNode[T]) complete() {
 
 func (n *settledNode[T]) base() *core { return &n.Handle.core }
 
-func (n *settledNode[T]) disarm() {
-	if n.timed {
-		n.exp.disarm(n.loop)
-	}
-}
+func (n *settledNode[T]) disarm() { n.exp.disarm(n.loop) }
 
 func (n *settledNode[T]) stop() {
 	n.disarm()

@@ -32,11 +32,13 @@ func (e *expiry) arm(c *core, owner timerOwner, d time.Duration) {
 // err is the error of what was still running when the deadline passed.
 func (e *expiry) err() error { return fmt.Errorf("%w after %v", ErrTimeout, e.d) }
 
-// disarm stops the deadline if it has not passed. On the sink's loop l.
+// disarm stops the deadline if it was armed and has not passed. On the
+// sink's loop l.
 func (e *expiry) disarm(l *Loop) {
-	if e.gt != nil {
+	switch {
+	case e.gt != nil:
 		e.gt.Stop()
-		return
+	case e.t.owner != nil:
+		l.removeTimer(&e.t)
 	}
-	l.removeTimer(&e.t)
 }
