@@ -123,8 +123,7 @@ func (s *Settling[T]) next(co *Co) (h *Handle[T], ok bool, err error) {
 		if w == nil {
 			// List a waiter, then look again: an input delivered before
 			// it was listed woke nobody.
-			w = &Handle[struct{}]{}
-			w.init(co.l)
+			w = runningHandle(co.l)
 			s.mu.Lock()
 			s.waiters = append(s.waiters, w)
 			s.mu.Unlock()
