@@ -7,8 +7,9 @@ import (
 	"sync/atomic"
 )
 
-// ErrNotInBody is returned by Await called anywhere but in the body of the Do
-// that co belongs to, while it runs.
+// ErrNotInBody is returned by Await (and yielded by Settling.Await, and the
+// cause of the context Co.Context returns) called anywhere but in the body
+// of the Do that co belongs to, while it runs.
 var ErrNotInBody = errors.New("aio: Await outside its Do body")
 
 // Co is the handle a Do body awaits through. It belongs to one body and is

@@ -52,7 +52,9 @@ var (
 	// ErrCancelled is the error of a cancelled handle: Wait, Result and Await
 	// return an error for which errors.Is(err, ErrCancelled) holds.
 	ErrCancelled = errors.New("aio: cancelled")
-	// ErrTimeout is the error of Within when its deadline passes first.
+	// ErrTimeout is the error of Within when its deadline passes first, and
+	// the outcome AllSettledWithin gives an input still running at its
+	// deadline.
 	ErrTimeout = errors.New("aio: timeout")
 	// ErrTooManySystems is returned by Runtime.Start when every slab slot is taken.
 	ErrTooManySystems = errors.New("aio: too many systems")
