@@ -5,8 +5,8 @@ import (
 	"testing"
 )
 
-// BenchmarkTapChain is BenchmarkThenChain with Tap links: the cost of the
-// value passed on (Tap is a Then with a closure around fn).
+// BenchmarkTapChain is BenchmarkThenChain with Tap links: a node of its
+// own, which passes the input's value on instead of a value fn returns.
 func BenchmarkTapChain(b *testing.B) {
 	benchOnLoop(b, func(l *Loop, n int, done func()) {
 		root := NewPromise[int](l)
