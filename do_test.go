@@ -101,25 +101,19 @@ func TestDoCancelCancelsAwaitedHandle(t *testing.T) {
 // while suspended only withdraws (the shared input survives).
 func TestAwaitAfterCancelSparesSharedInput(t *testing.T) {
 	l := startLoop(t)
-	shared := NewPromise[int](l)
-	other := Then(shared.Handle(), func(v int) (int, error) { return v, nil }) // still wants it
+	shared, requireWanted := sharedInput(t, l)
 	gate := NewPromise[int](l)
 	var firstErr error
 	d := Do(l, func(co *Co) (int, error) {
 		_, firstErr = Await(co, gate.Handle()) // cancelled while suspended here
-		return Await(co, shared.Handle())      // "every later Await returns ErrCancelled at once"
+		return Await(co, shared)               // "every later Await returns ErrCancelled at once"
 	})
 	onLoop(t, l, func() {})
 	d.Cancel()
 	_, err := wait(t, d)
 	require.ErrorIs(t, err, ErrCancelled)
 	require.ErrorIs(t, firstErr, ErrCancelled)
-	onLoop(t, l, func() {})
-	require.Equal(t, Running, shared.Handle().Status(), "other still depends on the shared input")
-	shared.Resolve(7)
-	v, err := wait(t, other)
-	require.NoError(t, err)
-	require.Equal(t, 7, v)
+	requireWanted()
 }
 
 func TestDoAcrossLoopsAndOutsideBody(t *testing.T) {
