@@ -2,7 +2,6 @@ package aio
 
 import (
 	"context"
-	"slices"
 	"sync/atomic"
 	"time"
 )
@@ -86,29 +85,6 @@ func (a *ctxAfter) stop() bool {
 	}
 	runInlineCall(a.c.loop, (*core).unwatch, a.c, dependent(a))
 	return true
-}
-
-// unwatch takes back a watch registered with watch, if c has not told it
-// yet, keeping the others in order: a handle that lives long (a
-// connection's Closed) must not collect the AfterFuncs of every context
-// derived from it and cancelled since. On c's loop.
-func (c *core) unwatch(d dependent) {
-	c.loop.checkOnLoop()
-	x := c.rare
-	if c.dep0 == d {
-		c.dep0 = nil
-		if x != nil && len(x.deps) > 0 {
-			c.dep0 = x.deps[0]
-			x.deps = slices.Delete(x.deps, 0, 1)
-		}
-		return
-	}
-	if x == nil {
-		return
-	}
-	if i := slices.Index(x.deps, d); i >= 0 {
-		x.deps = slices.Delete(x.deps, i, i+1)
-	}
 }
 
 // Context returns a context for the body's goroutine-minded code (a

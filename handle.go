@@ -3,6 +3,7 @@ package aio
 import (
 	"context"
 	"runtime"
+	"slices"
 	"sync/atomic"
 )
 
@@ -340,6 +341,30 @@ func (c *core) watch(d dependent) { runInlineCall(c.loop, (*core).addWatcher, c,
 func (c *core) addInterested(d dependent) { c.addDep(d, true) }
 
 func (c *core) addWatcher(d dependent) { c.addDep(d, false) }
+
+// unwatch takes back a watch registered with watch, if c has not told it
+// yet, keeping the others in order (dep0 is empty only when deps is, which
+// addDep relies on): a handle that lives long (a connection's Closed) must
+// not collect the AfterFuncs of every context derived from it and cancelled
+// since (see handleContext.AfterFunc). On c's loop.
+func (c *core) unwatch(d dependent) {
+	c.loop.checkOnLoop()
+	x := c.rare
+	if c.dep0 == d {
+		c.dep0 = nil
+		if x != nil && len(x.deps) > 0 {
+			c.dep0 = x.deps[0]
+			x.deps = slices.Delete(x.deps, 0, 1)
+		}
+		return
+	}
+	if x == nil {
+		return
+	}
+	if i := slices.Index(x.deps, d); i >= 0 {
+		x.deps = slices.Delete(x.deps, i, i+1)
+	}
+}
 
 // withdraw takes back one dependent's interest in c; when none is left and c
 // is still running, c is cancelled. On c's loop.
