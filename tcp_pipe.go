@@ -85,9 +85,6 @@ type pipeNode struct {
 type pipeDir struct {
 	src, dst *Conn
 	n        *int64 // the bytes src read, in the pipe's stats
-	// full: src is paused because dst's write queue is Full (the copy
-	// path), until it drains.
-	full bool
 	// The splice path (tcp_splice.go): the kernel pipe while it holds
 	// bytes, how many, and whether splicing failed on these sockets.
 	kp       kpipe
@@ -153,17 +150,11 @@ func (d *pipeDir) start() {
 			return // dst closed (its OnClose ends the pipe) or shut (src is at EOF)
 		}
 		if dst.full.Load() {
-			d.full = true // until dst drains
-			d.pauseSource()
+			d.pauseSource() // until dst drains
 		}
 	}
 	src.onEOF = func(*Conn) { dst.closeWrite(nil) }
-	dst.queue().onDrain = func(*Conn) {
-		if d.full {
-			d.full = false
-			d.pauseSource()
-		}
-	}
+	dst.queue().onDrain = func(*Conn) { d.pauseSource() }
 	src.onClose = func(src *Conn, err error) { d.pipe().closed(dst, err) }
 	src.update()
 	if src.eof { // EOF came before Pipe: pass it on now
@@ -174,12 +165,12 @@ func (d *pipeDir) start() {
 // pipe returns the Pipe the direction belongs to.
 func (d *pipeDir) pipe() *pipeNode { return d.src.pipe }
 
-// pauseSource pauses src while dst cannot take more: its queue is Full, or
-// the kernel pipe holds bytes it did not take; and resumes it otherwise.
-// On the loop.
+// pauseSource pauses src while dst cannot take more: its queue is Full
+// (whoever filled it), or the kernel pipe holds bytes it did not take; and
+// resumes it otherwise. On the loop.
 func (d *pipeDir) pauseSource() {
 	src := d.src
-	if pause := d.full || d.held > 0; pause != src.paused {
+	if pause := d.dst.full.Load() || d.held > 0; pause != src.paused {
 		src.paused = pause
 		src.update()
 	}
