@@ -24,9 +24,9 @@ import (
 // Kernel pipes come from a pool per loop (tcpLoop.pipes) and go back as soon
 // as they are empty, so a direction holds one only while the destination
 // is full: a thousand idle proxied connections cost no pipe at all, and a
-// busy loop a few. A pipe is released by the direction that holds it when
-// either of its connections closes (its bytes are lost then, as queued
-// writes are), and the pool's when the loop's last socket closes.
+// busy loop a few. A pipe still holding bytes is released when its
+// destination closes (its bytes are lost then, as queued writes are), and
+// the pool's when the loop's last socket closes.
 
 // pipeFn and spliceFn are the system calls of splicing. Variables only so
 // that tests can make them fail (out of fds, a socket splice refuses);
@@ -210,12 +210,14 @@ func (c *Conn) splicedTo() int {
 	return 0
 }
 
-// unsplice releases the kernel pipes of the Pipe c belongs to, as c
-// closes. On the loop.
+// unsplice releases the kernel pipe of the Pipe direction into c, as c
+// closes: its bytes were for c. The pipe of the direction from c holds
+// bytes c read for the other side, which sends them before the FIN that
+// c's close passes on, as it sends what c's reads queued when copying;
+// that side's close releases it. On the loop.
 func (c *Conn) unsplice() {
 	if p := c.pipe; p != nil {
-		p.dirs[0].release()
-		p.dirs[1].release()
+		p.into(c).release()
 	}
 }
 

@@ -264,3 +264,40 @@ func pipeFDs(t *testing.T) int {
 	}
 	return n
 }
+
+// A side closed by Close while the proxy still holds bytes it read from
+// that side for the other (in the kernel pipe, or in the write queue when
+// copying) does not take them back: the other side sends them, then its
+// FIN, so that what it delivers is what the pipe counts; the kernel pipe
+// that held them comes back.
+func TestPipeCloseKeepsBytesForTheOtherSide(t *testing.T) {
+	pipeModes(t, true, func(t *testing.T) {
+		const total = 4 << 20
+		pipes := -1
+		if pipeSplices {
+			pipes = pipeFDs(t)
+		}
+		l := startLoop(t)
+		up, pc, sent := stalledUpstream(t, l, total)
+		k := onLoopValue(t, l, func() int64 {
+			pc.a.Close()
+			return pc.b.pipe.stats.AToB
+		})
+		got, err := io.ReadAll(up) // to the FIN
+		require.NoError(t, err)
+		<-sent // the client's writes end, failed or not, now that its side closed
+		want := make([]byte, k)
+		pattern(want, 0)
+		require.Equal(t, len(want), len(got))
+		require.True(t, bytes.Equal(want, got), "the stream before the FIN")
+		require.NoError(t, up.Close())
+		n, err := wait(t, pc.pipe)
+		require.NoError(t, err)
+		require.Equal(t, k, n.AToB)
+		if pipeSplices {
+			_, err = wait(t, l.Stop())
+			require.NoError(t, err)
+			require.Equal(t, pipes, pipeFDs(t), "kernel pipes left open")
+		}
+	})
+}
