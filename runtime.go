@@ -2,7 +2,6 @@ package aio
 
 import (
 	"context"
-	"errors"
 	"fmt"
 	"sync/atomic"
 )
@@ -94,37 +93,20 @@ func (rt *Runtime) Shutdown(ctx context.Context) error {
 		}
 	}
 	// Every loop starts draining at once; then the drains are waited for.
-	drains := make([]chan *Handle[struct{}], len(loops))
+	// A drain ends completed, or refused or cancelled because its loop is
+	// stopping already: either way, what is left is to stop it.
+	drains := make([]*Handle[struct{}], len(loops))
 	for i, l := range loops {
-		drains[i] = make(chan *Handle[struct{}], 1)
-		ch := drains[i]
-		if l.Post(func() { ch <- l.drainLoop() }) != nil {
-			drains[i] = nil // stopping already
-		}
+		drains[i] = l.drainTCP()
 	}
-	var err error
-	for i, l := range loops {
-		if drains[i] == nil {
-			continue
-		}
-		select {
-		case h := <-drains[i]:
-			if _, werr := h.Wait(ctx); !errors.Is(werr, ErrCancelled) { // cancelled: the loop stopped meanwhile
-				err = werr
-			}
-		case <-l.stopH.Done(): // stopped before the drain started
-		case <-ctx.Done():
-			err = ctx.Err()
-		}
-		if err != nil {
-			break
-		}
+	for _, h := range drains {
+		_, _ = h.Wait(ctx) // at once for each once ctx has ended
 	}
 	stops := make([]*Handle[struct{}], len(loops))
 	for i, l := range loops {
 		stops[i] = l.Stop()
 	}
-	if err != nil {
+	if err := ctx.Err(); err != nil {
 		return err
 	}
 	for _, h := range stops {

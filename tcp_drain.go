@@ -61,23 +61,53 @@ func (c *Conn) drainIdle() {
 // FIN: the bytes are nobody's.
 func dropRead(*Conn, []byte) {}
 
-// drainJob is one Drain: the connections it waits for, the deadline, and
-// the handle. Owned by the loop.
+// drainJob is one drain: Listener.Drain's of the connections a listener
+// accepted, or Runtime.Shutdown's of every connection of a loop. It
+// resolves the handles of the calls that asked for it once none of its
+// connections is open. Owned by the loop.
 type drainJob struct {
-	p     *Promise[struct{}]
-	timer *Handle[struct{}] // the grace period
-	left  func() int        // connections still open
+	waiters []*Promise[struct{}]
+	timer   *Handle[struct{}] // the grace period's Delay; nil without one
+	left    func() int        // its connections still open
+	done    bool
 }
 
-// check resolves the drain once nothing is left. On the loop.
+// check ends the drain once nothing is left, and completes the handles
+// waiting for its end. On the loop.
 func (d *drainJob) check() {
-	if d.left() > 0 {
-		return
+	if !d.done {
+		if d.left() > 0 {
+			return
+		}
+		d.done = true
+		if d.timer != nil {
+			d.timer.Cancel()
+		}
 	}
-	if d.timer != nil {
-		d.timer.Cancel()
+	for _, p := range d.waiters {
+		p.Resolve(struct{}{})
 	}
-	d.p.Resolve(struct{}{})
+	d.waiters = nil
+}
+
+// drainHandle returns a handle that completes with the drain *job: the
+// one running, or the one start starts, on the loop, if none ever was. A
+// stopping loop starts none: Stop closes the connections, and refuses or
+// cancels the handle. Any goroutine.
+func drainHandle(l *Loop, job **drainJob, start func() *drainJob) *Handle[struct{}] {
+	p := NewPromise[struct{}](l)
+	l.runInline(func() {
+		if l.state.Load() != stateRunning {
+			return
+		}
+		if *job == nil {
+			*job = start()
+		}
+		d := *job
+		d.waiters = append(d.waiters, p)
+		d.check()
+	})
+	return p.Handle()
 }
 
 // Drain stops accepting and ends the listener's connections gracefully: it
@@ -92,39 +122,34 @@ func (d *drainJob) check() {
 // Pipe holds both its connections busy until it ends. Calling Drain again
 // gives a handle that completes with the first call's. Any goroutine.
 func (ln *Listener) Drain(grace time.Duration) *Handle[struct{}] {
-	p := NewPromise[struct{}](ln.l)
-	ln.l.runInline(func() {
-		if d := ln.drained; d != nil { // complete with the first call's
-			Finally(d.p.Handle(), func() { p.Resolve(struct{}{}) })
-			return
-		}
+	return drainHandle(ln.l, &ln.drained, func() *drainJob {
 		ln.closeWith(nil)
-		ln.drained = startDrain(ln.l, p, grace, func() int { return ln.conns },
+		return startDrain(ln.l, grace, func() int { return ln.conns },
 			func(c *Conn) bool { return c.ln == ln })
 	})
-	return p.Handle()
 }
 
-// drainLoop ends every connection of the loop gracefully (Runtime.Shutdown):
+// drainTCP ends every connection of the loop gracefully (Runtime.Shutdown):
 // the listeners close, each connection ends once idle; the handle
 // completes when none is open. No deadline: Shutdown's context is it, and
-// Stop what ends the rest. On the loop.
-func (l *Loop) drainLoop() *Handle[struct{}] {
-	p := NewPromise[struct{}](l)
-	l.eachIO(func(h ioHandler) {
-		if ln, ok := h.(*Listener); ok {
-			ln.closeWith(nil)
-		}
+// Stop what ends the rest. A second call completes with the first.
+// Any goroutine.
+func (l *Loop) drainTCP() *Handle[struct{}] {
+	return drainHandle(l, &l.tcp.drain, func() *drainJob {
+		l.eachIO(func(h ioHandler) {
+			if ln, ok := h.(*Listener); ok {
+				ln.closeWith(nil)
+			}
+		})
+		return startDrain(l, -1, func() int { return int(l.tcp.open.Load()) },
+			func(*Conn) bool { return true })
 	})
-	l.tcp.drain = startDrain(l, p, -1, func() int { return int(l.tcp.open.Load()) },
-		func(*Conn) bool { return true })
-	return p.Handle()
 }
 
 // startDrain drains the loop's open connections that mine selects, closing
 // those left after grace (none with grace < 0), and returns the job that
 // closeWith checks as they close. On the loop.
-func startDrain(l *Loop, p *Promise[struct{}], grace time.Duration, left func() int, mine func(*Conn) bool) *drainJob {
+func startDrain(l *Loop, grace time.Duration, left func() int, mine func(*Conn) bool) *drainJob {
 	each := func(fn func(c *Conn)) {
 		l.eachIO(func(h ioHandler) {
 			if c, ok := h.(*Conn); ok && c.state == connOpen && mine(c) {
@@ -132,15 +157,13 @@ func startDrain(l *Loop, p *Promise[struct{}], grace time.Duration, left func() 
 			}
 		})
 	}
-	d := &drainJob{p: p, left: left}
+	d := &drainJob{left: left}
 	if grace >= 0 {
-		d.timer = Sleep(l, grace)
-		Then(d.timer, func(struct{}) (struct{}, error) {
+		d.timer = Delay(l, grace, func() (struct{}, error) {
 			each(func(c *Conn) { c.closeWith(errDrainDeadline) })
 			return struct{}{}, nil
 		})
 	}
 	each((*Conn).drain)
-	d.check()
 	return d
 }

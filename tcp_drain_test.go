@@ -154,3 +154,28 @@ func TestRuntimeShutdownDeadline(t *testing.T) {
 	require.ErrorIs(t, err, ErrCancelled)
 	require.Zero(t, rt.Running())
 }
+
+// A loop that starts stopping between Shutdown's request to drain it and
+// the drain's start is no error: the loop stops, as Shutdown wanted, and
+// Shutdown returns nil. (Its drain was refused with ErrStopped, which
+// Shutdown returned.)
+func TestRuntimeShutdownLoopStoppingMeanwhile(t *testing.T) {
+	rt := newRuntime(t, RuntimeConfig{})
+	l := startLoopOn(t, rt)
+	held, gate := make(chan struct{}), make(chan struct{})
+	require.NoError(t, l.Post(func() {
+		close(held)
+		select { // hold the loop while Shutdown asks it to drain
+		case <-gate:
+		case <-time.After(waitTimeout):
+		}
+		l.Stop()
+	}))
+	<-held
+	done := make(chan error, 1)
+	go func() { done <- rt.Shutdown(testCtx(t)) }()
+	eventually(t, func() bool { return l.qlen.Load() > 0 }, "Shutdown asked the loop to drain")
+	close(gate)
+	require.NoError(t, recv(t, done))
+	require.Zero(t, rt.Running())
+}
