@@ -161,13 +161,15 @@ func (v *netConn) attach() {
 	c := v.c
 	c.l.checkOnLoop()
 	if c.state != connClosed {
-		c.onRead, c.onEOF = v.onRead, v.onEOF
+		c.onEOF = v.onEOF
 		c.queue().onDrain = v.onDrain
 		c.readWhileFull, c.held = true, false
+		// As OnRead: bytes a framer (OnFrame) still holds come to the view
+		// first, and the interest is updated.
+		c.setOnRead(v.onRead)
 		if c.eof { // read before the view took over
 			v.onEOF(c)
 		}
-		c.update()
 	}
 	c.setOnClose(v.onClose)
 }

@@ -1,6 +1,7 @@
 package aio
 
 import (
+	"bufio"
 	"bytes"
 	"context"
 	"crypto/sha256"
@@ -16,6 +17,7 @@ import (
 	"testing"
 	"time"
 
+	"github.com/stretchr/testify/assert"
 	"github.com/stretchr/testify/require"
 	"golang.org/x/net/nettest"
 	"golang.org/x/sys/unix"
@@ -259,6 +261,33 @@ func TestNetConnCloseAndEOF(t *testing.T) {
 	_, err = c.NetConn().Read(make([]byte, 8))
 	require.ErrorIs(t, err, net.ErrClosed)
 	closedLoopTCP(t, l)
+}
+
+// A view made after OnFrame takes over the bytes the framer holds (the
+// start of a line whose end has not arrived): they come first to Read, not
+// to the frame callback, and nothing is lost.
+func TestNetConnAfterOnFrame(t *testing.T) {
+	l := startLoop(t)
+	fn, frames := collectFrames(4)
+	ln, conns := frameListen(t, l, ListenConfig{}, func(c *Conn) {
+		assert.NoError(t, c.OnFrame(bufio.ScanLines, 1024, fn))
+	})
+	nc := netDial(t, ln)
+	c := recv(t, conns)
+	netWrite(t, nc, []byte("hello\npart"))
+	require.Equal(t, "hello", recv(t, frames))
+	onLoop(t, l, func() {}) // "part" is in the framer's carry
+	view := c.NetConn()
+	onLoop(t, l, func() {}) // the view has taken over (NetConn posts that)
+	netWrite(t, nc, []byte("ial\n"))
+	require.NoError(t, nc.CloseWrite())
+	got, err := io.ReadAll(view)
+	require.NoError(t, err)
+	require.Equal(t, "partial\n", string(got))
+	require.Empty(t, frames, "the frame callback ran after the view took over")
+	require.NoError(t, view.Close())
+	closedView(t, c)
+	closedLoopTCP(t, l.closeListener(t, ln))
 }
 
 // viewPipe makes nettest's pairs: a view of a dialed connection and one of
