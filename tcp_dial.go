@@ -92,11 +92,12 @@ func (d *Dialer) DialContext(ctx context.Context, l *Loop, addr string) *Handle[
 	if n == nil || ctx.Done() == nil {
 		return h
 	}
-	stop := context.AfterFunc(ctx, func() {
+	// Tied as Bind ties a handle, but the dial fails with ctx's error
+	// instead of being cancelled; the tie is undone when the dial ends.
+	h.watch(stopAfter(context.AfterFunc(ctx, func() {
 		err := dialCtxError(ctx, addr)
 		l.runInline(func() { n.abort(err) })
-	})
-	h.OnCleanup(func() { stop() })
+	})))
 	return h
 }
 
