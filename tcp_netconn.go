@@ -125,16 +125,18 @@ type deadline struct {
 	t       *time.Timer // fires at at, made on first use
 }
 
-// set sets the deadline to at; fire runs (on a goroutine of the timer's)
-// when a future at comes.
-func (d *deadline) set(at time.Time, fire func()) {
+// set sets the deadline of v's direction whose waits cond wakes to at: a
+// future at arms the timer, which calls v.fire. The timer and its closure
+// are made the first time one is armed, so that setting a deadline again
+// (net/http does for every request) allocates nothing.
+func (d *deadline) set(at time.Time, v *netConn, cond *sync.Cond) {
 	d.at = at
 	d.expired = !at.IsZero() && !time.Now().Before(at)
 	switch {
 	case at.IsZero() || d.expired:
 		d.stop()
 	case d.t == nil:
-		d.t = time.AfterFunc(time.Until(at), fire)
+		d.t = time.AfterFunc(time.Until(at), func() { v.fire(d, cond) })
 	default:
 		d.t.Reset(time.Until(at))
 	}
@@ -393,11 +395,11 @@ func (v *netConn) setDeadline(t time.Time, read, write bool) error {
 		return v.opError("set", ErrConnClosed)
 	}
 	if read {
-		v.rdl.set(t, func() { v.fire(&v.rdl, &v.rcond) })
+		v.rdl.set(t, v, &v.rcond)
 		v.rcond.Broadcast()
 	}
 	if write {
-		v.wdl.set(t, func() { v.fire(&v.wdl, &v.wcond) })
+		v.wdl.set(t, v, &v.wcond)
 		v.wcond.Broadcast()
 	}
 	return nil
