@@ -92,11 +92,12 @@ func AdoptListener(l *Loop, fd int, cfg ListenConfig, onConn func(c *Conn)) (*Li
 	if err != nil {
 		return nil, fmt.Errorf("aio: adopt tcp listener fd %d: %w", fd, err)
 	}
-	ln := newListener(l, fd, addr, cfg, onConn)
+	var ln *Listener
 	err = runWait(l, func() error {
 		if err := takeOver(l, fd, func() error { return setBufferSizes(fd, cfg.Conn) }); err != nil {
 			return err
 		}
+		ln = newListener(l, fd, addr, cfg, onConn) // its Closed handle counts from here
 		ln.spare = openSpare()
 		ln.start()
 		return nil

@@ -3,6 +3,7 @@ package aio
 import (
 	"io"
 	"net"
+	"syscall"
 	"testing"
 
 	"github.com/stretchr/testify/require"
@@ -231,15 +232,23 @@ func TestTCPAdoptRefuses(t *testing.T) {
 	require.Error(t, err, "a closed net.Conn was adopted")
 	require.Equal(t, fds, fdCount(t))
 
-	// An fd the loop owns already.
-	ln := echoListen(t, l, ListenConfig{})
+	// An fd the loop owns already, a connection's or a listener's. The
+	// refusal leaves nothing behind: no handle stays pending.
+	ln, accepted := echoListenConns(t, l, "127.0.0.1:0", ListenConfig{}, 1)
 	c, err := wait(t, Dial(l, ln.Addr().String(), ConnConfig{}))
 	require.NoError(t, err)
-	rc, err := c.SyscallConn()
-	require.NoError(t, err)
-	var owned int
-	require.NoError(t, rc.Control(func(fd uintptr) { owned = int(fd) }))
-	require.ErrorContains(t, adoptConn(owned), "owns this fd already")
+	recv(t, accepted) // its handles count before the count is taken
+	ownedFD := func(sc syscall.Conn) int {
+		rc, err := sc.SyscallConn()
+		require.NoError(t, err)
+		fd := -1
+		require.NoError(t, rc.Control(func(s uintptr) { fd = int(s) }))
+		return fd
+	}
+	handles := l.Stats().Handles
+	require.ErrorContains(t, adoptConn(ownedFD(c)), "owns this fd already")
+	require.ErrorContains(t, adoptListener(ownedFD(ln)), "owns this fd already")
+	require.Equal(t, handles, l.Stats().Handles, "a refused adoption left a handle")
 	got := make(chan string, 1)
 	require.NoError(t, c.OnRead(func(c *Conn, b []byte) { got <- string(b) }))
 	require.NoError(t, send(c, []byte("still mine")))
