@@ -45,7 +45,8 @@ var netViews sync.Map // *Conn → *netConn
 // and later calls return the same view until the connection closes.
 //
 // The view takes the connection's OnRead, OnEOF, OnDrain and OnClose
-// callbacks over (setting them afterwards breaks it), and sets
+// callbacks over (setting them afterwards breaks it; bytes an OnFrame
+// framer still holds come first, as to a new OnRead), and sets
 // ConnConfig.ReadWhileFull: as with package net, reading and writing have
 // independent flow control.
 //
