@@ -424,9 +424,6 @@ func (l *Loop) iterate() {
 	l.now.Store(int64(l.startIteration()))
 	l.runTimers()
 	l.runPosted()
-	if len(l.young) > 0 || len(l.older) > 0 {
-		l.enter(phaseBook)
-	}
 	l.trackYoung()
 	l.pollIO(l.pollTimeout())
 	l.runClosing()

@@ -48,7 +48,7 @@ const (
 	phaseIO                   // polls that did not wait, I/O callbacks and their jobs
 	phaseClosing              // closing callbacks and their jobs
 	phaseIdle                 // blocked in the poller, or spinning for posts (Config.Spin)
-	phaseBook                 // bookkeeping worth a segment of its own (aging many producers)
+	phaseBook                 // bookkeeping worth a segment of its own (tracking producers, aging many: trackYoung)
 	phaseOther                // bare bookkeeping since the last reading: the next phase takes it over
 	phaseWoke                 // nothing since the reading at a wakeup: the next iteration starts from it
 	numPhases

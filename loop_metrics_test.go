@@ -167,6 +167,26 @@ func TestStatsTimerLag(t *testing.T) {
 	assert.Equal(t, g.Sum, g.Mean())
 }
 
+// Aging producers that have finished reads no clock, so that a loop whose
+// callbacks make a promise or two pays no reading for it; tracking one still
+// pending starts a segment of bookkeeping (Time.Other).
+func TestStatsAgingReadsClockOnlyToTrack(t *testing.T) {
+	l := startLoop(t)
+	onLoop(t, l, func() {
+		done, pending := NewPromise[int](l), NewPromise[int](l)
+		done.Resolve(1)
+		require.Equal(t, phasePosted, l.m.cur)
+		mark := l.m.mark
+		l.trackYoung() // an iteration boundary: pending is held, done let go
+		assert.Equal(t, phasePosted, l.m.cur, "a segment for letting go")
+		assert.Equal(t, mark, l.m.mark, "a clock reading for letting go")
+		l.trackYoung() // pending is tracked
+		assert.Equal(t, phaseBook, l.m.cur)
+		assert.Greater(t, l.m.mark, mark)
+		pending.Resolve(2)
+	})
+}
+
 func TestLagBuckets(t *testing.T) {
 	assert.Equal(t, time.Microsecond, LagBound(0))
 	assert.Equal(t, time.Second, LagBound(LagBuckets-2))

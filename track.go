@@ -157,11 +157,21 @@ func (r *record) abandon() {
 // collection of an abandoned one by as much. An idle loop must not hold them
 // for as long as it sleeps: while any are held, the poll phase wakes after
 // youngAging at the latest (pollTimeout), so the boundaries come within
-// about that, work or no work. On the loop.
+// about that, work or no work.
+//
+// Its time goes to Stats.Time.Other when it tracks a producer or ages more
+// than youngCompact of them; otherwise (a few finished producers let go, as
+// in most iterations of a loop that makes some) it is a few pointer moves,
+// less than the clock reading that would set them apart, and it counts with
+// the phase before it. On the loop.
 func (l *Loop) trackYoung() {
+	if len(l.young) > youngCompact {
+		l.enter(phaseBook)
+	}
 	for i, c := range l.older {
 		l.older[i] = nil
 		if pendingProducer(c) {
+			l.enter(phaseBook)
 			c.track()
 		}
 	}
