@@ -421,7 +421,7 @@ func (l *Loop) run() {
 // iterate runs one pass of the phases.
 func (l *Loop) iterate() {
 	l.busy = false
-	l.now.Store(int64(l.startIteration()))
+	l.startIteration() // and Now
 	l.runTimers()
 	l.runPosted()
 	l.trackYoung()

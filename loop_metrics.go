@@ -228,19 +228,20 @@ func (l *Loop) reading() time.Duration {
 	return l.m.mark
 }
 
-// startIteration reads the clock for a new iteration (or reuses the reading
-// of the wakeup just before it), cuts the segment, and publishes if the last
-// publication is publishEvery old. It returns the reading. On the loop.
-func (l *Loop) startIteration() time.Duration {
+// startIteration reads the clock for a new iteration, cuts the segment and
+// caches the reading as Now, or reuses the reading of the wakeup just
+// before it, which wake cached already; and it publishes if the last
+// publication is publishEvery old. On the loop.
+func (l *Loop) startIteration() {
 	m := &l.m
 	if m.cur != phaseWoke {
 		l.cutNow()
+		l.now.Store(int64(m.mark))
 	}
 	m.cur = phaseOther
 	if m.mark-m.pubAt >= publishEvery {
 		l.publish()
 	}
-	return m.mark
 }
 
 // sleep marks the start of an idle segment in the poller and publishes
