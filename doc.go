@@ -9,7 +9,7 @@
 //	if err != nil {
 //		return err
 //	}
-//	defer rt.Shutdown(context.Background())
+//	defer rt.Shutdown(ctx) // drains connections until ctx ends, then stops the loops
 //
 //	tick := aio.Then(aio.Sleep(l, 10*time.Millisecond), func(struct{}) (string, error) {
 //		return "tick", nil
