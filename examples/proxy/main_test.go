@@ -178,10 +178,12 @@ func echoUpstream(t *testing.T) string {
 func serveEcho(t *testing.T, nl net.Listener) {
 	var wg sync.WaitGroup
 	var mu sync.Mutex
-	var conns []net.Conn
+	var conns []net.Conn // guarded by mu
+	stopped := false     // guarded by mu: a connection accepted after the cleanup is closed at once
 	t.Cleanup(func() {
 		nl.Close()
 		mu.Lock()
+		stopped = true
 		for _, c := range conns {
 			c.Close()
 		}
@@ -197,6 +199,11 @@ func serveEcho(t *testing.T, nl net.Listener) {
 				return
 			}
 			mu.Lock()
+			if stopped {
+				mu.Unlock()
+				c.Close()
+				return
+			}
 			conns = append(conns, c)
 			mu.Unlock()
 			wg.Add(1)
