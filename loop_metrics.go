@@ -45,7 +45,7 @@ type phase uint8
 const (
 	phaseTimers  phase = iota // due timers' callbacks and their jobs
 	phasePosted               // posted callbacks and their jobs
-	phaseIO                   // polls that did not wait, I/O callbacks and their jobs
+	phaseIO                   // I/O callbacks and their jobs (a poll that did not wait counts with the phase before it)
 	phaseClosing              // closing callbacks and their jobs
 	phaseIdle                 // blocked in the poller, or spinning for posts (Config.Spin)
 	phaseBook                 // bookkeeping worth a segment of its own (tracking producers, aging many: trackYoung)
@@ -101,7 +101,7 @@ func (g Lag) Mean() time.Duration {
 type LoopTime struct {
 	Timers  time.Duration // running due timers
 	Posted  time.Duration // running posted callbacks
-	IO      time.Duration // polls that did not wait, and I/O callbacks
+	IO      time.Duration // I/O callbacks (a poll that did not wait counts with the phase before it, to save a clock reading)
 	Closing time.Duration // closing callbacks
 	Other   time.Duration // the loop's bookkeeping between phases (aging producers, computing the poll timeout)
 	Idle    time.Duration // blocked in the poller waiting for work, or spinning for it (Config.Spin)
