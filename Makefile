@@ -4,7 +4,7 @@ GO ?= go
 PKGS := ./...
 CROSS := darwin/amd64 darwin/arm64 freebsd/amd64 netbsd/amd64 openbsd/amd64 linux/arm64 linux/riscv64 linux/386 linux/arm
 
-.PHONY: all build test race short debug soak vet lint cross bench fuzz fuzz-short clean
+.PHONY: all build test race short debug soak vet lint cross bench bench-http fuzz fuzz-short clean
 
 all: build test
 
@@ -63,6 +63,14 @@ cross:
 # bench: every loopbench workload, aio beside the Go standard library.
 bench:
 	$(GO) run ./cmd/loopbench
+
+# bench-http: examples/webserver beside net/http and fasthttp under wrk, in
+# one run (bench/http/run.sh: REPS rounds of DUR seconds, CONNS, THREADS;
+# the table goes to bench/http/results.tsv). Installs wrk if it is missing.
+bench-http:
+	@command -v wrk >/dev/null || { sudo=$$(command -v sudo || true); \
+		$$sudo apt-get install -y wrk || { $$sudo apt-get update && $$sudo apt-get install -y wrk; }; }
+	bench/http/run.sh
 
 # FUZZ lists the fuzz targets as package:Target:time, the time being that
 # of the short run in make test. The fuzzing runs without the race

@@ -1,0 +1,82 @@
+// Command baseline serves the routes that make bench-http measures, on
+// net/http or on fasthttp, so that examples/webserver is compared with
+// both in the same run:
+//
+//	GET /health      200 text/plain "ok"
+//	GET /slow?ms=N   200 "waited N ms" after N ms (default 1)
+//
+// It prints "listening on ADDR" once it accepts. It lives in a module of
+// its own so that fasthttp never becomes a dependency of aio.
+package main
+
+import (
+	"flag"
+	"fmt"
+	"log"
+	"net"
+	"net/http"
+	"os"
+	"strconv"
+	"time"
+
+	"github.com/valyala/fasthttp"
+)
+
+func main() {
+	server := flag.String("server", "nethttp", "nethttp or fasthttp")
+	addr := flag.String("addr", "127.0.0.1:0", "listen address")
+	flag.Parse()
+	ln, err := net.Listen("tcp", *addr)
+	if err != nil {
+		log.Fatal(err)
+	}
+	fmt.Printf("listening on %s\n", ln.Addr())
+	switch *server {
+	case "nethttp":
+		log.Fatal(http.Serve(ln, http.HandlerFunc(serveStd)))
+	case "fasthttp":
+		s := &fasthttp.Server{Handler: serveFast, Name: "baseline"}
+		log.Fatal(s.Serve(ln))
+	default:
+		fmt.Fprintf(os.Stderr, "baseline: -server %q: want nethttp or fasthttp\n", *server)
+		os.Exit(2)
+	}
+}
+
+// slowMillis is the wait of /slow: the ms parameter, 1 if absent or bad.
+func slowMillis(s string) int {
+	if ms, err := strconv.Atoi(s); err == nil && ms >= 0 {
+		return ms
+	}
+	return 1
+}
+
+var ok = []byte("ok")
+
+func serveStd(w http.ResponseWriter, r *http.Request) {
+	switch r.URL.Path {
+	case "/health":
+		w.Header().Set("Content-Type", "text/plain")
+		_, _ = w.Write(ok)
+	case "/slow":
+		ms := slowMillis(r.URL.Query().Get("ms"))
+		time.Sleep(time.Duration(ms) * time.Millisecond)
+		fmt.Fprintf(w, "waited %d ms", ms)
+	default:
+		http.NotFound(w, r)
+	}
+}
+
+func serveFast(ctx *fasthttp.RequestCtx) {
+	switch string(ctx.Path()) {
+	case "/health":
+		ctx.SetContentType("text/plain")
+		ctx.SetBody(ok)
+	case "/slow":
+		ms := slowMillis(string(ctx.QueryArgs().Peek("ms")))
+		time.Sleep(time.Duration(ms) * time.Millisecond)
+		fmt.Fprintf(ctx, "waited %d ms", ms)
+	default:
+		ctx.SetStatusCode(fasthttp.StatusNotFound)
+	}
+}

@@ -1,0 +1,113 @@
+#!/usr/bin/env bash
+# bench/http/run.sh: examples/webserver beside net/http and fasthttp under
+# wrk, in one run, on this machine's loopback. What make bench-http runs.
+#
+# Scenarios (wrk -t$THREADS -c$CONNS -d$DUR --latency):
+#   health     GET /health
+#   pipelined  GET /health, 16 requests pipelined per write (pipeline.lua)
+#   slow       GET /slow?ms=1 (an asynchronous handler: a loop timer)
+# Each round runs every server once per scenario, servers interleaved, and
+# the table gives the medians over REPS rounds: requests/s, p99 latency,
+# requests per CPU-second of the server process, and webserver's ratios.
+# A run with non-2xx responses or socket errors is reported and counts 0.
+set -euo pipefail
+HERE=$(cd "$(dirname "$0")" && pwd)
+ROOT=$(cd "$HERE/../.." && pwd)
+REPS=${REPS:-3} DUR=${DUR:-8s} CONNS=${CONNS:-64} THREADS=${THREADS:-2}
+OUT=${OUT:-$HERE/results.tsv}
+SERVERS=${SERVERS:-webserver nethttp fasthttp}
+SCENARIOS=${SCENARIOS:-health pipelined slow}
+BIN=$(mktemp -d)
+PID=
+cleanup() { [ -n "$PID" ] && kill "$PID" 2>/dev/null; rm -rf "$BIN"; }
+trap cleanup EXIT
+
+command -v wrk >/dev/null || { echo "bench-http: wrk not found (make bench-http installs it)" >&2; exit 1; }
+case " $SERVERS " in *" webserver "*) (cd "$ROOT" && go build -o "$BIN/webserver" ./examples/webserver) ;; esac
+(cd "$HERE" && go build -o "$BIN/baseline" ./baseline)
+CLK=$(getconf CLK_TCK)
+
+# start NAME: start a server on a free port; sets PID and ADDR.
+start() {
+	local log=$BIN/$1.out
+	case $1 in
+	webserver) "$BIN/webserver" -addr 127.0.0.1:0 >"$log" 2>"$BIN/$1.err" & ;;
+	*) "$BIN/baseline" -server "$1" -addr 127.0.0.1:0 >"$log" 2>"$BIN/$1.err" & ;;
+	esac
+	PID=$!
+	for _ in $(seq 1 100); do
+		ADDR=$(sed -n 's/^listening on //p' "$log")
+		[ -n "$ADDR" ] && return 0
+		sleep 0.1
+	done
+	echo "bench-http: $1 did not print 'listening on'" >&2; cat "$BIN/$1.err" >&2; exit 1
+}
+
+stop() { kill "$PID"; wait "$PID" 2>/dev/null || true; PID=; }
+
+cpu_ticks() { awk '{print $14 + $15}' "/proc/$PID/stat"; }
+
+# to_ms VALUE: wrk's latency (e.g. 812.00us, 1.20ms, 2.00s) in ms.
+to_ms() {
+	awk -v v="$1" 'BEGIN { n = v + 0; u = v; sub(/^[0-9.]+/, "", u);
+		if (u == "us") n /= 1000; else if (u == "s") n *= 1000; else if (u == "m") n *= 60000;
+		printf "%.3f", n }'
+}
+
+# scenario NAME: run wrk for it against ADDR, print "rps p99ms".
+scenario() {
+	local args=(-t"$THREADS" -c"$CONNS" -d"$DUR" --latency)
+	case $1 in
+	health) args+=("http://$ADDR/health") ;;
+	pipelined) args+=(-s "$HERE/pipeline.lua" "http://$ADDR/" -- 16 /health) ;;
+	slow) args+=("http://$ADDR/slow?ms=1") ;;
+	esac
+	local out
+	out=$(wrk "${args[@]}")
+	if grep -q -e 'Non-2xx' -e 'Socket errors' <<<"$out"; then
+		echo "bench-http: $1 had errors:" >&2; grep -e 'Non-2xx' -e 'Socket errors' <<<"$out" >&2
+		echo "0 0"; return
+	fi
+	local rps p99
+	rps=$(awk '/^Requests\/sec:/ {print $2}' <<<"$out")
+	p99=$(awk '$1 == "99%" {print $2}' <<<"$out")
+	echo "$rps $(to_ms "$p99")"
+}
+
+printf 'round\tserver\tscenario\treq_per_s\tp99_ms\treq_per_cpu_s\n' >"$OUT"
+for r in $(seq 1 "$REPS"); do
+	for s in $SERVERS; do
+		start "$s"
+		for sc in $SCENARIOS; do
+			t0=$(cpu_ticks)
+			read -r rps p99 < <(scenario "$sc")
+			t1=$(cpu_ticks)
+			cpu=$(awk -v a="$t0" -v b="$t1" -v c="$CLK" 'BEGIN { printf "%.3f", (b - a) / c }')
+			per=$(awk -v r="$rps" -v c="$cpu" -v d="${DUR%s}" 'BEGIN { printf "%.0f", (c > 0 ? r * d / c : 0) }')
+			printf '%s\t%s\t%s\t%s\t%s\t%s\n' "$r" "$s" "$sc" "$rps" "$p99" "$per" | tee -a "$OUT"
+		done
+		stop
+	done
+done
+
+echo
+echo "medians over $REPS rounds (wrk -t$THREADS -c$CONNS -d$DUR); ratios are webserver's"
+awk -F'\t' -v scs="$SCENARIOS" -v svs="$SERVERS" '
+NR > 1 { k = $3 FS $2; n[k]++; rps[k, n[k]] = $4; p99[k, n[k]] = $5; per[k, n[k]] = $6 }
+function med(a, k, c,   i, j, t, v) { for (i = 1; i <= c; i++) v[i] = a[k, i] + 0
+	for (i = 1; i <= c; i++) for (j = i + 1; j <= c; j++) if (v[j] < v[i]) { t = v[i]; v[i] = v[j]; v[j] = t }
+	return c % 2 ? v[(c + 1) / 2] : (v[c / 2] + v[c / 2 + 1]) / 2 }
+END {
+	nsc = split(scs, sc, " "); nsv = split(svs, sv, " ")
+	printf "%-10s %-10s %12s %9s %12s\n", "scenario", "server", "req/s", "p99 ms", "req/cpu-s"
+	for (i = 1; i <= nsc; i++) {
+		delete R; delete P
+		for (j = 1; j <= nsv; j++) { k = sc[i] FS sv[j]
+			R[sv[j]] = med(rps, k, n[k]); P[sv[j]] = med(per, k, n[k])
+			printf "%-10s %-10s %12.0f %9.2f %12.0f\n", sc[i], sv[j], R[sv[j]], med(p99, k, n[k]), P[sv[j]] }
+		if (!("webserver" in R)) continue
+		for (j = 1; j <= nsv; j++) if (sv[j] != "webserver" && R[sv[j]] > 0 && P[sv[j]] > 0)
+			printf "%-10s webserver / %s: %.2fx req/s, %.2fx req per CPU-s\n", sc[i], sv[j],
+				R["webserver"] / R[sv[j]], P["webserver"] / P[sv[j]]
+	}
+}' "$OUT"
