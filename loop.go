@@ -15,12 +15,15 @@ type Config struct {
 	Name     string // shown in Stats and logs
 	WorkPool int    // goroutines for Work; 0 means 4 (libuv's default)
 
-	// Spin is how long a loop that has just done work keeps looking for posted
-	// callbacks before it blocks in the poller, as Go's scheduler spins before
-	// it parks a thread. Waking a sleeping thread costs tens of microseconds on
-	// a virtual machine; a spinning loop picks a Post up in well under one, at
-	// the price of up to Spin of CPU after each burst of work. 0 (the default)
-	// never spins; negative is treated as 0.
+	// Spin is how long a loop that has just done work (callbacks, I/O) keeps
+	// looking for posted callbacks and ready fds before it blocks in the
+	// poller, as Go's scheduler spins before it parks a thread. Waking a
+	// sleeping thread costs tens of microseconds on a virtual machine; a
+	// spinning loop picks a Post or a peer's bytes up in about a
+	// microsecond, at the price of up to Spin of CPU after each burst of
+	// work: worth it when each loop has a core of its own and the traffic
+	// is a conversation, a loss when loops share cores with other work.
+	// 0 (the default) never spins; negative is treated as 0.
 	Spin time.Duration
 
 	// PostBatch bounds how many posted callbacks one iteration runs before it
@@ -420,7 +423,6 @@ func (l *Loop) run() {
 
 // iterate runs one pass of the phases.
 func (l *Loop) iterate() {
-	l.busy = false
 	l.startIteration() // and Now
 	l.runTimers()
 	l.runPosted()
@@ -484,11 +486,19 @@ func (l *Loop) pollTimeout() time.Duration {
 
 // pollIO waits for I/O up to timeout and dispatches it.
 func (l *Loop) pollIO(timeout time.Duration) {
+	busy := l.busy // work ran since the last poll
+	l.busy = false
 	asleep := false // awake is false: the loop announced a sleep
 	if timeout != 0 {
-		if l.busy && l.cfg.Spin > 0 && l.spin(timeout) {
-			timeout = 0
-		} else {
+		if busy && l.cfg.Spin > 0 {
+			if n, found := l.spin(timeout); n > 0 {
+				l.dispatch(n)
+				return
+			} else if found {
+				timeout = 0
+			}
+		}
+		if timeout != 0 {
 			// Announce the sleep, then look once more: see enqueue.
 			l.awake.Store(false)
 			asleep = true
@@ -509,28 +519,38 @@ func (l *Loop) pollIO(timeout time.Duration) {
 		return
 	}
 	// A poll that cannot block is not a segment of its own: it counts with
-	// the phase before it, and what it finds with IO (onIO below). A
-	// clock reading to set it apart costs as much as the system call
-	// when it finds nothing, which is most of a busy loop's polls.
+	// the phase before it, and what it finds with IO (dispatch). A clock
+	// reading to set it apart costs as much as the system call when it
+	// finds nothing, which is most of a busy loop's polls.
 	if timeout != 0 {
 		l.sleep()
 	}
-	n, _, err := l.poller.Wait(timeout, l.evs)
+	n, err := l.poll(timeout)
 	if timeout != 0 {
 		l.wake()
 	}
 	if asleep {
 		l.awake.Store(true)
 	}
-	if err != nil {
-		// The poller failing is a bug (a closed epoll fd) or resource
-		// exhaustion; say so once rather than once per iteration.
-		if !l.pollFailed {
-			l.pollFailed = true
-			fmt.Fprintf(os.Stderr, "aio: loop %q: poll: %v\n", l.name, err)
-		}
-		return
+	if err == nil {
+		l.dispatch(n)
 	}
+}
+
+// poll is the poller's Wait into l.evs. A failure is a bug (a closed epoll
+// fd) or resource exhaustion: it is said once rather than once per
+// iteration.
+func (l *Loop) poll(timeout time.Duration) (int, error) {
+	n, _, err := l.poller.Wait(timeout, l.evs)
+	if err != nil && !l.pollFailed {
+		l.pollFailed = true
+		fmt.Fprintf(os.Stderr, "aio: loop %q: poll: %v\n", l.name, err)
+	}
+	return n, err
+}
+
+// dispatch runs the handlers of the n events in l.evs.
+func (l *Loop) dispatch(n int) {
 	l.batch++
 	for _, ev := range l.evs[:n] {
 		// An fd closed earlier in this batch has left events of its old
@@ -549,10 +569,17 @@ func (l *Loop) pollIO(timeout time.Duration) {
 	}
 }
 
-// spin watches the post queue for up to cfg.Spin (and no longer than
-// timeout, if timeout > 0) while still counted as awake, so producers skip the
-// wakeup write. It reports whether work arrived.
-func (l *Loop) spin(timeout time.Duration) bool {
+// spinPollEvery is how many turns of spin pass between two looks at the
+// fds (a non-blocking poll, about 0.3 µs) or at the clock.
+const spinPollEvery = 64
+
+// spin watches the post queue, and the fds if any are registered, for up to
+// cfg.Spin (and no longer than timeout, if timeout > 0) while still counted
+// as awake, so that producers skip the wakeup write and a peer's bytes are
+// picked up without a sleep and a wakeup. It returns the number of I/O
+// events it found (left in l.evs for dispatch), or whether posted work
+// arrived or the loop is stopping.
+func (l *Loop) spin(timeout time.Duration) (events int, found bool) {
 	d := l.cfg.Spin
 	if timeout > 0 && timeout < d {
 		d = timeout
@@ -561,12 +588,19 @@ func (l *Loop) spin(timeout time.Duration) bool {
 	deadline := l.m.mark + d
 	l.spinning.Store(true)
 	defer l.spinning.Store(false)
-	for i := 0; ; i++ {
+	for i := 1; ; i++ {
 		if l.qlen.Load() > 0 || l.state.Load() != stateRunning {
-			return true
+			return 0, true
 		}
-		if i%64 == 63 && l.clock() >= deadline {
-			return false
+		if i%spinPollEvery == 0 {
+			if l.poller.Registered() > 0 {
+				if n, err := l.poll(0); n > 0 || err != nil {
+					return n, err != nil
+				}
+			}
+			if l.clock() >= deadline {
+				return 0, false
+			}
 		}
 	}
 }

@@ -180,6 +180,7 @@ type loopMetrics struct {
 
 	iterations uint64
 	posted     uint64
+	sleeps     uint64 // polls that could block (tests read it on the loop)
 	postLag    lagAcc
 	timerLag   lagAcc
 
@@ -250,6 +251,7 @@ func (l *Loop) startIteration() {
 func (l *Loop) sleep() {
 	l.enter(phaseIdle)
 	m := &l.m
+	m.sleeps++
 	m.pub.seq.Add(1)
 	l.publishLocked()
 	m.pub.sleepSince.Store(int64(m.mark) + 1)

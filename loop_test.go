@@ -1,6 +1,7 @@
 package aio
 
 import (
+	"io"
 	"runtime"
 	"sync"
 	"sync/atomic"
@@ -253,4 +254,35 @@ func TestGoexitInCallbackStopsTheLoop(t *testing.T) {
 	require.ErrorIs(t, err, ErrCancelled, "the suspended body was resumed and ended")
 	require.Equal(t, Cancelled, timer.Status())
 	require.ErrorIs(t, l.Post(func() {}), ErrStopped)
+}
+
+// Spin mode also watches the fds after I/O work: a conversation whose
+// replies come back within the spin window is served without the loop
+// blocking in the poller, so without a wakeup per message.
+func TestSpinPicksUpIOWithoutSleeping(t *testing.T) {
+	l := startLoop(t, Config{Spin: 50 * time.Millisecond})
+	ln, err := Listen(l, "127.0.0.1:0", ListenConfig{}, func(c *Conn) {
+		_ = c.OnRead(func(c *Conn, p []byte) { _, _ = c.Write(p) })
+	})
+	require.NoError(t, err)
+	client := netDial(t, ln)
+	msg := []byte("ping")
+	roundTrip := func() {
+		_, err := client.Write(msg)
+		require.NoError(t, err)
+		_, err = io.ReadFull(client, msg)
+		require.NoError(t, err)
+	}
+	roundTrip() // accepted and served once: the loop may have slept for it
+	var before, after uint64
+	onLoop(t, l, func() { before = l.m.sleeps })
+	const rounds = 200
+	for range rounds {
+		roundTrip()
+	}
+	onLoop(t, l, func() { after = l.m.sleeps })
+	// Every message arrives within the window of the spin that its echo
+	// started (a client round trip takes tens of microseconds): l sleeps
+	// only when the goroutine running the test is slow to be scheduled.
+	require.Less(t, after-before, uint64(rounds/4), "the loop slept for most messages")
 }
