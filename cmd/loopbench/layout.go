@@ -16,6 +16,9 @@ const (
 	// splitLoops: the server on one loop, the clients on another: two
 	// cores, every message crossing from one loop's thread to the other's.
 	splitLoops
+	// splitLoopsSpin: splitLoops with both loops spinning for -spin after
+	// work (Config.Spin), so that a message is picked up without a wakeup.
+	splitLoopsSpin
 	// perCore: a loop per core (GOMAXPROCS), as aio is deployed: each loop
 	// listens on the one port (SO_REUSEPORT, the kernel spreads the
 	// connections over the listeners) and runs its share of the clients.
@@ -25,7 +28,7 @@ const (
 // loops returns how many loops the layout starts.
 func (lay layout) loops() int {
 	switch lay {
-	case splitLoops:
+	case splitLoops, splitLoopsSpin:
 		return 2
 	case perCore:
 		return runtime.GOMAXPROCS(0)
@@ -38,6 +41,8 @@ func (lay layout) describe() string {
 	switch lay {
 	case splitLoops:
 		return "server loop + client loop"
+	case splitLoopsSpin:
+		return "server loop + client loop, both spinning"
 	case perCore:
 		return fmt.Sprintf("%d loops (one per core), each a listener on the port (SO_REUSEPORT) + its share of the clients", lay.loops())
 	}
@@ -53,17 +58,20 @@ type tcpLoops struct {
 }
 
 // start starts the layout's loops, named after the workload.
-func (lay layout) start(workload string) (*tcpLoops, error) {
+func (lay layout) start(o options, workload string) (*tcpLoops, error) {
 	cfgs := make([]aio.Config, lay.loops())
 	for i := range cfgs {
 		cfgs[i].Name = fmt.Sprintf("%s-%d", workload, i)
+		if lay == splitLoopsSpin {
+			cfgs[i].Spin = o.Spin
+		}
 	}
 	rt, ls, err := startLoops(cfgs...)
 	if err != nil {
 		return nil, err
 	}
 	t := &tcpLoops{rt: rt, all: ls, servers: ls, clients: ls}
-	if lay == splitLoops {
+	if lay == splitLoops || lay == splitLoopsSpin {
 		t.servers, t.clients = ls[:1], ls[1:]
 	}
 	return t, nil

@@ -51,7 +51,8 @@
 //	                request/reply over unbuffered channels.
 //	tcp-pingpong    one TCP connection over loopback, 5-byte round trips for
 //	                -duration, server and client on one loop (TCP_NODELAY);
-//	                tcp-pingpong-2loops puts the client on a second loop.
+//	                tcp-pingpong-2loops puts the client on a second loop,
+//	                tcp-pingpong-2loops-spin makes both of those spin (-spin).
 //	                gostd: net with a goroutine per side.
 //	tcp-pound       100 client slots connect, write 2 bytes, read the echo and
 //	                close, 20,000 connections; reports conns/s and CPU seconds.
@@ -101,7 +102,7 @@
 //	-handles N      handles: cycles per row (default 1000000; a row stops
 //	                early, at a batch boundary, after 5×-duration)
 //	-batch N        handles: cycles per posted callback (default 1000)
-//	-spin D         pingpong-loops-spin: Config.Spin (default 50µs)
+//	-spin D         pingpong-loops-spin, tcp-pingpong-2loops-spin: Config.Spin (default 50µs)
 //	-timeout D      how long a wait may last before it is reported as a hang
 //	                (default 60s, on top of the section's expected length)
 //	-cpuprofile F   write a CPU profile of the whole run to F (go tool pprof;
@@ -219,7 +220,7 @@ func parseFlags(args []string, stderr io.Writer) (options, []workload, bool, err
 	fs.IntVar(&o.Batch, "batch", o.Batch, "handles: cycles per posted callback")
 	fs.IntVar(&o.Chain, "chain", o.Chain, "chain: links; cancel-tree: handles in the large tree")
 	fs.IntVar(&o.Awaits, "awaits", o.Awaits, "do-await: round trips")
-	fs.DurationVar(&o.Spin, "spin", o.Spin, "pingpong-loops-spin: aio.Config.Spin of both loops")
+	fs.DurationVar(&o.Spin, "spin", o.Spin, "pingpong-loops-spin, tcp-pingpong-2loops-spin: aio.Config.Spin of both loops")
 	fs.DurationVar(&o.Timeout, "timeout", o.Timeout, "how long a wait may last beyond its expected length before it counts as a hang")
 	fs.StringVar(&o.CPUProfile, "cpuprofile", "", "write a CPU profile of the run to this file")
 	if err := fs.Parse(args); err != nil {

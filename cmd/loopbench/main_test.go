@@ -49,7 +49,7 @@ var wantRows = []string{
 	"chain/aio", "chain/gostd",
 	"cancel-tree-small/aio", "cancel-tree-small/gostd", "cancel-tree/aio", "cancel-tree/gostd", "cancel-tree-aged/aio",
 	"do-await/aio", "do-await/gostd",
-	"tcp-pingpong/aio", "tcp-pingpong-2loops/aio", "tcp-pingpong/gostd",
+	"tcp-pingpong/aio", "tcp-pingpong-2loops/aio", "tcp-pingpong-2loops-spin/aio", "tcp-pingpong/gostd",
 	"tcp-pound/aio", "tcp-pound/gostd", "tcp-pound-2loops/aio", "tcp-pound-percore/aio",
 	"tcp-echo/aio", "tcp-echo-2loops/aio", "tcp-echo-percore/aio", "tcp-echo/gostd",
 	"tcp-proxy/aio", "tcp-proxy-percore/aio", "tcp-proxy/gostd",

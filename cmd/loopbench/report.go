@@ -118,7 +118,7 @@ func baselineOf(workload string) string {
 		return "pingpong-loops"
 	case "handles-new":
 		return "handles"
-	case "tcp-pingpong-2loops":
+	case "tcp-pingpong-2loops", "tcp-pingpong-2loops-spin":
 		return "tcp-pingpong"
 	case "tcp-pound-2loops", "tcp-pound-percore":
 		return "tcp-pound"

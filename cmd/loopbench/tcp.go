@@ -189,6 +189,12 @@ func runTCPPingPong(o options) ([]result, error) {
 	}
 	r.Config = "server loop + client loop, 5 B, TCP_NODELAY"
 	rs = append(rs, r)
+	r, err = rallyAIO(o, "tcp-pingpong-2loops-spin", 1, pingMsg, splitLoopsSpin)
+	if err != nil {
+		return rs, fmt.Errorf("tcp-pingpong-2loops-spin/aio: %w", err)
+	}
+	r.Config = fmt.Sprintf("server loop + client loop, both with spin=%v, 5 B, TCP_NODELAY", o.Spin)
+	rs = append(rs, r)
 	r, err = rallyGo(o, "tcp-pingpong", 1, pingMsg)
 	if err != nil {
 		return rs, fmt.Errorf("tcp-pingpong/gostd: %w", err)
@@ -388,7 +394,7 @@ func (cl *poundClient) closed(*aio.Conn, error) {
 // or a loop per core each accepting and running its share of the client
 // slots and connections.
 func tcpPoundAIO(o options, workload string, lay layout) (result, error) {
-	t, err := lay.start(workload)
+	t, err := lay.start(o, workload)
 	if err != nil {
 		return result{}, err
 	}
@@ -551,7 +557,7 @@ func mbps(r result) float64 { return r.OpsPerSec * echoMsg / 1e6 }
 // are echoes. lay places the server and the clients; clients are dealt
 // out over the client loops in turn, each loop counting its own echoes.
 func rallyAIO(o options, workload string, conns int, msg []byte, lay layout) (result, error) {
-	t, err := lay.start(workload)
+	t, err := lay.start(o, workload)
 	if err != nil {
 		return result{}, err
 	}
