@@ -226,6 +226,7 @@ type tcpLoop struct {
 	pipes  []kpipe     // free kernel pipes for Pipe's splicing, at most maxFreePipes
 	iov    sock.Iovecs // writev scratch (platforms that make the system call directly)
 	drain  *drainJob   // Runtime.Shutdown's drain of every connection, once started
+	writes uint64      // write system calls made (tests read it on the loop)
 }
 
 // readBufs recycles read buffers between loops, and for a loop whose last

@@ -93,8 +93,9 @@ func (c *Conn) maybeFinish() {
 }
 
 // Close closes the connection at once: queued writes that have not reached
-// the kernel are dropped (their handles fail with ErrConnClosed), the fd is
-// closed, handles adopted by the scope are cancelled, and Closed completes.
+// the kernel are dropped (their handles fail with ErrConnClosed; the writes
+// of a read callback that closes are handed to the kernel first, as if
+// each had been written at once), the fd is closed, handles adopted by the scope are cancelled, and Closed completes.
 // It returns a handle that completes when all that is done: at once on the
 // loop (Closed's own handle when this call closed the connection, so that
 // the common case allocates nothing), after a posted job elsewhere.
@@ -103,6 +104,7 @@ func (c *Conn) maybeFinish() {
 // CloseWrite (and let the peer close).
 func (c *Conn) Close() *Handle[struct{}] {
 	if c.l.OnLoop() { // the common case, without runInlineHandle's closure
+		c.uncork() // a read callback's writes go before its Close
 		c.closeWith(nil)
 		if c.closed.state.Load() == uint32(Completed) {
 			return &c.closed // this Close completed it: no handle to allocate

@@ -78,8 +78,9 @@ type Conn struct {
 	// endAfterWork: EOF came without OnEOF while the scope was busy; the
 	// connection half-closes once the scope is idle (see gotEOF).
 	endAfterWork bool
-	draining     bool // ending once idle (see drain)
-	wdone        bool // shutdown(SHUT_WR) done
+	draining     bool  // ending once idle (see drain)
+	wdone        bool  // shutdown(SHUT_WR) done
+	cork         uint8 // writes made during a read callback (corkNone...; see write)
 	onRead       func(c *Conn, b []byte)
 	onEOF        func(c *Conn)
 	onClose      func(c *Conn, err error)

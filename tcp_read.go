@@ -89,7 +89,10 @@ func (c *Conn) readSome() {
 		switch {
 		case err == nil && n > 0:
 			c.read(n)
+			c.cork = corkArmed
 			c.callRead(buf[:n])
+			c.uncork()
+			c.cork = corkNone
 			if n < len(buf) || !c.reading() {
 				return
 			}

@@ -141,6 +141,32 @@ func (c *Conn) writeCheck() error {
 	return nil
 }
 
+// Writes made during a read callback (Conn.cork). A request/response
+// protocol answers each request of a read with a write of its own: with
+// pipelining, many small writes in one callback, which would be as many
+// system calls. So the first write of a callback goes out at once, as any
+// write does (a single reply costs no copy and no delay), and the small
+// ones after it wait in the queue until the callback returns, to go out
+// together in one writev: the same iteration, the same order. A large
+// write, a Close, and the callback's end send what waits.
+const (
+	corkNone  = iota // not in a read callback
+	corkArmed        // in one, nothing written yet
+	corkOn           // in one, after its first write
+	corkHeld         // corkOn, with small writes waiting in the queue
+)
+
+// uncork sends the small writes of the running read callback that wait
+// (see corkHeld). On the loop.
+func (c *Conn) uncork() {
+	if c.cork == corkHeld {
+		c.cork = corkOn
+		if c.state == connOpen {
+			c.flush()
+		}
+	}
+}
+
 // write sends b, queueing what the kernel does not take; owned says b is the
 // connection's to keep. It reports whether anything was queued. On the loop.
 func (c *Conn) write(b []byte, owned bool) (queued bool, err error) {
@@ -153,11 +179,27 @@ func (c *Conn) write(b []byte, owned bool) (queued bool, err error) {
 	case len(b) == 0:
 		return false, nil
 	}
+	if len(b) >= chunkSize {
+		// A large write is not copied to wait: what waits goes first.
+		if c.uncork(); c.state != connOpen {
+			return false, ErrConnClosed
+		}
+	}
 	if q := c.q; q != nil {
 		q.total += uint64(len(b))
 	}
-	if c.queued.Load() == 0 && c.splicedTo() == 0 {
+	direct := c.queued.Load() == 0 && c.splicedTo() == 0
+	switch {
+	case !direct || c.cork == corkNone:
+	case c.cork == corkArmed:
+		c.cork = corkOn
+	case len(b) < chunkSize:
+		c.cork = corkHeld
+		direct = false
+	}
+	if direct {
 		c.beforeWrite(len(b))
+		c.tl.writes++
 		n, err := sock.Write(c.fd, b)
 		if err != nil {
 			if !errnoIs(err, unix.EAGAIN) && !errnoIs(err, unix.EINTR) {
@@ -273,6 +315,7 @@ func (c *Conn) flush() {
 		var n int
 		var err error
 		c.beforeWrite(noDelayLateMax + 1) // a write was made before: the queue is its rest
+		c.tl.writes++
 		if len(segs) == 1 {
 			n, err = sock.Write(c.fd, segs[0][q.headOff:])
 		} else {

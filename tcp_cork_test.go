@@ -1,0 +1,104 @@
+package aio
+
+import (
+	"bytes"
+	"fmt"
+	"io"
+	"testing"
+
+	"github.com/stretchr/testify/require"
+)
+
+// corkServer listens on l and answers each read with what reply writes,
+// on the loop; it returns the client's connection.
+func corkServer(t *testing.T, l *Loop, reply func(c *Conn)) io.ReadWriter {
+	t.Helper()
+	ln, err := Listen(l, "127.0.0.1:0", ListenConfig{}, func(c *Conn) {
+		_ = c.OnRead(func(c *Conn, _ []byte) { reply(c) })
+	})
+	require.NoError(t, err)
+	return netDial(t, ln)
+}
+
+// The replies a read callback writes go out in two system calls however
+// many there are: the first at once, the rest together when the callback
+// returns, in order.
+func TestWritesOfOneReadGoOutTogether(t *testing.T) {
+	l := startLoop(t)
+	const replies = 16
+	var want bytes.Buffer
+	for i := range replies {
+		fmt.Fprintf(&want, "reply %02d\n", i)
+	}
+	client := corkServer(t, l, func(c *Conn) {
+		for i := range replies {
+			_, _ = fmt.Fprintf(c, "reply %02d\n", i)
+		}
+	})
+	var before, after uint64
+	onLoop(t, l, func() { before = l.tcp.writes })
+	_, err := client.Write([]byte("go"))
+	require.NoError(t, err)
+	got := make([]byte, want.Len())
+	_, err = io.ReadFull(client, got)
+	require.NoError(t, err)
+	require.Equal(t, want.String(), string(got))
+	onLoop(t, l, func() { after = l.tcp.writes })
+	require.Equal(t, uint64(2), after-before, "write system calls for %d replies", replies)
+}
+
+// A large write in a read callback is not held back: what the callback
+// wrote before it goes first, and the order holds.
+func TestWritesOfOneReadKeepOrderAroundALargeOne(t *testing.T) {
+	l := startLoop(t)
+	large := bytes.Repeat([]byte("L"), 2*chunkSize)
+	want := "a" + "b" + string(large) + "c"
+	client := corkServer(t, l, func(c *Conn) {
+		for _, p := range [][]byte{[]byte("a"), []byte("b"), large, []byte("c")} {
+			_, _ = c.Write(p)
+		}
+	})
+	_, err := client.Write([]byte("go"))
+	require.NoError(t, err)
+	got := make([]byte, len(want))
+	_, err = io.ReadFull(client, got)
+	require.NoError(t, err)
+	require.Equal(t, want, string(got))
+}
+
+// A read callback that writes replies and then closes sends them all
+// before the close, as it did when each write went out at once.
+func TestWritesOfOneReadGoBeforeItsClose(t *testing.T) {
+	l := startLoop(t)
+	client := corkServer(t, l, func(c *Conn) {
+		for _, s := range []string{"first ", "second ", "third"} {
+			_, _ = c.WriteString(s)
+		}
+		c.Close()
+	})
+	_, err := client.Write([]byte("go"))
+	require.NoError(t, err)
+	got, err := io.ReadAll(client)
+	require.NoError(t, err)
+	require.Equal(t, "first second third", string(got))
+}
+
+// A Flush made in a read callback after held writes completes once they
+// are out, at the callback's end.
+func TestFlushInAReadCallbackCoversHeldWrites(t *testing.T) {
+	l := startLoop(t)
+	flushed := make(chan error, 1)
+	client := corkServer(t, l, func(c *Conn) {
+		_, _ = c.WriteString("one ")
+		_, _ = c.WriteString("two")
+		h := c.Flush()
+		Finally(h, func() { _, err := h.Result(); flushed <- err })
+	})
+	_, err := client.Write([]byte("go"))
+	require.NoError(t, err)
+	require.NoError(t, recv(t, flushed))
+	got := make([]byte, len("one two"))
+	_, err = io.ReadFull(client, got)
+	require.NoError(t, err)
+	require.Equal(t, "one two", string(got))
+}
