@@ -1,0 +1,100 @@
+package httpd
+
+// Body is a request's body. One that fits in the arena's room after the
+// head (Content-Length known, or chunked and small) arrives with the
+// request, before the handler runs: Bytes returns it. A larger one streams
+// to the handler, which reads it with OnData; until it does, and while it
+// has paused, the connection does not read (TCP flow control holds the
+// client back). Either way, OnData works.
+//
+// On the loop.
+type Body struct {
+	r        *Request
+	length   int64  // Content-Length; -1 for chunked; 0 for none
+	buffered bool   // the whole body is data
+	data     []byte // the whole body (buffered), or its first bytes (a chunked body that outgrew the arena), in the arena
+	fn       func(p []byte, end bool)
+	paused   bool
+	done     bool // the end was delivered (or will be, posted)
+	prefix   bool // data still to be delivered before the live bytes
+}
+
+// Bytes returns the whole body and true when it arrived with the request
+// (an empty body too), or nil and false when it streams (OnData). The
+// bytes are in the arena: valid until the request ends.
+func (b *Body) Bytes() ([]byte, bool) {
+	if b.buffered {
+		return b.data, true
+	}
+	return nil, false
+}
+
+// Length returns the body's Content-Length: 0 without a body, -1 for a
+// chunked body (whose length is unknown until its end).
+func (b *Body) Length() int64 { return b.length }
+
+// OnData sets the function that receives the body, on the loop, in
+// order: p is the next piece (valid only until fn returns: copy what you
+// keep) and end is true for the last call (p may then be empty). A
+// buffered body comes in one call. fn never runs inside OnData. Setting it
+// starts the body's flow (and sends "100 Continue" to a client waiting for
+// it). A second call replaces fn.
+func (b *Body) OnData(fn func(p []byte, end bool)) {
+	if fn == nil || b.done {
+		return
+	}
+	first := b.fn == nil
+	b.fn = fn
+	r, seq := b.r, b.r.seq
+	live := func() bool { return r.seq == seq && !r.released } // the request has not ended
+	switch {
+	case b.buffered:
+		b.done = true
+		_ = r.ls.l.Post(func() {
+			if live() {
+				b.fn(b.data, true)
+			}
+		})
+	case first && b.prefix:
+		_ = r.ls.l.Post(func() {
+			if !live() {
+				return
+			}
+			b.prefix = false
+			if b.fn != nil && len(b.data) > 0 {
+				b.fn(b.data, false)
+			}
+			if !b.paused {
+				r.eng.bodyDemand(r)
+			}
+		})
+	case !b.paused:
+		b.r.eng.bodyDemand(b.r)
+	}
+}
+
+// Pause stops the delivery of the body until Resume: the connection stops
+// reading. For a handler that sends the body on somewhere slower.
+func (b *Body) Pause() { b.paused = true }
+
+// Resume resumes the delivery that Pause stopped.
+func (b *Body) Resume() {
+	if !b.paused {
+		return
+	}
+	b.paused = false
+	if b.fn != nil && !b.buffered && !b.prefix {
+		b.r.eng.bodyDemand(b.r)
+	}
+}
+
+// ready reports whether the body can take live bytes now.
+func (b *Body) ready() bool { return b.fn != nil && !b.paused && !b.prefix }
+
+// deliver passes live body bytes to the handler.
+func (b *Body) deliver(p []byte, end bool) {
+	if end {
+		b.done = true
+	}
+	b.fn(p, end)
+}

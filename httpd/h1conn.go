@@ -1,0 +1,908 @@
+package httpd
+
+import (
+	"errors"
+	"net/netip"
+	"time"
+
+	"github.com/valkyria/aio"
+	"github.com/valkyria/aio/httpd/internal/h1"
+)
+
+// The HTTP/1.1 engine (RFC 9112): one h1conn per connection, on its loop.
+//
+// Reading goes through the connection's framer (aio.Conn.OnFrame), whose
+// split function is the engine's parser: a head is a frame, and so is each
+// piece of a body. The framer keeps, in the connection's own carry, only a
+// head that spans reads and the bytes held back while the engine does not
+// read, so an idle connection keeps no buffer. When the engine cannot take
+// the next frame (no arena free, the pipeline full, a handler that has not
+// asked for its body yet), split answers an empty frame without consuming
+// anything, and the frame callback pauses reading: the framer holds the
+// bytes until ResumeRead, and TCP flow control holds the client.
+//
+// A head is parsed in place (in the read buffer or the carry) into the
+// loop's scratch Head, then copied into the request's arena with every
+// view rebased there, so that the request outlives the read buffer.
+//
+// Requests wait in the connection's queue, in order, from the start of
+// their handler to the write of their response: a response that is ready
+// early waits for those before it (pump), and at most MaxPipeline requests
+// are in the queue before reading stops.
+
+// What the connection is reading (h1conn.rstate).
+const (
+	rsHead    = iota // request heads
+	rsBody           // a Content-Length body: remaining bytes
+	rsChunked        // a chunked body
+	rsDiscard        // nothing more: the connection closes after its responses
+)
+
+// What split found, for onFrame (h1conn.tok).
+const (
+	tokHead     = iota + 1 // a request head
+	tokBody                // body bytes
+	tokStall               // nothing until reading resumes: h1conn.want says why
+	tokOverflow            // a chunked body outgrew the arena: it streams from here
+	tokError               // the request is refused: h1conn.perr
+)
+
+// Why reading is stalled (h1conn.stall, a set).
+const (
+	stallArena    = 1 << iota // no arena free
+	stallPipeline             // MaxPipeline requests in the queue
+	stallBody                 // the body waits for its handler (OnData, Resume)
+)
+
+// streamPendMax bounds what a stream writes before its turn while the
+// body it may be echoing comes from its own connection: past it, reading
+// the body stalls until the stream's turn comes.
+const streamPendMax = 64 << 10
+
+// smallWrite: a response head and a body up to this size go out in one
+// write.
+const smallWrite = 16 << 10
+
+// h1conn is a connection's HTTP/1.1 state. Owned by its loop.
+type h1conn struct {
+	ls *loopState
+	c  *aio.Conn
+
+	parser    h1.Parser
+	rstate    uint8
+	tok       uint8 // split's finding, for onFrame
+	want      uint8 // tokStall: the stall reason
+	stall     uint8 // why reading is stalled now
+	paused    bool  // the engine called PauseRead
+	buffering bool  // cur's body is being buffered: its handler has not started
+	closeAft  bool  // no more requests: close after the queued responses
+	finished  bool  // the last response is written: FIN sent, waiting for the peer's
+	eof       bool  // the client has finished sending
+	closed    bool
+	perr      *h1.Error // tokError's
+	errStatus int       // a refusal to answer once the queue is written
+	cur       *Request  // the request whose body is being read
+	remaining int64     // rsBody: bytes left
+	reserved  *Request  // an arena taken for the next head
+
+	qhead, qtail *Request // requests from dispatch to their response's write
+	nq           int
+
+	links    [linkCount]link
+	deadline time.Duration // in headQ or idleQ: the loop time it closes at
+}
+
+// accept serves a new connection. On the loop.
+func (ls *loopState) accept(c *aio.Conn) {
+	if ls.draining {
+		c.Close()
+		return
+	}
+	hc := &h1conn{ls: ls, c: c}
+	cfg := ls.cfg
+	hc.parser.Limits = h1.Limits{MaxHead: cfg.MaxHeadBytes, MaxTarget: cfg.MaxURIBytes,
+		MaxFields: cfg.MaxFields, MaxBody: cfg.MaxBodyBytes}
+	ls.conns.push(hc)
+	ls.st.connsOpen.Add(1)
+	hc.setTimeout(&ls.headQ)
+	_ = c.OnClose(hc.onClose)
+	_ = c.OnEOF(hc.onEOF)
+	_ = c.OnDrain(hc.onDrain)
+	_ = c.OnFrame(hc.split, max(cfg.MaxHeadBytes, 2*h1.DefaultMaxTrailer), hc.onFrame)
+}
+
+// split is the framer's SplitFunc: it finds the next frame and says what
+// it is in hc.tok. It consumes nothing when the engine cannot take it.
+func (hc *h1conn) split(data []byte, atEOF bool) (int, []byte, error) {
+	if len(data) == 0 {
+		return 0, nil, nil
+	}
+	switch hc.rstate {
+	case rsHead:
+		if hc.nq >= hc.ls.cfg.MaxPipeline {
+			return hc.stallTok(data, stallPipeline)
+		}
+		n, err := hc.parser.Parse(data, &hc.ls.head)
+		switch {
+		case err != nil:
+			hc.perr, _ = err.(*h1.Error)
+			hc.tok = tokError
+			return len(data), data[:0], nil
+		case n == 0:
+			if hc.links[linkTime].in != &hc.ls.headQ {
+				hc.setTimeout(&hc.ls.headQ) // the head has begun: HeaderTimeout runs
+			}
+			return 0, nil, nil
+		case !hc.takeArena():
+			hc.parser.Reset()
+			return hc.stallTok(data, stallArena)
+		}
+		hc.tok = tokHead
+		return n, data[:n], nil
+	case rsBody:
+		if !hc.buffering && hc.bodyBlocked() {
+			return hc.stallTok(data, stallBody)
+		}
+		k := int(min(int64(len(data)), hc.remaining))
+		hc.tok = tokBody
+		return k, data[:k], nil
+	case rsChunked:
+		r := hc.cur
+		in := data
+		if hc.buffering {
+			room := cap(r.body.data) - len(r.body.data)
+			if room == 0 {
+				hc.tok = tokOverflow
+				return 0, data[:0], nil
+			}
+			in = data[:min(len(data), room)]
+		} else if hc.bodyBlocked() {
+			return hc.stallTok(data, stallBody)
+		}
+		p, n, err := r.dec.Decode(in)
+		switch {
+		case err != nil:
+			hc.perr, _ = err.(*h1.Error)
+			hc.tok = tokError
+			return len(data), data[:0], nil
+		case n == 0 && len(in) < len(data):
+			hc.tok = tokOverflow // what fits is not a whole framing line
+			return 0, data[:0], nil
+		case n == 0:
+			return 0, nil, nil
+		}
+		if p == nil {
+			p = data[:0]
+		}
+		hc.tok = tokBody
+		return n, p, nil
+	default: // rsDiscard
+		return len(data), nil, nil
+	}
+}
+
+// stallTok is split's answer when the engine cannot take the next frame:
+// an empty frame, consuming nothing, on which onFrame pauses reading.
+func (hc *h1conn) stallTok(data []byte, why uint8) (int, []byte, error) {
+	hc.tok, hc.want = tokStall, why
+	return 0, data[:0], nil
+}
+
+// bodyBlocked reports whether the body being read cannot take bytes now:
+// its handler has not asked for them, or paused, or its response waits
+// for its turn with too much written already.
+func (hc *h1conn) bodyBlocked() bool {
+	r := hc.cur
+	return !r.body.ready() || r.stream.p != nil && r != hc.qhead && len(r.stream.pend) >= streamPendMax
+}
+
+// takeArena reserves an arena for the head split found, and reports
+// whether it got one: not while other connections wait for one before it.
+func (hc *h1conn) takeArena() bool {
+	if hc.reserved != nil {
+		return true
+	}
+	ls := hc.ls
+	if ls.waiters.head != nil {
+		return false
+	}
+	hc.reserved = ls.acquire()
+	return hc.reserved != nil
+}
+
+// onFrame is the framer's callback, with what split found.
+func (hc *h1conn) onFrame(_ *aio.Conn, frame []byte) {
+	switch hc.tok {
+	case tokHead:
+		hc.onHead(frame)
+	case tokBody:
+		hc.onBody(frame)
+	case tokStall:
+		hc.stallRead(hc.want)
+	case tokOverflow:
+		hc.overflow()
+	case tokError:
+		hc.refuse(hc.perr)
+	}
+	hc.tok = 0
+}
+
+// onHead starts a request whose head is raw (parsed into ls.head).
+func (hc *h1conn) onHead(raw []byte) {
+	ls := hc.ls
+	r := hc.reserved
+	hc.reserved = nil
+	hc.setTimeout(nil)
+	ls.seq++
+	r.start(hc, ls.seq)
+	r.setHead(&ls.head, raw)
+	ls.st.streamsOpen.Add(1)
+	h := &r.head
+	r.isHead = string(h.Method) == "HEAD"
+	if h.Close || ls.draining {
+		r.closeAf = true
+		hc.closeAft = true
+	}
+	if h.Expect == h1.ExpectUnknown {
+		r.closeAf, hc.closeAft = true, true
+		hc.rstate = rsDiscard
+		hc.enqueue(r)
+		r.resp = errResponse(417)
+		r.replied, r.hdone = true, true
+		hc.pump()
+		return
+	}
+	expect := h.Expect == h1.Expect100Continue
+	switch h.Body {
+	case h1.BodyNone:
+		r.body.buffered = true
+		hc.nextHead()
+		hc.enqueue(r)
+		hc.dispatch(r)
+	case h1.BodyLength:
+		r.body.length = h.ContentLength
+		hc.cur, hc.remaining, hc.rstate = r, h.ContentLength, rsBody
+		if h.ContentLength <= int64(r.arena.Room()/2) {
+			hc.buffering = true
+			r.body.data = r.arena.take(int(h.ContentLength))[:0]
+			if expect {
+				_, _ = hc.c.WriteString(h1.Continue)
+			}
+			return
+		}
+		r.expect = expect
+		hc.enqueue(r)
+		hc.dispatch(r)
+	case h1.BodyChunked:
+		r.body.length = -1
+		r.dec.Reset()
+		r.dec.MaxBody = ls.cfg.MaxBodyBytes
+		hc.cur, hc.rstate = r, rsChunked
+		hc.buffering = true
+		r.body.data = r.arena.take(r.arena.Room() / 2)[:0]
+		if expect {
+			_, _ = hc.c.WriteString(h1.Continue)
+		}
+	}
+}
+
+// nextHead readies reading for what follows a request: the next head, or
+// nothing once the connection is to close.
+func (hc *h1conn) nextHead() {
+	if hc.closeAft {
+		hc.rstate = rsDiscard
+	} else {
+		hc.rstate = rsHead
+	}
+}
+
+// onBody takes body bytes of hc.cur: into its arena while it is being
+// buffered, else to its handler.
+func (hc *h1conn) onBody(p []byte) {
+	r := hc.cur
+	var end bool
+	if hc.rstate == rsBody {
+		hc.remaining -= int64(len(p))
+		end = hc.remaining == 0
+	} else {
+		end = r.dec.Done()
+	}
+	if hc.buffering {
+		r.body.data = append(r.body.data, p...) // split kept it within the room
+		if !end {
+			return
+		}
+		hc.buffering = false
+		r.arena.shrink(r.body.data)
+		r.body.buffered = true
+		hc.cur = nil
+		hc.nextHead()
+		hc.enqueue(r)
+		hc.dispatch(r)
+		return
+	}
+	if end {
+		hc.cur = nil
+		hc.nextHead()
+	}
+	if len(p) > 0 || end {
+		r.body.deliver(p, end)
+	}
+}
+
+// overflow starts the handler of a chunked body that outgrew the room it
+// had in the arena: what was buffered comes first, then the rest streams.
+func (hc *h1conn) overflow() {
+	r := hc.cur
+	hc.buffering = false
+	r.arena.shrink(r.body.data)
+	r.body.prefix = len(r.body.data) > 0
+	hc.enqueue(r)
+	hc.dispatch(r)
+}
+
+// refuse answers a request the parser refused, once the responses before
+// it are written, and closes the connection.
+func (hc *h1conn) refuse(err *h1.Error) {
+	hc.ls.st.badRequests.Add(1)
+	status := 400
+	if err != nil {
+		status = err.Status
+	}
+	hc.rstate = rsDiscard
+	hc.closeAft = true
+	if r := hc.cur; r != nil {
+		hc.cur = nil
+		if hc.buffering { // never dispatched: it ends here
+			hc.buffering = false
+			r.written, r.hdone = true, true
+			hc.maybeRelease(r)
+		} else { // its handler reads a body that will not end
+			hc.c.Close()
+			return
+		}
+	}
+	hc.errStatus = status
+	hc.pump()
+}
+
+// enqueue appends r to the connection's queue of requests.
+func (hc *h1conn) enqueue(r *Request) {
+	if hc.qtail != nil {
+		hc.qtail.next = r
+	} else {
+		hc.qhead = r
+	}
+	hc.qtail = r
+	hc.nq++
+}
+
+// dispatch runs r's handler and takes its reply: an immediate response is
+// sent (in its turn), a handle is adopted into the connection's scope and
+// its end, a cleanup on it, sends its response and releases the arena.
+func (hc *h1conn) dispatch(r *Request) {
+	ls := hc.ls
+	ls.st.requests.Add(1)
+	reply, ok := hc.serve(r)
+	if !ok {
+		ls.st.panics.Add(1)
+		reply = Reply{resp: errResponse(500)}
+	}
+	if s := &r.stream; s.p != nil && reply.h != s.p.Handle() {
+		s.p.Reject(ErrStreamClosed) // a stream begun and not the reply: dropped
+		if s.started {
+			hc.c.Close() // its head is out: nothing else can follow
+			return
+		}
+		s.p = nil
+	}
+	if reply.h == nil {
+		r.resp = reply.resp
+		r.replied, r.hdone = true, true
+		hc.pump()
+		return
+	}
+	h := reply.h
+	r.h = h
+	ls.st.handlersPending.Add(1)
+	aio.Adopt(hc.c.Scope(), h)
+	seq := r.seq
+	if h.Loop() == ls.l {
+		h.OnCleanup(func() { hc.handleEnded(r, seq) })
+	} else { // a handle of another loop: its cleanup runs there
+		h.OnCleanup(func() {
+			if ls.l.Post(func() { hc.handleEnded(r, seq) }) != nil {
+				hc.handleEnded(r, seq) // the loop is gone: Post refuses, nothing races
+			}
+		})
+	}
+}
+
+// serve calls the handler, and reports false if it panicked.
+func (hc *h1conn) serve(r *Request) (reply Reply, ok bool) {
+	defer func() {
+		if v := recover(); v != nil {
+			ok = false
+		}
+	}()
+	return hc.ls.srv.Handler.ServeAIO(r), true
+}
+
+// handleEnded is the cleanup of r's handle: it has finished. Its response
+// is sent (in its turn) before the arena is released; a cancelled handle
+// sends nothing. The arena goes back here unless the response still waits
+// for its turn (then its write releases it): one release, whichever of the
+// two comes last. On the loop.
+func (hc *h1conn) handleEnded(r *Request, seq uint64) {
+	if r.seq != seq || r.hdone {
+		return
+	}
+	ls := hc.ls
+	ls.st.handlersPending.Add(-1)
+	h := r.h
+	r.h, r.hdone = nil, true
+	v, err := h.Result()
+	cancelled := h.Status() == aio.Cancelled
+	if cancelled {
+		ls.st.cancelled.Add(1)
+	}
+	switch {
+	case r.written: // the connection is gone
+	case cancelled:
+		r.gone = true
+	case r.stream.p != nil:
+		if !r.stream.ended {
+			if r.stream.started {
+				r.gone = true
+			} else {
+				r.stream.p = nil
+				r.resp = errResponse(500)
+			}
+		}
+	case err != nil:
+		r.resp = errResponse(500)
+	default:
+		r.resp = v
+	}
+	r.replied = true
+	if !r.written {
+		hc.pump()
+	}
+	hc.maybeRelease(r)
+}
+
+// pump writes the responses at the head of the queue that are ready, in
+// order, and then decides what the connection does next.
+func (hc *h1conn) pump() {
+	for r := hc.qhead; r != nil && !hc.closed; r = hc.qhead {
+		switch {
+		case r.gone:
+			hc.suppress(r)
+			hc.pop(r)
+			hc.maybeRelease(r)
+			hc.abort() // a response is missing: the ones after it cannot be sent
+			return
+		case r.stream.p != nil:
+			if !r.stream.started {
+				hc.startStream(r)
+			}
+			if !r.stream.ended {
+				return // the stream writes on as it goes
+			}
+			hc.endStream(r)
+		case !r.replied:
+			if r.expect && r == hc.cur && r.body.fn != nil {
+				hc.sendContinue(r)
+			}
+			return
+		default:
+			hc.write(r)
+		}
+		hc.pop(r)
+		hc.maybeRelease(r)
+	}
+	if hc.closed {
+		return
+	}
+	if hc.stall&stallPipeline != 0 && hc.nq < hc.ls.cfg.MaxPipeline {
+		hc.unstall(stallPipeline)
+	}
+	if hc.nq > 0 || hc.cur != nil {
+		return
+	}
+	switch {
+	case hc.errStatus != 0:
+		hc.writeError(hc.errStatus)
+		hc.errStatus = 0
+		hc.finish()
+	case hc.closeAft:
+		hc.finish()
+	case hc.links[linkTime].in == nil:
+		hc.setTimeout(&hc.ls.idleQ) // kept alive: IdleTimeout runs
+	}
+}
+
+// pop takes r, written, off the head of the queue.
+func (hc *h1conn) pop(r *Request) {
+	hc.qhead = r.next
+	if hc.qhead == nil {
+		hc.qtail = nil
+	}
+	r.next = nil
+	r.written = true
+	hc.nq--
+}
+
+// suppress counts r's response as not sent.
+func (hc *h1conn) suppress(r *Request) {
+	if !r.written {
+		r.written = true
+		hc.ls.st.suppressed.Add(1)
+	}
+}
+
+// abort closes the connection once what is written has reached the
+// kernel: a response is missing, so nothing after it can be sent.
+func (hc *h1conn) abort() {
+	c := hc.c
+	hc.rstate = rsDiscard
+	aio.Finally(c.Flush(), func() { c.Close() })
+}
+
+// finish ends a connection whose last response is written: FIN once it is
+// flushed; the connection closes at the peer's EOF, or when the linger
+// (HeaderTimeout) passes.
+func (hc *h1conn) finish() {
+	if hc.finished {
+		return
+	}
+	hc.finished = true
+	hc.rstate = rsDiscard
+	hc.c.CloseWrite()
+	if hc.eof {
+		return
+	}
+	hc.setTimeout(&hc.ls.headQ)
+}
+
+// maybeRelease ends r once its response is written (or never will be) and
+// its handle has finished: its scope closes and its arena goes back.
+func (hc *h1conn) maybeRelease(r *Request) {
+	if !r.written || !r.hdone || r.released {
+		return
+	}
+	r.released = true
+	if hc.cur == r { // its body is still arriving, unread: the connection ends
+		hc.cur = nil
+		hc.buffering = false
+		if !hc.closed {
+			hc.rstate = rsDiscard
+			hc.closeAft = true
+		}
+	}
+	r.endScope()
+	hc.ls.st.streamsOpen.Add(-1)
+	hc.ls.release(r)
+}
+
+// response writing
+
+// appendHead appends a response head to the loop's scratch buffer and
+// returns it.
+func (hc *h1conn) appendHead(status int, hdr []Field, framing h1.Framing, length int64, close, minor0 bool) ([]byte, error) {
+	ls := hc.ls
+	fields := ls.fields[:0]
+	for _, f := range hdr {
+		if framing != h1.BodyNone && equalFold(f.Name, "Content-Length") {
+			continue // the framing writes it (a stream's header may carry it)
+		}
+		fields = append(fields, h1.Field{Name: strBytes(f.Name), Value: strBytes(f.Value)})
+	}
+	ls.fields = fields
+	resp := h1.Response{Status: status, Body: framing, ContentLength: length,
+		Close: close, KeepAlive: minor0 && !close, Date: ls.dateValue(), Fields: fields}
+	b, err := h1.AppendResponse(ls.wbuf[:0], &resp)
+	clear(fields) // keep no view of a response that ended
+	return b, err
+}
+
+// closing reports whether the response of r is the connection's last,
+// and makes it so.
+func (hc *h1conn) closing(r *Request) bool {
+	if hc.cur == r || r.expect { // its body unread: what follows cannot be trusted to be a head
+		r.closeAf = true
+	}
+	last := r.next == nil && hc.cur == nil
+	if r.closeAf || last && (hc.closeAft || hc.ls.draining) {
+		hc.closeAft = true
+		if hc.rstate == rsHead {
+			hc.rstate = rsDiscard
+		}
+		return true
+	}
+	return false
+}
+
+// write writes r's response.
+func (hc *h1conn) write(r *Request) {
+	resp := &r.resp
+	status := resp.Status
+	if status == 0 {
+		status = 200
+	}
+	body := resp.Body
+	framing := h1.BodyLength
+	if status < 200 || status == 204 || status == 304 {
+		framing, body = h1.BodyNone, nil
+	}
+	closeNow := hc.closing(r)
+	buf, err := hc.appendHead(status, resp.Header, framing, int64(len(body)), closeNow, r.head.Minor == 0)
+	if err != nil { // the handler's fields could split the response
+		e := errResponse(500)
+		body = e.Body
+		buf, _ = hc.appendHead(500, e.Header, h1.BodyLength, int64(len(body)), closeNow, r.head.Minor == 0)
+	}
+	if r.isHead {
+		body = nil
+	}
+	if len(body) > 0 && len(buf)+len(body) <= smallWrite {
+		buf = append(buf, body...)
+		body = nil
+	}
+	_, _ = hc.c.Write(buf)
+	if len(body) > 0 {
+		_, _ = hc.c.Write(body)
+	}
+	hc.ls.wbuf = buf[:0]
+}
+
+// writeError writes the answer to a refused request; the connection
+// closes after it.
+func (hc *h1conn) writeError(status int) {
+	e := errResponse(status)
+	buf, err := hc.appendHead(status, e.Header, h1.BodyLength, int64(len(e.Body)), true, false)
+	if err == nil {
+		buf = append(buf, e.Body...)
+		_, _ = hc.c.Write(buf)
+	}
+	hc.ls.wbuf = buf[:0]
+}
+
+// sendContinue sends "100 Continue" to r's client, which waits for it
+// before it sends the body.
+func (hc *h1conn) sendContinue(r *Request) {
+	if r.expect {
+		r.expect = false
+		_, _ = hc.c.WriteString(h1.Continue)
+	}
+}
+
+// streams
+
+// startStream writes the head of r's stream, and what it wrote before its
+// turn.
+func (hc *h1conn) startStream(r *Request) {
+	s := &r.stream
+	s.started = true
+	framing, length := h1.BodyChunked, int64(0)
+	switch {
+	case s.length >= 0:
+		framing, length = h1.BodyLength, s.length
+	case r.head.Minor == 0:
+		framing = h1.BodyNone // delimited by the connection's end
+		r.closeAf = true
+	}
+	status := s.status
+	if status == 0 {
+		status = 200
+	}
+	closeNow := hc.closing(r)
+	buf, err := hc.appendHead(status, s.hdr, framing, length, closeNow, r.head.Minor == 0)
+	if err != nil {
+		hc.ls.wbuf = buf[:0]
+		r.gone = true
+		s.p.Reject(err)
+		hc.abort()
+		return
+	}
+	_, _ = hc.c.Write(buf)
+	hc.ls.wbuf = buf[:0]
+	s.chunked = framing == h1.BodyChunked
+	if len(s.pend) > 0 {
+		hc.writeBody(r, s.pend)
+		s.pend = s.pend[:0]
+	}
+	if s.onDrain != nil && !hc.c.Full() {
+		s.onDrain() // it was Full while it waited for its turn
+	}
+}
+
+// endStream writes the end of r's stream.
+func (hc *h1conn) endStream(r *Request) {
+	s := &r.stream
+	switch {
+	case r.isHead:
+	case s.chunked:
+		_, _ = hc.c.WriteString("0\r\n\r\n")
+	case s.length >= 0 && s.sent != s.length:
+		hc.abort() // short of its Content-Length: the client must see it cut
+	}
+}
+
+// writeBody writes p as stream bytes of r, which has its turn.
+func (hc *h1conn) writeBody(r *Request, p []byte) {
+	switch {
+	case r.isHead:
+	case r.stream.chunked && len(p) <= smallWrite:
+		buf := h1.AppendChunk(hc.ls.wbuf[:0], p)
+		_, _ = hc.c.Write(buf)
+		hc.ls.wbuf = buf[:0]
+	case r.stream.chunked:
+		buf := h1.AppendChunkHeader(hc.ls.wbuf[:0], len(p))
+		_, _ = hc.c.Write(buf)
+		hc.ls.wbuf = buf[:0]
+		_, _ = hc.c.Write(p)
+		_, _ = hc.c.WriteString("\r\n")
+	default:
+		_, _ = hc.c.Write(p)
+	}
+}
+
+// errStreamTooLong: a stream written past its Content-Length.
+var errStreamTooLong = errors.New("httpd: stream longer than its Content-Length")
+
+func (hc *h1conn) streamWrite(r *Request, p []byte) error {
+	s := &r.stream
+	if s.length >= 0 && s.sent+int64(len(p)) > s.length {
+		return errStreamTooLong
+	}
+	s.sent += int64(len(p))
+	if r != hc.qhead {
+		s.pend = append(s.pend, p...)
+		return nil
+	}
+	if !s.started {
+		hc.startStream(r)
+	}
+	hc.writeBody(r, p)
+	return nil
+}
+
+func (hc *h1conn) streamEnd(r *Request) {
+	if r != hc.qhead || hc.closed {
+		return // pump ends it in its turn
+	}
+	hc.pump()
+}
+
+func (hc *h1conn) streamFull(r *Request) bool { return r != hc.qhead || hc.c.Full() }
+
+func (hc *h1conn) bodyDemand(r *Request) {
+	if r != hc.cur || hc.closed {
+		return
+	}
+	if r.expect && r == hc.qhead {
+		hc.sendContinue(r)
+	}
+	hc.unstall(stallBody)
+}
+
+func (hc *h1conn) connScope() *aio.Scope { return hc.c.Scope() }
+
+func (hc *h1conn) remoteAddr() netip.AddrPort { return hc.c.RemoteAddr() }
+
+// reading, stalls and the connection's end
+
+// stallRead stops reading for why.
+func (hc *h1conn) stallRead(why uint8) {
+	if why == stallArena && hc.links[linkWait].in == nil {
+		hc.ls.st.refused.Add(1)
+		hc.ls.waiters.push(hc)
+	}
+	hc.stall |= why
+	if !hc.paused {
+		hc.paused = true
+		_ = hc.c.PauseRead()
+	}
+}
+
+// unstall lifts a stall; reading resumes once none is left (and the write
+// queue is not full: its drain resumes it then).
+func (hc *h1conn) unstall(why uint8) {
+	hc.stall &^= why
+	if hc.stall == 0 && hc.paused && !hc.c.Full() {
+		hc.paused = false
+		_ = hc.c.ResumeRead()
+	}
+}
+
+// onDrain: the write queue has drained.
+func (hc *h1conn) onDrain(*aio.Conn) {
+	if hc.stall == 0 && hc.paused {
+		hc.paused = false
+		_ = hc.c.ResumeRead()
+	}
+	if r := hc.qhead; r != nil && r.stream.p != nil && r.stream.started && r.stream.onDrain != nil {
+		r.stream.onDrain()
+	}
+}
+
+// onEOF: the client has finished sending. With nothing pending the
+// connection ends; with requests pending, the client has gone away (their
+// handlers are cancelled), unless Config.HalfClose.
+func (hc *h1conn) onEOF(c *aio.Conn) {
+	hc.eof = true
+	switch {
+	case hc.finished:
+		// FIN sent or on its way: the connection closes once both are done
+	case hc.cur != nil: // in the middle of a body
+		c.Close()
+	case hc.nq == 0:
+		hc.finish()
+	case hc.ls.cfg.HalfClose:
+		hc.closeAft = true
+		hc.rstate = rsDiscard
+	default:
+		c.Close()
+	}
+}
+
+// timedOut: the connection's head or idle deadline has passed.
+func (hc *h1conn) timedOut() { hc.c.Close() }
+
+// drain begins Shutdown for the connection: an idle one closes, a busy one
+// closes after its last response.
+func (hc *h1conn) drain() {
+	if hc.nq == 0 && hc.cur == nil {
+		hc.c.Close()
+		return
+	}
+	hc.closeAft = true
+	if hc.rstate == rsHead {
+		hc.rstate = rsDiscard
+	}
+}
+
+// setTimeout puts the connection in the timeout list q (nil: none), its
+// deadline counted from now.
+func (hc *h1conn) setTimeout(q *connList) {
+	lk := &hc.links[linkTime]
+	if lk.in != nil {
+		lk.in.remove(hc)
+	}
+	if q != nil {
+		hc.deadline = hc.ls.l.Now() + q.d
+		q.push(hc)
+	}
+}
+
+// onClose: the connection is gone. Every request still queued is gone
+// too: a pending handle is cancelled by the connection's scope, and its
+// cleanup releases its arena; the others are released here.
+func (hc *h1conn) onClose(*aio.Conn, error) {
+	hc.closed = true
+	ls := hc.ls
+	for r := hc.qhead; r != nil; {
+		next := r.next
+		r.next = nil
+		r.gone = true
+		hc.suppress(r)
+		hc.maybeRelease(r)
+		r = next
+	}
+	hc.qhead, hc.qtail, hc.nq = nil, nil, 0
+	if r := hc.cur; r != nil && hc.buffering { // read in part, never dispatched
+		r.written, r.hdone = true, true
+		hc.maybeRelease(r)
+	}
+	hc.cur = nil
+	if r := hc.reserved; r != nil {
+		hc.reserved = nil
+		ls.release(r)
+	}
+	for _, q := range [...]*connList{&ls.conns, &ls.waiters, &ls.headQ, &ls.idleQ} {
+		q.remove(hc)
+	}
+	ls.st.connsOpen.Add(-1)
+	ls.checkDrained()
+}

@@ -1,0 +1,149 @@
+package httpd
+
+import (
+	"bufio"
+	"context"
+	"errors"
+	"io"
+	"net"
+	"net/http"
+	"strconv"
+	"strings"
+	"testing"
+	"time"
+
+	"github.com/stretchr/testify/require"
+	"github.com/valkyria/aio"
+)
+
+// waitTimeout bounds every wait of a test.
+const waitTimeout = 10 * time.Second
+
+// testServer is a server on one loop of its own runtime, for a test.
+type testServer struct {
+	*Server
+	rt   *aio.Runtime
+	l    *aio.Loop
+	addr string // host:port
+	url  string // http://host:port
+}
+
+// startServer serves h with cfg on a new loop; the test's end shuts the
+// server and the runtime down and checks that every arena came back.
+func startServer(t testing.TB, h Handler, cfg Config) *testServer {
+	t.Helper()
+	rt := aio.NewRuntime(aio.RuntimeConfig{})
+	l, err := rt.Start(aio.Config{Name: "httpd-test"})
+	require.NoError(t, err)
+	srv := &Server{Handler: h, Config: cfg}
+	if err := srv.ServeLoops("127.0.0.1:0", l); err != nil {
+		_ = rt.Shutdown(context.Background())
+		require.NoError(t, err)
+	}
+	ts := &testServer{Server: srv, rt: rt, l: l, addr: srv.Addr().String()}
+	ts.url = "http://" + ts.addr
+	t.Cleanup(func() {
+		ctx, cancel := context.WithTimeout(context.Background(), waitTimeout)
+		defer cancel()
+		_ = srv.Shutdown(ctx)
+		require.NoError(t, rt.Shutdown(ctx))
+	})
+	return ts
+}
+
+// client returns an HTTP client of its own for the test, its idle
+// connections closed at the end.
+func client(t testing.TB) *http.Client {
+	tr := &http.Transport{MaxIdleConnsPerHost: 4, DisableCompression: true}
+	t.Cleanup(tr.CloseIdleConnections)
+	return &http.Client{Transport: tr, Timeout: waitTimeout}
+}
+
+// get does a GET and returns the status and body.
+func get(t testing.TB, c *http.Client, url string) (int, string) {
+	t.Helper()
+	resp, err := c.Get(url)
+	require.NoError(t, err)
+	defer resp.Body.Close()
+	b, err := io.ReadAll(resp.Body)
+	require.NoError(t, err)
+	return resp.StatusCode, string(b)
+}
+
+// rawConn is a plain TCP connection to the server, for the tests that
+// speak the wire format themselves.
+type rawConn struct {
+	t testing.TB
+	net.Conn
+	br *bufio.Reader
+}
+
+func dialRaw(t testing.TB, addr string) *rawConn {
+	t.Helper()
+	nc, err := net.DialTimeout("tcp", addr, waitTimeout)
+	require.NoError(t, err)
+	require.NoError(t, nc.SetDeadline(time.Now().Add(waitTimeout)))
+	t.Cleanup(func() { nc.Close() })
+	return &rawConn{t: t, Conn: nc, br: bufio.NewReader(nc)}
+}
+
+func (c *rawConn) send(s string) {
+	c.t.Helper()
+	_, err := io.WriteString(c.Conn, s)
+	require.NoError(c.t, err)
+}
+
+// rawResponse is a response read off a rawConn.
+type rawResponse struct {
+	status int
+	header http.Header
+	body   string
+}
+
+// read reads one response (to a request of method).
+func (c *rawConn) read(method string) rawResponse {
+	c.t.Helper()
+	resp, err := http.ReadResponse(c.br, &http.Request{Method: method})
+	require.NoError(c.t, err)
+	b, err := io.ReadAll(resp.Body)
+	require.NoError(c.t, err)
+	resp.Body.Close()
+	return rawResponse{resp.StatusCode, resp.Header, string(b)}
+}
+
+// closed reports whether the server closed the connection: a read gets
+// EOF (or a reset) with nothing more.
+func (c *rawConn) closed() bool {
+	c.t.Helper()
+	b, err := c.br.ReadByte()
+	if err == nil {
+		c.t.Logf("unexpected byte %q", b)
+		return false
+	}
+	var ne net.Error
+	if ok := errorsAs(err, &ne); ok && ne.Timeout() {
+		return false
+	}
+	return true
+}
+
+// eventually waits for cond, which only counters reveal.
+func eventually(t testing.TB, cond func() bool, msg string, args ...any) {
+	t.Helper()
+	require.Eventually(t, cond, waitTimeout, time.Millisecond, append([]any{msg}, args...)...)
+}
+
+// atRest waits until no request is in progress and every arena is back.
+func (ts *testServer) atRest(t testing.TB) {
+	t.Helper()
+	eventually(t, func() bool {
+		st := ts.Stats()
+		return st.ArenasInUse == 0 && st.StreamsOpen == 0 && st.HandlersPending == 0
+	}, "not at rest: %+v", ts.Stats())
+}
+
+func itoa(n int) string { return strconv.Itoa(n) }
+
+var _ = strings.Repeat
+
+func errorsAs(err error, target any) bool { return errors.As(err, target) }

@@ -1,0 +1,169 @@
+package httpd
+
+import (
+	"sync/atomic"
+	"time"
+
+	"github.com/valkyria/aio"
+	"github.com/valkyria/aio/httpd/internal/h1"
+)
+
+// loopState is a server's part on one loop: its listener, its arenas, its
+// connections, the timeouts and the cached Date. Owned by the loop, but
+// for the counters (atomic, read by Server.Stats) and the fields said to be
+// immutable.
+type loopState struct {
+	srv  *Server            // immutable
+	cfg  *Config            // the server's, defaults applied; immutable
+	l    *aio.Loop          // immutable
+	slab *aio.Slab[Request] // the arenas (and the Requests around them); immutable
+
+	ln     *aio.Listener
+	ticker *aio.Handle[struct{}] // the timeout sweep
+	seq    uint64                // requests started on this loop
+
+	head   h1.Head    // the head Parse fills, copied into the request's arena at once
+	wbuf   []byte     // a response head (and small body) is built here, then written
+	fields []h1.Field // the response's fields, as h1 takes them
+
+	conns   connList // every open connection
+	waiters connList // connections waiting for an arena, oldest first
+	headQ   connList // connections whose request head has begun, by deadline
+	idleQ   connList // idle keep-alive (and lingering) connections, by deadline
+
+	date     []byte        // the Date value
+	dateNext time.Duration // loop time when date goes stale
+
+	draining bool // Shutdown began: no new requests on kept-alive connections
+	drained  bool // the server counted this loop as drained
+
+	st loopStats
+}
+
+// loopStats are a loop's counters. Written on the loop, read anywhere.
+type loopStats struct {
+	connsOpen, streamsOpen, handlersPending atomic.Int64
+	requests, cancelled, suppressed         atomic.Uint64
+	refused, releases, panics, badRequests  atomic.Uint64
+}
+
+func newLoopState(srv *Server, cfg *Config, l *aio.Loop) *loopState {
+	ls := &loopState{srv: srv, cfg: cfg, l: l, slab: aio.NewSlab[Request](cfg.Arenas)}
+	ls.conns.i, ls.waiters.i, ls.headQ.i, ls.idleQ.i = linkAll, linkWait, linkTime, linkTime
+	ls.headQ.d, ls.idleQ.d = cfg.HeaderTimeout, cfg.IdleTimeout
+	return ls
+}
+
+// dateValue returns the Date value for a response now: made at most once
+// a second, when the loop's clock passes the next second of the wall clock.
+func (ls *loopState) dateValue() []byte {
+	if now := ls.l.Now(); now >= ls.dateNext || ls.date == nil {
+		t := time.Now()
+		ls.date = h1.AppendDate(ls.date[:0], t)
+		ls.dateNext = now + time.Second - time.Duration(t.Nanosecond())
+	}
+	return ls.date
+}
+
+// acquire takes an arena for a request, or returns nil when none is free.
+func (ls *loopState) acquire() *Request {
+	idx, r, ok := ls.slab.Acquire()
+	if !ok {
+		return nil
+	}
+	if r.buf == nil {
+		r.buf = make([]byte, ls.cfg.ArenaSize)
+		r.ls, r.idx = ls, idx
+		r.body.r = r
+		r.stream.r = r
+	}
+	return r
+}
+
+// release gives r's arena back and hands it, or another, to the
+// connection that has waited longest for one.
+func (ls *loopState) release(r *Request) {
+	ls.st.releases.Add(1)
+	if err := ls.slab.Release(r.idx); err != nil {
+		panic("httpd: " + err.Error()) // one owner, one release: a second one is a bug
+	}
+	for ls.waiters.head != nil {
+		r := ls.acquire()
+		if r == nil {
+			return
+		}
+		hc := ls.waiters.head
+		ls.waiters.remove(hc)
+		hc.reserved = r
+		hc.unstall(stallArena)
+	}
+}
+
+// sweep closes the connections whose head or idle deadline has passed.
+// On the loop, from the ticker.
+func (ls *loopState) sweep() {
+	now := ls.l.Now()
+	for _, q := range [...]*connList{&ls.headQ, &ls.idleQ} {
+		for hc := q.head; hc != nil && hc.deadline <= now; hc = q.head {
+			q.remove(hc)
+			hc.timedOut()
+		}
+	}
+}
+
+// Links of a connection in the lists of its loop.
+const (
+	linkAll  = iota // loopState.conns
+	linkWait        // loopState.waiters
+	linkTime        // headQ or idleQ
+	linkCount
+)
+
+type link struct {
+	prev, next *h1conn
+	in         *connList
+}
+
+// connList is an intrusive doubly linked list of connections through
+// their links[i]. A timeout list (d > 0) is sorted by deadline because
+// every member's deadline is its insertion time plus d.
+type connList struct {
+	head, tail *h1conn
+	i          int
+	d          time.Duration
+	n          int
+}
+
+func (q *connList) push(hc *h1conn) {
+	lk := &hc.links[q.i]
+	if lk.in != nil {
+		lk.in.remove(hc)
+	}
+	lk.in, lk.prev, lk.next = q, q.tail, nil
+	if q.tail != nil {
+		q.tail.links[q.i].next = hc
+	} else {
+		q.head = hc
+	}
+	q.tail = hc
+	q.n++
+}
+
+func (q *connList) remove(hc *h1conn) {
+	lk := &hc.links[q.i]
+	if lk.in != q {
+		return
+	}
+	if lk.prev != nil {
+		lk.prev.links[q.i].next = lk.next
+	} else {
+		q.head = lk.next
+	}
+	if lk.next != nil {
+		lk.next.links[q.i].prev = lk.prev
+	} else {
+		q.tail = lk.prev
+	}
+	*lk = link{}
+	q.n--
+}

@@ -1,0 +1,86 @@
+package httpd
+
+import (
+	"fmt"
+
+	"github.com/valkyria/aio/httpd/internal/route"
+)
+
+// Handler answers requests. ServeAIO runs on the request's loop and must
+// not block: it returns an immediate Reply, or Later(h) for a response that
+// arrives later (a timer, Work, a Do body, another server). A panic in it
+// is answered with 500 and the loop goes on.
+type Handler interface {
+	ServeAIO(r *Request) Reply
+}
+
+// HandlerFunc is a function as a Handler.
+type HandlerFunc func(r *Request) Reply
+
+// ServeAIO calls f(r).
+func (f HandlerFunc) ServeAIO(r *Request) Reply { return f(r) }
+
+// Mux routes requests to handlers by the patterns of net/http's ServeMux
+// (Go 1.22): "[METHOD ][HOST]/[PATH]" with {name} and {name...} wildcards,
+// {$}, subtrees ending in '/', precedence by specificity, and the same 404,
+// 405 (with Allow), 307 redirects (unclean paths, a missing trailing slash)
+// and 400 for "*". GET patterns match HEAD too. Matching allocates nothing.
+//
+// Register every pattern before the server starts: Handle and HandleFunc
+// are not safe to call while requests are served.
+type Mux struct {
+	r route.Router[Handler]
+}
+
+// NewMux returns an empty Mux.
+func NewMux() *Mux { return new(Mux) }
+
+// Handle registers h for pattern. It panics, as ServeMux does, when the
+// pattern is invalid or conflicts with one registered before.
+func (m *Mux) Handle(pattern string, h Handler) {
+	if h == nil {
+		panic(fmt.Sprintf("httpd: nil handler for pattern %q", pattern))
+	}
+	if err := m.r.Handle(pattern, h); err != nil {
+		panic("httpd: " + err.Error())
+	}
+}
+
+// HandleFunc registers fn for pattern, as Handle does.
+func (m *Mux) HandleFunc(pattern string, fn func(r *Request) Reply) {
+	if fn == nil {
+		panic(fmt.Sprintf("httpd: nil handler for pattern %q", pattern))
+	}
+	m.Handle(pattern, HandlerFunc(fn))
+}
+
+// Header lists of the Mux's own answers.
+var locationName = "Location"
+
+// ServeAIO routes r: the matched handler answers it, or the Mux answers
+// 404, 405, 307 or 400 as ServeMux would. On the loop.
+func (m *Mux) ServeAIO(r *Request) Reply {
+	h, kind := m.r.Match(r.head.Method, r.head.Host, r.matchPath(), &r.params)
+	switch kind {
+	case route.Found:
+		r.routed = true
+		return h.ServeAIO(r)
+	case route.MethodNotAllowed:
+		r.hdr[0] = Field{"Allow", bytesStr(r.params.Allow())}
+		r.hdr[1] = textHeader[0]
+		return Reply{resp: Response{Status: 405, Header: r.hdr[:2], Body: strBytes(statusBody(405))}}
+	case route.Redirect:
+		loc := r.params.Redirect()
+		if r.head.Query != nil {
+			b := r.arena.Alloc(len(loc) + 1 + len(r.head.Query))
+			n := copy(b, loc)
+			b[n] = '?'
+			copy(b[n+1:], r.head.Query)
+			loc = b
+		}
+		r.hdr[0] = Field{locationName, bytesStr(loc)}
+		return Reply{resp: Response{Status: 307, Header: r.hdr[:1]}}
+	default:
+		return Reply{resp: errResponse(kind.Status())}
+	}
+}

@@ -1,0 +1,278 @@
+package httpd
+
+import (
+	"context"
+	"iter"
+	"net/netip"
+	"net/url"
+	"strings"
+	"unsafe"
+
+	"github.com/valkyria/aio"
+	"github.com/valkyria/aio/httpd/internal/h1"
+	"github.com/valkyria/aio/httpd/internal/route"
+)
+
+// Request is an HTTP request being served. Its strings and byte slices are
+// views into the request's Arena, not copies: they are valid until the
+// request ends (its response is written and its handle, if any, has
+// finished), after which the Request and its arena serve another request.
+// Copy what must live longer (strings.Clone).
+//
+// A Request belongs to its loop: call its methods on the loop (in the
+// handler, in continuations of handles on that loop), except Context,
+// whose context any goroutine may use.
+type Request struct {
+	ls  *loopState // immutable once made
+	idx int        // the slab slot: immutable
+
+	// Owned by the loop; set by the engine for each request.
+	eng    engine
+	buf    []byte // the arena's block, made on first use and kept
+	arena  Arena
+	head   h1.Head // every slice points into buf
+	params route.Params
+	hdr    [2]Field // the Mux's own answers' fields
+	body   Body
+	stream Stream
+	dec    h1.ChunkedDecoder // a chunked body's
+	routed bool              // params hold a Mux match
+
+	// The request's scope, made by Scope on first use.
+	scope  *aio.Scope
+	scopeP *aio.Promise[struct{}]
+	scopeH *aio.Handle[struct{}]
+
+	// Engine state of the request (h1conn.go).
+	next     *Request              // the connection's queue of requests
+	resp     Response              // the response to send, once replied
+	h        *aio.Handle[Response] // the handler's handle, while it runs
+	seq      uint64                // the request's number on its loop: tells a stale cleanup
+	replied  bool                  // resp is set (or the request ends without one: gone)
+	written  bool                  // the response is written, or will never be
+	hdone    bool                  // no handle, or it has finished
+	gone     bool                  // the client went away: nothing is sent
+	stalled  bool                  // the body waits for the handler
+	expect   bool                  // 100 Continue is still to be sent before the body
+	isHead   bool                  // HEAD: no body is written
+	closeAf  bool                  // the connection closes after this response
+	released bool                  // the arena went back: the Request waits in the slab
+}
+
+// start readies r, fresh from the slab, for a request of eng.
+func (r *Request) start(eng engine, seq uint64) {
+	r.eng, r.seq = eng, seq
+	r.arena.reset(r.buf)
+	r.routed = false
+	r.next, r.resp, r.h = nil, Response{}, nil
+	r.replied, r.written, r.hdone, r.gone = false, false, false, false
+	r.stalled, r.expect, r.isHead, r.closeAf, r.released = false, false, false, false, false
+	r.body = Body{r: r}
+	r.stream = Stream{r: r, pend: r.stream.pend[:0]}
+}
+
+// Method returns the request method, as sent ("GET").
+func (r *Request) Method() string { return bytesStr(r.head.Method) }
+
+// Target returns the request-target as sent ("/users/7?x=1").
+func (r *Request) Target() string { return bytesStr(r.head.Target) }
+
+// Path returns the path of the target as sent, still %-escaped ("/" for
+// an absolute-form target without a path).
+func (r *Request) Path() string {
+	if len(r.head.Path) == 0 {
+		return "/"
+	}
+	return bytesStr(r.head.Path)
+}
+
+// matchPath is the path the router matches.
+func (r *Request) matchPath() []byte {
+	if len(r.head.Path) == 0 {
+		return slash
+	}
+	return r.head.Path
+}
+
+var slash = []byte("/")
+
+// RawQuery returns the query of the target, without its '?', still
+// %-escaped; "" when there is none.
+func (r *Request) RawQuery() string { return bytesStr(r.head.Query) }
+
+// Query returns the first value of the query parameter name, unescaped
+// (url.QueryUnescape), and "" when there is none. The query is read again
+// at each call, without allocating unless a value must be unescaped (into
+// the arena).
+func (r *Request) Query(name string) string {
+	q := bytesStr(r.head.Query)
+	for q != "" {
+		var kv string
+		kv, q, _ = strings.Cut(q, "&")
+		k, v, _ := strings.Cut(kv, "=")
+		if !strings.ContainsAny(k, "%+") {
+			if k != name {
+				continue
+			}
+		} else if uk, err := url.QueryUnescape(k); err != nil || uk != name {
+			continue
+		}
+		if !strings.ContainsAny(v, "%+") {
+			return v
+		}
+		u, err := url.QueryUnescape(v)
+		if err != nil {
+			return ""
+		}
+		return r.arenaString(u)
+	}
+	return ""
+}
+
+// arenaString copies s into the arena when it has room, so that the copy
+// lives as the request's other strings do.
+func (r *Request) arenaString(s string) string {
+	if len(s) > r.arena.Room() {
+		return s
+	}
+	b := r.arena.take(len(s))
+	copy(b, s)
+	return bytesStr(b)
+}
+
+// Header returns the value of the first header field called name (ASCII
+// case-insensitive), "" if there is none.
+func (r *Request) Header(name string) string {
+	v, _ := r.head.Get(name)
+	return bytesStr(v)
+}
+
+// HeaderValues yields the value of every field called name, in order.
+func (r *Request) HeaderValues(name string) iter.Seq[string] {
+	return func(yield func(string) bool) {
+		for v := range r.head.Values(name) {
+			if !yield(bytesStr(v)) {
+				return
+			}
+		}
+	}
+}
+
+// Headers yields every header field, name as sent and value, in order.
+func (r *Request) Headers() iter.Seq2[string, string] {
+	return func(yield func(string, string) bool) {
+		for _, f := range r.head.Fields {
+			if !yield(bytesStr(f.Name), bytesStr(f.Value)) {
+				return
+			}
+		}
+	}
+}
+
+// Host returns the host the request is for: the target's authority, or the
+// Host field.
+func (r *Request) Host() string { return bytesStr(r.head.Host) }
+
+// Proto returns the protocol version, "HTTP/1.1" or "HTTP/1.0".
+func (r *Request) Proto() string { return bytesStr(r.head.Proto) }
+
+// ProtoMinor returns the minor version of HTTP/1.x: 0 or 1.
+func (r *Request) ProtoMinor() int { return r.head.Minor }
+
+// PathValue returns the value of the wildcard name of the pattern that
+// matched (Mux), unescaped; "" when there is none.
+func (r *Request) PathValue(name string) string {
+	if !r.routed {
+		return ""
+	}
+	v, _ := r.params.Get(name)
+	return bytesStr(v)
+}
+
+// Pattern returns the Mux pattern that matched, "" without one.
+func (r *Request) Pattern() string {
+	if !r.routed {
+		return ""
+	}
+	return r.params.Pattern()
+}
+
+// RemoteAddr returns the client's address.
+func (r *Request) RemoteAddr() netip.AddrPort { return r.eng.remoteAddr() }
+
+// Loop returns the loop the request is served on.
+func (r *Request) Loop() *aio.Loop { return r.ls.l }
+
+// Arena returns the request's arena, for building the response.
+func (r *Request) Arena() *Arena { return &r.arena }
+
+// Body returns the request's body.
+func (r *Request) Body() *Body { return &r.body }
+
+// Scope returns the request's scope: handles adopted into it are cancelled
+// when the request ends, or when the client goes away before (a timer
+// feeding a Stream, say). It is made on the first call (an allocation the
+// fast path does not make). On the loop.
+func (r *Request) Scope() *aio.Scope {
+	if r.scope == nil {
+		l := r.ls.l
+		p := aio.NewPromise[struct{}](l)
+		h := aio.WithScope(l, func(s *aio.Scope) *aio.Handle[struct{}] {
+			r.scope = s
+			return p.Handle()
+		})
+		r.scopeP, r.scopeH = p, h
+		aio.Adopt(r.eng.connScope(), h)
+	}
+	return r.scope
+}
+
+// Context returns a context that is done when the request ends or the
+// client goes away, for goroutine code (Work, net/http handlers). Its
+// context is the request's Scope's. Call it on the loop; the context may
+// be used from any goroutine.
+func (r *Request) Context() context.Context {
+	r.Scope()
+	return r.scopeH.Context()
+}
+
+// endScope closes the request's scope, if it has one: what it adopted is
+// cancelled.
+func (r *Request) endScope() {
+	if r.scopeP != nil {
+		r.scopeP.Resolve(struct{}{})
+		r.scope, r.scopeP, r.scopeH = nil, nil, nil
+	}
+}
+
+// rebase points the slice s, a view into from, at the same bytes in to
+// (a copy of from). A slice not in from is returned unchanged.
+func rebase(s, from, to []byte) []byte {
+	if s == nil || len(from) == 0 {
+		return s
+	}
+	off := uintptr(unsafe.Pointer(unsafe.SliceData(s))) - uintptr(unsafe.Pointer(unsafe.SliceData(from)))
+	if off > uintptr(len(from)) || off+uintptr(len(s)) > uintptr(len(from)) {
+		return s
+	}
+	return to[off : int(off)+len(s) : int(off)+len(s)]
+}
+
+// setHead copies the head src, parsed from raw, into the request: raw
+// goes into the arena and every slice of the head is made to point there.
+func (r *Request) setHead(src *h1.Head, raw []byte) {
+	dst := r.arena.take(len(raw))
+	copy(dst, raw)
+	fields := r.head.Fields[:0]
+	r.head = *src
+	r.head.Method = rebase(src.Method, raw, dst)
+	r.head.Target = rebase(src.Target, raw, dst)
+	r.head.Proto = rebase(src.Proto, raw, dst)
+	r.head.Path = rebase(src.Path, raw, dst)
+	r.head.Query = rebase(src.Query, raw, dst)
+	r.head.Host = rebase(src.Host, raw, dst)
+	for _, f := range src.Fields {
+		fields = append(fields, h1.Field{Name: rebase(f.Name, raw, dst), Value: rebase(f.Value, raw, dst)})
+	}
+	r.head.Fields = fields
+}

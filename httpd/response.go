@@ -1,0 +1,147 @@
+package httpd
+
+import (
+	"unsafe"
+
+	"github.com/valkyria/aio"
+)
+
+// Field is one header field of a response: a name and a value, written as
+// given (after a check that they cannot split the response). A slice of
+// Fields kept in a package variable costs nothing per response.
+type Field struct {
+	Name, Value string
+}
+
+// Response is an HTTP response with its whole body in memory. The server
+// writes it and does not modify or keep Header or Body: they may point into
+// the request's Arena, or into memory shared by every response (a constant).
+//
+// Content-Length, Transfer-Encoding, Connection and Date are the server's:
+// a Header holding one of them is refused (the client gets a 500). The
+// answer to HEAD has the Content-Length of Body and no body.
+type Response struct {
+	Status int     // 100 to 999; 0 means 200
+	Header []Field // written in order
+	Body   []byte
+}
+
+// Reply is what a handler returns: either a Response to send at once (no
+// handle is allocated: the fast path) or a handle of one, for a response
+// that arrives later. Make one with Respond, Text, Bytes, Later or
+// Stream.Reply. The zero Reply is an empty 200.
+type Reply struct {
+	resp Response
+	h    *aio.Handle[Response] // nil: resp, at once
+}
+
+// Respond returns a Reply that sends resp at once. Any goroutine.
+func Respond(resp Response) Reply { return Reply{resp: resp} }
+
+// Later returns a Reply that sends the response h completes with, once it
+// does. h is adopted into the connection's scope: a client that goes away
+// cancels it (and, through it, its timers, Work and nested handles), and a
+// cancelled h sends nothing. A failed h sends 500. h may live on another
+// loop. A nil h is a 500.
+func Later(h *aio.Handle[Response]) Reply {
+	if h == nil {
+		return Reply{resp: errResponse(500)}
+	}
+	return Reply{h: h}
+}
+
+// Handle returns the handle of a Reply made by Later, nil for an immediate
+// one.
+func (r Reply) Handle() *aio.Handle[Response] { return r.h }
+
+// Response returns the response of an immediate Reply (ok true), or false
+// for a Reply made by Later.
+func (r Reply) Response() (Response, bool) { return r.resp, r.h == nil }
+
+// Header field lists of the helpers below, shared by every response.
+var (
+	textHeader  = []Field{{"Content-Type", "text/plain; charset=utf-8"}}
+	jsonHeader  = []Field{{"Content-Type", "application/json"}}
+	octetHeader = []Field{{"Content-Type", "application/octet-stream"}}
+)
+
+// Text returns an immediate Reply of status with body s as text/plain
+// (UTF-8). s is not copied: no allocation. Any goroutine.
+func Text(status int, s string) Reply {
+	return Reply{resp: Response{Status: status, Header: textHeader, Body: strBytes(s)}}
+}
+
+// JSON returns an immediate Reply of status with body b as
+// application/json. b is not copied (build it in the request's Arena).
+func JSON(status int, b []byte) Reply {
+	return Reply{resp: Response{Status: status, Header: jsonHeader, Body: b}}
+}
+
+// Bytes returns an immediate Reply of status with body b as
+// application/octet-stream. b is not copied.
+func Bytes(status int, b []byte) Reply {
+	return Reply{resp: Response{Status: status, Header: octetHeader, Body: b}}
+}
+
+// TextResponse is Text as a Response, for a handle's value.
+func TextResponse(status int, s string) Response {
+	return Response{Status: status, Header: textHeader, Body: strBytes(s)}
+}
+
+// JSONResponse is JSON as a Response, for a handle's value.
+func JSONResponse(status int, b []byte) Response {
+	return Response{Status: status, Header: jsonHeader, Body: b}
+}
+
+// errResponse is the short text response of an error status.
+func errResponse(status int) Response {
+	return Response{Status: status, Header: textHeader, Body: strBytes(statusBody(status))}
+}
+
+// statusBody is the body of an error response: its reason phrase and a
+// newline, a constant.
+func statusBody(status int) string {
+	switch status {
+	case 400:
+		return "400 Bad Request\n"
+	case 404:
+		return "404 page not found\n"
+	case 405:
+		return "405 Method Not Allowed\n"
+	case 413:
+		return "413 Request Entity Too Large\n"
+	case 414:
+		return "414 URI Too Long\n"
+	case 417:
+		return "417 Expectation Failed\n"
+	case 431:
+		return "431 Request Header Fields Too Large\n"
+	case 500:
+		return "500 Internal Server Error\n"
+	case 501:
+		return "501 Not Implemented\n"
+	case 503:
+		return "503 Service Unavailable\n"
+	case 505:
+		return "505 HTTP Version Not Supported\n"
+	}
+	return "error\n"
+}
+
+// strBytes views s as bytes without a copy. The bytes must not be
+// modified: the server only reads a response's body.
+func strBytes(s string) []byte {
+	if s == "" {
+		return nil
+	}
+	return unsafe.Slice(unsafe.StringData(s), len(s))
+}
+
+// bytesStr views b as a string without a copy: valid while b's bytes do
+// not change.
+func bytesStr(b []byte) string {
+	if len(b) == 0 {
+		return ""
+	}
+	return unsafe.String(unsafe.SliceData(b), len(b))
+}

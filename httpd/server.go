@@ -1,0 +1,287 @@
+package httpd
+
+import (
+	"context"
+	"errors"
+	"net/netip"
+	"sync"
+	"sync/atomic"
+	"time"
+
+	"github.com/valkyria/aio"
+)
+
+// Defaults of Config.
+const (
+	DefaultArenaSize     = 64 << 10
+	DefaultArenas        = 1024
+	DefaultMaxHeadBytes  = 16 << 10
+	DefaultMaxURIBytes   = 8 << 10
+	DefaultMaxFields     = 100
+	DefaultHeaderTimeout = 5 * time.Second
+	DefaultIdleTimeout   = 60 * time.Second
+	DefaultMaxPipeline   = 16
+)
+
+// Config holds a Server's limits. A zero field means its default.
+type Config struct {
+	// ArenaSize is the size of one request arena (the head, a buffered
+	// body, the response being built). Arenas is how many each loop has:
+	// a loop whose arenas are all taken stops reading requests until one
+	// comes back (Stats.Refused counts it), and never allocates more.
+	ArenaSize int
+	Arenas    int
+
+	// MaxHeadBytes bounds a request head (431 beyond; at most half the
+	// arena), MaxURIBytes its target (414), MaxFields its field lines
+	// (431), MaxBodyBytes its body (413; 0: no limit).
+	MaxHeadBytes int
+	MaxURIBytes  int
+	MaxFields    int
+	MaxBodyBytes int64
+
+	// HeaderTimeout is the time a client has to send a whole request head,
+	// from its first byte (or from the connection's start); IdleTimeout is
+	// how long a kept-alive connection may wait for its next request.
+	// The connection is closed when either passes.
+	HeaderTimeout time.Duration
+	IdleTimeout   time.Duration
+
+	// MaxPipeline bounds the requests of one connection in progress at
+	// once (read and not yet answered): past it, the connection stops
+	// reading until a response is written.
+	MaxPipeline int
+
+	// HalfClose keeps serving a client that ended its side (EOF, a FIN)
+	// with requests pending: their responses are sent, then the
+	// connection closes. By default such a client has gone away, as
+	// net/http and nginx see it, and its pending handlers are cancelled.
+	HalfClose bool
+
+	// Listen configures the listeners (SO_REUSEPORT is always set).
+	Listen aio.ListenConfig
+}
+
+func (c Config) withDefaults() Config {
+	def := func(v *int, d int) {
+		if *v <= 0 {
+			*v = d
+		}
+	}
+	def(&c.ArenaSize, DefaultArenaSize)
+	def(&c.Arenas, DefaultArenas)
+	def(&c.MaxHeadBytes, DefaultMaxHeadBytes)
+	def(&c.MaxURIBytes, DefaultMaxURIBytes)
+	def(&c.MaxFields, DefaultMaxFields)
+	def(&c.MaxPipeline, DefaultMaxPipeline)
+	c.ArenaSize = max(c.ArenaSize, 1024)
+	c.MaxHeadBytes = min(c.MaxHeadBytes, c.ArenaSize/2)
+	c.MaxURIBytes = min(c.MaxURIBytes, c.MaxHeadBytes)
+	if c.HeaderTimeout <= 0 {
+		c.HeaderTimeout = DefaultHeaderTimeout
+	}
+	if c.IdleTimeout <= 0 {
+		c.IdleTimeout = DefaultIdleTimeout
+	}
+	c.Listen.ReusePort = true
+	return c
+}
+
+// Server serves HTTP/1.1 on the loops of a Runtime, one listener per loop
+// (SO_REUSEPORT: the kernel spreads the connections), with every
+// connection owned by its loop and no goroutine per connection.
+//
+// Set Handler and Config, then call Serve once. Its methods may be called
+// from any goroutine.
+type Server struct {
+	Handler Handler
+	Config  Config
+
+	mu     sync.Mutex
+	cfg    Config
+	loops  []*loopState
+	addr   netip.AddrPort
+	state  atomic.Int32 // 0 new, 1 serving, 2 shutting down
+	left   atomic.Int32 // loops not drained yet, during Shutdown
+	doneCh chan struct{}
+}
+
+// Errors of Serve.
+var (
+	ErrServing  = errors.New("httpd: Serve called twice")
+	ErrNoLoops  = errors.New("httpd: no loop to serve on")
+	ErrShutdown = errors.New("httpd: server shut down")
+)
+
+// Serve starts serving on addr ("host:port"; port 0 picks one, see Addr)
+// on every loop rt runs now, one listener each, and returns once they all
+// listen. It does not block further: the loops serve. Any goroutine but
+// the loops'.
+func (s *Server) Serve(rt *aio.Runtime, addr string) error {
+	return s.ServeLoops(addr, rt.Loops()...)
+}
+
+// ServeLoops is Serve on the given loops.
+func (s *Server) ServeLoops(addr string, loops ...*aio.Loop) error {
+	if len(loops) == 0 {
+		return ErrNoLoops
+	}
+	if !s.state.CompareAndSwap(0, 1) {
+		return ErrServing
+	}
+	if s.Handler == nil {
+		s.Handler = NewMux()
+	}
+	s.cfg = s.Config.withDefaults()
+	s.doneCh = make(chan struct{})
+	tick := min(s.cfg.HeaderTimeout, s.cfg.IdleTimeout) / 4
+	tick = min(max(tick, 5*time.Millisecond), time.Second)
+	for _, l := range loops {
+		ls := newLoopState(s, &s.cfg, l)
+		ln, err := aio.Listen(l, addr, s.cfg.Listen, ls.accept)
+		if err != nil {
+			s.mu.Lock()
+			for _, ls := range s.loops {
+				ls.ln.Close()
+				ls.ticker.Cancel()
+			}
+			s.loops = nil
+			s.mu.Unlock()
+			return err
+		}
+		ls.ln = ln
+		ls.ticker = aio.Every(l, tick, ls.sweep)
+		addr = ln.Addr().String() // the others join the port the first one got
+		s.mu.Lock()
+		s.loops = append(s.loops, ls)
+		s.addr = ln.Addr()
+		s.mu.Unlock()
+	}
+	return nil
+}
+
+// Addr returns the address the server listens on, with the port the kernel
+// chose for port 0; the zero AddrPort before Serve.
+func (s *Server) Addr() netip.AddrPort {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	return s.addr
+}
+
+func (s *Server) loopStates() []*loopState {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	return s.loops
+}
+
+// Shutdown stops the server gracefully: every listener closes, idle
+// kept-alive connections close, and the requests in progress may finish
+// (their responses say Connection: close, and each connection closes after
+// its last one) until ctx ends; then the rest are cancelled and their
+// connections closed, and Shutdown returns ctx's error. It returns nil
+// once every connection has closed in time. The loops go on running. Any
+// goroutine but the loops'.
+func (s *Server) Shutdown(ctx context.Context) error {
+	if s.state.Load() == 0 {
+		return nil
+	}
+	loops := s.loopStates()
+	if s.state.CompareAndSwap(1, 2) {
+		s.left.Store(int32(len(loops)))
+		for _, ls := range loops {
+			if err := ls.l.Post(ls.drain); err != nil {
+				s.loopDrained() // the loop is gone, and its connections with it
+			}
+		}
+	}
+	select {
+	case <-s.doneCh:
+		return nil
+	case <-ctx.Done():
+	}
+	for _, ls := range loops {
+		_ = ls.l.Post(ls.closeAll)
+	}
+	select {
+	case <-s.doneCh:
+	case <-time.After(5 * time.Second):
+	}
+	return ctx.Err()
+}
+
+// loopDrained counts a loop whose connections have all closed.
+func (s *Server) loopDrained() {
+	if s.left.Add(-1) == 0 {
+		close(s.doneCh)
+	}
+}
+
+// drain starts the shutdown on the loop.
+func (ls *loopState) drain() {
+	ls.draining = true
+	ls.ln.Close()
+	for hc := ls.conns.head; hc != nil; {
+		next := hc.links[linkAll].next
+		hc.drain()
+		hc = next
+	}
+	ls.checkDrained()
+}
+
+// closeAll closes every connection of the loop: Shutdown's deadline.
+func (ls *loopState) closeAll() {
+	for hc := ls.conns.head; hc != nil; {
+		next := hc.links[linkAll].next
+		hc.c.Close()
+		hc = next
+	}
+	ls.checkDrained()
+}
+
+// checkDrained tells the server once a draining loop has no connection.
+func (ls *loopState) checkDrained() {
+	if ls.draining && !ls.drained && ls.conns.head == nil {
+		ls.drained = true
+		ls.ticker.Cancel()
+		ls.srv.loopDrained()
+	}
+}
+
+// Stats are a server's counters, summed over its loops: those of the
+// /stats page of examples/webserver, under the same names.
+type Stats struct {
+	ConnsOpen           int64  `json:"conns_open"`           // TCP connections open now
+	StreamsOpen         int64  `json:"streams_open"`         // requests in progress now (head read, not yet ended)
+	Requests            uint64 `json:"requests"`             // requests whose handler was started
+	HandlersPending     int64  `json:"handlers_pending"`     // handler handles not yet terminal
+	Cancelled           uint64 `json:"cancelled"`            // handler handles that ended cancelled
+	ResponsesSuppressed uint64 `json:"responses_suppressed"` // responses not sent: the client was gone, or the handler cancelled
+	ArenasInUse         int64  `json:"arenas_in_use"`        // arenas taken and not yet released
+	ArenasCapacity      int64  `json:"arenas_capacity"`      // arenas in all
+	Refused             uint64 `json:"refused"`              // times a connection stopped reading for want of an arena
+	ArenaReleases       uint64 `json:"arena_releases"`       // arenas given back
+	Panics              uint64 `json:"panics"`               // handler panics (answered 500)
+	BadRequests         uint64 `json:"bad_requests"`         // requests refused by the parser (4xx, 5xx, then closed)
+}
+
+// Stats returns the server's counters, summed over its loops. Any
+// goroutine.
+func (s *Server) Stats() Stats {
+	var st Stats
+	for _, ls := range s.loopStates() {
+		c := &ls.st
+		st.ConnsOpen += c.connsOpen.Load()
+		st.StreamsOpen += c.streamsOpen.Load()
+		st.Requests += c.requests.Load()
+		st.HandlersPending += c.handlersPending.Load()
+		st.Cancelled += c.cancelled.Load()
+		st.ResponsesSuppressed += c.suppressed.Load()
+		st.ArenasInUse += int64(ls.slab.InUse())
+		st.ArenasCapacity += int64(ls.slab.Cap())
+		st.Refused += c.refused.Load()
+		st.ArenaReleases += c.releases.Load()
+		st.Panics += c.panics.Load()
+		st.BadRequests += c.badRequests.Load()
+	}
+	return st
+}

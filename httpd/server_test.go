@@ -1,0 +1,190 @@
+package httpd
+
+import (
+	"bytes"
+	"io"
+	"net/http"
+	"net/http/httptrace"
+	"strings"
+	"testing"
+	"time"
+
+	"github.com/stretchr/testify/assert"
+	"github.com/stretchr/testify/require"
+	"github.com/valkyria/aio"
+)
+
+// testMux is the routes most tests use.
+func testMux() *Mux {
+	m := NewMux()
+	m.HandleFunc("GET /health", func(r *Request) Reply { return Text(200, "ok") })
+	m.HandleFunc("GET /users/{id}", func(r *Request) Reply {
+		b := r.Arena().Buffer()
+		b = append(b, `{"id":"`...)
+		b = append(b, r.PathValue("id")...)
+		b = append(b, `"}`...)
+		return JSON(200, b)
+	})
+	m.HandleFunc("GET /slow", func(r *Request) Reply {
+		ms := 20
+		if q := r.Query("ms"); q != "" {
+			ms = atoi(q)
+		}
+		return Later(aio.Delay(r.Loop(), time.Duration(ms)*time.Millisecond, func() (Response, error) {
+			return TextResponse(200, "waited "+itoa(ms)+" ms"), nil
+		}))
+	})
+	m.HandleFunc("POST /echo", echoHandler)
+	m.HandleFunc("GET /fail", func(r *Request) Reply {
+		return Later(aio.Fail[Response](r.Loop(), io.ErrUnexpectedEOF))
+	})
+	m.HandleFunc("GET /panic", func(r *Request) Reply { panic("boom") })
+	m.HandleFunc("GET /query", func(r *Request) Reply { return Text(200, r.Query("a")+"|"+r.Query("b c")) })
+	m.HandleFunc("GET /status/{code}", func(r *Request) Reply { return Text(atoi(r.PathValue("code")), "") })
+	return m
+}
+
+// echoHandler sends the body back: at once when it arrived with the
+// request, else as a stream fed by the body.
+func echoHandler(r *Request) Reply {
+	if b, ok := r.Body().Bytes(); ok {
+		return Bytes(200, b)
+	}
+	s := r.Stream(200, nil)
+	r.Body().OnData(func(p []byte, end bool) {
+		_, _ = s.Write(p)
+		if end {
+			s.End()
+		}
+	})
+	return s.Reply()
+}
+
+func atoi(s string) int {
+	n := 0
+	for _, c := range s {
+		if c < '0' || c > '9' {
+			return 0
+		}
+		n = n*10 + int(c-'0')
+	}
+	return n
+}
+
+func TestServeBasics(t *testing.T) {
+	ts := startServer(t, testMux(), Config{})
+	c := client(t)
+
+	st, body := get(t, c, ts.url+"/health")
+	assert.Equal(t, 200, st)
+	assert.Equal(t, "ok", body)
+
+	st, body = get(t, c, ts.url+"/users/7")
+	assert.Equal(t, 200, st)
+	assert.Equal(t, `{"id":"7"}`, body)
+
+	st, body = get(t, c, ts.url+"/slow?ms=5")
+	assert.Equal(t, 200, st)
+	assert.Equal(t, "waited 5 ms", body)
+
+	st, _ = get(t, c, ts.url+"/nothing")
+	assert.Equal(t, 404, st)
+
+	st, _ = get(t, c, ts.url+"/fail")
+	assert.Equal(t, 500, st)
+
+	st, _ = get(t, c, ts.url+"/panic")
+	assert.Equal(t, 500, st)
+	st, _ = get(t, c, ts.url+"/health") // the loop lives on
+	assert.Equal(t, 200, st)
+
+	st, body = get(t, c, ts.url+"/query?a=1&b+c=x%20y")
+	assert.Equal(t, 200, st)
+	assert.Equal(t, "1|x y", body)
+
+	st, _ = get(t, c, ts.url+"/status/204")
+	assert.Equal(t, 204, st)
+
+	resp, err := c.Post(ts.url+"/health", "text/plain", nil)
+	require.NoError(t, err)
+	resp.Body.Close()
+	assert.Equal(t, 405, resp.StatusCode)
+	assert.Equal(t, "GET, HEAD", resp.Header.Get("Allow"))
+
+	noRedirect := *c
+	noRedirect.CheckRedirect = func(*http.Request, []*http.Request) error { return http.ErrUseLastResponse }
+	resp, err = noRedirect.Get(ts.url + "/a/../health?x=1")
+	require.NoError(t, err)
+	resp.Body.Close()
+	assert.Equal(t, 307, resp.StatusCode)
+	assert.Equal(t, "/health?x=1", resp.Header.Get("Location"))
+
+	st2 := ts.Stats()
+	assert.Equal(t, int64(1), st2.ArenasCapacity/int64(DefaultArenas))
+	assert.Equal(t, uint64(1), st2.Panics)
+	ts.atRest(t)
+}
+
+func TestHead(t *testing.T) {
+	ts := startServer(t, testMux(), Config{})
+	resp, err := client(t).Head(ts.url + "/health")
+	require.NoError(t, err)
+	b, _ := io.ReadAll(resp.Body)
+	resp.Body.Close()
+	assert.Equal(t, 200, resp.StatusCode)
+	assert.Equal(t, int64(2), resp.ContentLength)
+	assert.Empty(t, b)
+	assert.NotEmpty(t, resp.Header.Get("Date"))
+}
+
+func TestKeepAliveReuse(t *testing.T) {
+	ts := startServer(t, testMux(), Config{})
+	c := client(t)
+	reused := 0
+	for i := 0; i < 10; i++ {
+		trace := &httptrace.ClientTrace{GotConn: func(info httptrace.GotConnInfo) {
+			if info.Reused {
+				reused++
+			}
+		}}
+		path := "/health"
+		if i%2 == 1 {
+			path = "/slow?ms=1"
+		}
+		req, _ := http.NewRequestWithContext(httptrace.WithClientTrace(t.Context(), trace), "GET", ts.url+path, nil)
+		resp, err := c.Do(req)
+		require.NoError(t, err)
+		_, _ = io.Copy(io.Discard, resp.Body)
+		resp.Body.Close()
+		require.Equal(t, 200, resp.StatusCode)
+	}
+	assert.Equal(t, 9, reused)
+	assert.Equal(t, uint64(1), ts.l.Stats().TCPAccepted)
+}
+
+func TestPost(t *testing.T) {
+	ts := startServer(t, testMux(), Config{})
+	c := client(t)
+	for _, n := range []int{0, 1, 100, 20 << 10, 100 << 10, 1 << 20} {
+		body := bytes.Repeat([]byte("abcdefghij"), n/10+1)[:n]
+		// Content-Length
+		resp, err := c.Post(ts.url+"/echo", "application/octet-stream", bytes.NewReader(body))
+		require.NoError(t, err)
+		got, err := io.ReadAll(resp.Body)
+		resp.Body.Close()
+		require.NoError(t, err)
+		require.Equal(t, 200, resp.StatusCode, "CL %d", n)
+		require.True(t, bytes.Equal(body, got), "CL %d: %d bytes back", n, len(got))
+		// chunked: a reader of unknown length
+		resp, err = c.Post(ts.url+"/echo", "application/octet-stream", io.MultiReader(bytes.NewReader(body)))
+		require.NoError(t, err)
+		got, err = io.ReadAll(resp.Body)
+		resp.Body.Close()
+		require.NoError(t, err)
+		require.Equal(t, 200, resp.StatusCode, "chunked %d", n)
+		require.True(t, bytes.Equal(body, got), "chunked %d: %d bytes back", n, len(got))
+	}
+	ts.atRest(t)
+}
+
+var _ = strings.Repeat

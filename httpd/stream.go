@@ -1,0 +1,129 @@
+package httpd
+
+import (
+	"errors"
+	"strconv"
+
+	"github.com/valkyria/aio"
+)
+
+// ErrStreamClosed is what Stream.Write returns once the stream has ended,
+// or its client has gone away (the stream's handle is then cancelled).
+var ErrStreamClosed = errors.New("httpd: stream closed")
+
+// Stream is a response whose body is written piece by piece, on the loop,
+// as it is made: server-sent events, a large body, an echo of a streamed
+// request body. Make it with Request.Stream and return Stream.Reply from the
+// handler. The body is chunked for HTTP/1.1 (or delimited by the
+// connection's end for HTTP/1.0), unless the header has a Content-Length:
+// exactly that many bytes must then be written.
+//
+// Write queues on the connection, as aio.Conn.Write does: it never blocks,
+// and Full tells a writer to pause until OnDrain. The stream ends when the
+// handler calls End, or when the client goes away: its handle is then
+// cancelled, and with it the request's Scope (a timer feeding the stream
+// stops if it was adopted there), and Write returns ErrStreamClosed.
+//
+// On the loop.
+type Stream struct {
+	r       *Request
+	p       *aio.Promise[Response]
+	status  int
+	hdr     []Field
+	length  int64  // Content-Length from the header; -1: none
+	sent    int64  // body bytes written
+	started bool   // the head is written
+	ended   bool   // End was called
+	chunked bool   // the body is chunked (the head says so)
+	pend    []byte // bytes written before the stream's turn (pipelining)
+	onDrain func()
+}
+
+// Stream starts a streamed response with status and header (kept until
+// the head is written: do not modify it), and returns it. The handler
+// returns s.Reply(). On the loop, from the handler.
+func (r *Request) Stream(status int, header []Field) *Stream {
+	s := &r.stream
+	*s = Stream{r: r, p: aio.NewPromise[Response](r.ls.l), status: status, hdr: header, length: -1,
+		pend: s.pend[:0]}
+	for _, f := range header {
+		if equalFold(f.Name, "Content-Length") {
+			if n, err := strconv.ParseInt(f.Value, 10, 64); err == nil && n >= 0 {
+				s.length = n
+			}
+		}
+	}
+	return s
+}
+
+// Reply returns the Reply of the stream, for the handler to return.
+func (s *Stream) Reply() Reply { return Reply{h: s.p.Handle()} }
+
+// Handle returns the stream's handle: it completes when End has written
+// the end of the body, and is cancelled when the client goes away.
+func (s *Stream) Handle() *aio.Handle[Response] { return s.p.Handle() }
+
+// Write sends p as the next bytes of the body (copied: p may be reused at
+// once) and returns len(p), or 0 and ErrStreamClosed after End or once
+// the client has gone away. An error of the connection closes it, as the
+// client going away does.
+func (s *Stream) Write(p []byte) (int, error) {
+	if s.closed() {
+		return 0, ErrStreamClosed
+	}
+	if len(p) == 0 {
+		return 0, nil
+	}
+	if err := s.r.eng.streamWrite(s.r, p); err != nil {
+		return 0, err
+	}
+	return len(p), nil
+}
+
+// WriteString is Write for a string.
+func (s *Stream) WriteString(str string) (int, error) { return s.Write(strBytes(str)) }
+
+// Full reports whether the writer should pause: the connection's write
+// queue is above its high-water mark, or the stream waits for the
+// responses before its own (pipelining). OnDrain tells when it is over.
+func (s *Stream) Full() bool { return !s.closed() && s.r.eng.streamFull(s.r) }
+
+// OnDrain sets fn to run on the loop each time the stream stops being
+// Full.
+func (s *Stream) OnDrain(fn func()) { s.onDrain = fn }
+
+// End ends the body (the last chunk) and completes the stream's handle.
+// Idempotent; after the client went away it does nothing.
+func (s *Stream) End() {
+	if s.closed() {
+		return
+	}
+	s.ended = true
+	s.r.eng.streamEnd(s.r)
+	s.p.Resolve(Response{Status: s.status})
+}
+
+// closed reports whether the stream takes no more bytes.
+func (s *Stream) closed() bool {
+	return s.ended || s.r.gone || s.p.Handle().Status().Terminal()
+}
+
+// equalFold is ASCII case-insensitive equality of two strings.
+func equalFold(a, b string) bool {
+	if len(a) != len(b) {
+		return false
+	}
+	for i := 0; i < len(a); i++ {
+		ca, cb := a[i], b[i]
+		if 'A' <= ca && ca <= 'Z' {
+			ca += 'a' - 'A'
+		}
+		if 'A' <= cb && cb <= 'Z' {
+			cb += 'a' - 'A'
+		}
+		if ca != cb {
+			return false
+		}
+	}
+	return true
+}
