@@ -1,0 +1,287 @@
+package httpd
+
+import (
+	"context"
+	"fmt"
+	"math/rand/v2"
+	"os"
+	"sync"
+	"sync/atomic"
+	"testing"
+	"time"
+
+	"github.com/stretchr/testify/assert"
+	"github.com/stretchr/testify/require"
+	"github.com/valkyria/aio"
+)
+
+// probe is a handler whose work the tests watch: a long timer and a Work
+// call that waits for its context, both started by the request.
+type probe struct {
+	started   chan struct{} // the Work of a request started
+	workEnded chan error    // the Work function returned, with ctx's error
+	cancelled atomic.Int32  // OnCancel of the handler's handle ran
+	promises  chan *aio.Promise[Response]
+}
+
+func newProbe() *probe {
+	return &probe{started: make(chan struct{}, 64), workEnded: make(chan error, 64),
+		promises: make(chan *aio.Promise[Response], 64)}
+}
+
+func (p *probe) mux() *Mux {
+	m := testMux()
+	// /wait: a timer of 10 s raced with a Work call that waits for its ctx.
+	m.HandleFunc("GET /wait", func(r *Request) Reply {
+		timer := aio.Delay(r.Loop(), 10*time.Second, func() (Response, error) {
+			return TextResponse(200, "late"), nil
+		})
+		work := aio.Work(r.Loop(), func(ctx context.Context) (Response, error) {
+			p.started <- struct{}{}
+			<-ctx.Done()
+			p.workEnded <- ctx.Err()
+			return Response{}, ctx.Err()
+		})
+		h := aio.Race(timer, work).OnCancel(func() { p.cancelled.Add(1) })
+		return Later(h)
+	})
+	// /promise: answered when the test resolves the promise.
+	m.HandleFunc("GET /promise", func(r *Request) Reply {
+		pr := aio.NewPromise[Response](r.Loop())
+		p.promises <- pr
+		return Later(pr.Handle())
+	})
+	return m
+}
+
+func recvT[T any](t *testing.T, ch <-chan T) T {
+	t.Helper()
+	select {
+	case v := <-ch:
+		return v
+	case <-time.After(waitTimeout):
+		t.Fatal("timed out")
+		panic("unreachable")
+	}
+}
+
+// IT-01: a client that closes its connection cancels its pending handler,
+// and with it the handler's timer and Work; its arena comes back.
+func TestDisconnectCancelsHandler(t *testing.T) {
+	p := newProbe()
+	ts := startServer(t, p.mux(), Config{})
+	c := dialRaw(t, ts.addr)
+	c.send("GET /health HTTP/1.1\r\nHost: x\r\n\r\n")
+	c.read("GET")
+	timers := ts.l.Stats().Timers // the server's sweep
+	c.send("GET /wait HTTP/1.1\r\nHost: x\r\n\r\n")
+	recvT(t, p.started)
+	eventually(t, func() bool { return ts.l.Stats().Timers == timers+1 }, "the handler's timer is not armed")
+	assert.Equal(t, int64(1), ts.Stats().HandlersPending)
+	assert.Equal(t, int64(1), ts.Stats().ArenasInUse)
+	c.Close()
+	assert.ErrorIs(t, recvT(t, p.workEnded), context.Canceled) // IT-03: the Work's context
+	ts.atRest(t)
+	st := ts.Stats()
+	assert.Equal(t, uint64(1), st.Cancelled)
+	assert.Equal(t, uint64(1), st.ResponsesSuppressed)
+	assert.Equal(t, int32(1), p.cancelled.Load())
+	eventually(t, func() bool { return ts.l.Stats().Timers == timers }, "the handler's timer is still armed")
+	eventually(t, func() bool { return ts.Stats().ConnsOpen == 0 }, "the connection is still open")
+}
+
+// A client that half-closes (FIN) with a handler pending has gone away too,
+// unless Config.HalfClose.
+func TestEOFCancelsHandler(t *testing.T) {
+	for _, half := range []bool{false, true} {
+		t.Run(fmt.Sprint("HalfClose=", half), func(t *testing.T) {
+			p := newProbe()
+			ts := startServer(t, p.mux(), Config{HalfClose: half})
+			c := dialRaw(t, ts.addr)
+			c.send("GET /promise HTTP/1.1\r\nHost: x\r\n\r\n")
+			pr := recvT(t, p.promises)
+			require.NoError(t, c.Conn.(interface{ CloseWrite() error }).CloseWrite())
+			if !half {
+				eventually(t, func() bool { return ts.Stats().Cancelled == 1 }, "not cancelled")
+				assert.False(t, pr.Resolve(TextResponse(200, "late")))
+				assert.True(t, c.closed())
+			} else {
+				time.Sleep(10 * time.Millisecond) // give the EOF a chance to be (wrongly) taken as a cancel
+				require.True(t, pr.Resolve(TextResponse(200, "late")))
+				resp := c.read("GET")
+				assert.Equal(t, "late", resp.body)
+				assert.True(t, c.closed())
+			}
+			ts.atRest(t)
+		})
+	}
+}
+
+// IT-05: a cancelled handler sends nothing: neither after its client went
+// away (the promise resolves too late), nor when its handle is cancelled
+// while the connection is up (the connection closes, without a response).
+func TestCancelledHandlerSendsNothing(t *testing.T) {
+	p := newProbe()
+	ts := startServer(t, p.mux(), Config{})
+
+	c := dialRaw(t, ts.addr)
+	c.send("GET /promise HTTP/1.1\r\nHost: x\r\n\r\n")
+	pr := recvT(t, p.promises)
+	c.Close()
+	eventually(t, func() bool { return ts.Stats().Cancelled == 1 }, "not cancelled")
+	out := ts.l.Stats().TCPBytesOut
+	assert.False(t, pr.Resolve(TextResponse(200, "late")))
+	ts.atRest(t)
+	assert.Equal(t, out, ts.l.Stats().TCPBytesOut)
+
+	c = dialRaw(t, ts.addr)
+	c.send("GET /health HTTP/1.1\r\nHost: x\r\n\r\nGET /promise HTTP/1.1\r\nHost: x\r\n\r\n")
+	pr = recvT(t, p.promises)
+	assert.Equal(t, "ok", c.read("GET").body)
+	pr.Handle().Cancel()
+	assert.True(t, c.closed(), "a response is missing: the connection must close")
+	ts.atRest(t)
+	st := ts.Stats()
+	assert.Equal(t, uint64(2), st.Cancelled)
+	assert.Equal(t, uint64(2), st.ResponsesSuppressed)
+}
+
+// IT-06: concurrent requests, some of whose clients go away: the others are
+// answered, each cancellation is counted, and everything comes back.
+func TestConcurrentCancellations(t *testing.T) {
+	p := newProbe()
+	ts := startServer(t, p.mux(), Config{})
+	const n = 40
+	var wg sync.WaitGroup
+	for i := range n {
+		wg.Go(func() {
+			c := dialRaw(t, ts.addr)
+			if i%2 == 0 {
+				c.send("GET /wait HTTP/1.1\r\nHost: x\r\n\r\n")
+				<-p.started
+				c.Close()
+				return
+			}
+			c.send("GET /slow?ms=" + itoa(1+i%7) + " HTTP/1.1\r\nHost: x\r\n\r\n")
+			assert.Equal(t, "waited "+itoa(1+i%7)+" ms", c.read("GET").body)
+		})
+	}
+	wg.Wait()
+	ts.atRest(t)
+	st := ts.Stats()
+	assert.Equal(t, uint64(n/2), st.Cancelled)
+	assert.Equal(t, uint64(n/2), st.ResponsesSuppressed)
+	assert.Equal(t, uint64(n), st.Requests)
+	for range n / 2 {
+		recvT(t, p.workEnded)
+	}
+}
+
+// AS-01: an arena released by a cancelled request serves the next request
+// at once, and nothing of the first touches it: one arena, reused.
+func TestArenaReuseAfterCancel(t *testing.T) {
+	p := newProbe()
+	ts := startServer(t, p.mux(), Config{Arenas: 1})
+	for i := range 20 {
+		c := dialRaw(t, ts.addr)
+		c.send("GET /promise HTTP/1.1\r\nHost: x\r\n\r\n")
+		pr := recvT(t, p.promises)
+		c.Close()
+		eventually(t, func() bool { return ts.Stats().Cancelled == uint64(i+1) }, "not cancelled")
+		d := dialRaw(t, ts.addr)
+		d.send("GET /users/" + itoa(i) + " HTTP/1.1\r\nHost: x\r\n\r\n")
+		// the old promise resolves late, while the arena serves d
+		pr.Resolve(TextResponse(200, "stale"))
+		resp := d.read("GET")
+		assert.Equal(t, `{"id":"`+itoa(i)+`"}`, resp.body)
+	}
+	ts.atRest(t)
+	assert.Equal(t, uint64(20), ts.Stats().Cancelled)
+}
+
+// fdCount returns the number of open file descriptors, -1 where unknown.
+func fdCount() int {
+	ents, err := os.ReadDir("/proc/self/fd")
+	if err != nil {
+		return -1
+	}
+	return len(ents)
+}
+
+// ST-01, bounded: requests of every kind from clients that go away at
+// random moments; then arenas, handlers, connections and fds are back to
+// their baseline (goroutines: goleak in TestMain).
+func TestStressRandomDisconnects(t *testing.T) {
+	p := newProbe()
+	go func() { // drain the probes' channels
+		for {
+			select {
+			case <-p.started:
+			case <-p.workEnded:
+			case pr := <-p.promises:
+				pr.Resolve(TextResponse(200, "p"))
+			case <-t.Context().Done():
+				return
+			}
+		}
+	}()
+	ts := startServer(t, p.mux(), Config{Arenas: 64})
+	fds := fdCount()
+	total := 2000
+	if testing.Short() {
+		total = 400
+	}
+	const workers = 8
+	var done atomic.Int64
+	var wg sync.WaitGroup
+	for w := range workers {
+		wg.Go(func() {
+			rng := rand.New(rand.NewPCG(uint64(w), 1))
+			var c *rawConn
+			for i := w; i < total; i += workers {
+				if c == nil {
+					c = dialRaw(t, ts.addr)
+				}
+				var req string
+				switch rng.IntN(5) {
+				case 0:
+					req = "GET /health HTTP/1.1\r\nHost: x\r\n\r\n"
+				case 1:
+					req = "GET /slow?ms=" + itoa(rng.IntN(3)) + " HTTP/1.1\r\nHost: x\r\n\r\n"
+				case 2:
+					req = "POST /echo HTTP/1.1\r\nHost: x\r\nContent-Length: 5\r\n\r\nhello"
+				case 3:
+					req = "GET /wait HTTP/1.1\r\nHost: x\r\n\r\n"
+				default:
+					req = "GET /promise HTTP/1.1\r\nHost: x\r\n\r\n"
+				}
+				c.send(req)
+				if rng.IntN(4) == 0 || req[5] == 'w' { // go away before the answer
+					if rng.IntN(2) == 0 {
+						time.Sleep(time.Duration(rng.IntN(200)) * time.Microsecond)
+					}
+					c.Close()
+					c = nil
+					continue
+				}
+				resp := c.read(req[:4])
+				if !assert.Equal(t, 200, resp.status) {
+					return
+				}
+				done.Add(1)
+			}
+			if c != nil {
+				c.Close()
+			}
+		})
+	}
+	wg.Wait()
+	ts.atRest(t)
+	eventually(t, func() bool { return ts.Stats().ConnsOpen == 0 }, "connections still open: %+v", ts.Stats())
+	if fds >= 0 {
+		eventually(t, func() bool { return fdCount() <= fds }, "fds: %d, was %d", fdCount(), fds)
+	}
+	st := ts.Stats()
+	t.Logf("%d answered; %+v", done.Load(), st)
+	assert.Equal(t, st.ArenaReleases, st.Requests)
+}
