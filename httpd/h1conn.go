@@ -558,11 +558,15 @@ func (hc *h1conn) finish() {
 	}
 	hc.finished = true
 	hc.rstate = rsDiscard
-	hc.c.CloseWrite()
-	if hc.eof {
-		return
+	fin := hc.c.CloseWrite()
+	switch {
+	case hc.eof:
+	case hc.ls.draining: // no time to linger: close once the FIN is out
+		c := hc.c
+		aio.Finally(fin, func() { c.Close() })
+	default:
+		hc.setTimeout(&hc.ls.headQ)
 	}
-	hc.setTimeout(&hc.ls.headQ)
 }
 
 // maybeRelease ends r once its response is written (or never will be) and
@@ -853,7 +857,12 @@ func (hc *h1conn) timedOut() { hc.c.Close() }
 // drain begins Shutdown for the connection: an idle one closes, a busy one
 // closes after its last response.
 func (hc *h1conn) drain() {
-	if hc.nq == 0 && hc.cur == nil {
+	switch {
+	case hc.finished: // lingering after its last response
+		c := hc.c
+		aio.Finally(c.CloseWrite(), func() { c.Close() })
+		return
+	case hc.nq == 0 && hc.cur == nil:
 		hc.c.Close()
 		return
 	}
