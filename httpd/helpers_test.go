@@ -33,7 +33,7 @@ type testServer struct {
 func startServer(t testing.TB, h Handler, cfg Config) *testServer {
 	t.Helper()
 	rt := aio.NewRuntime(aio.RuntimeConfig{})
-	l, err := rt.Start(aio.Config{Name: "httpd-test"})
+	l, err := rt.Start(aio.Config{Name: "httpd-test", WorkPool: 64})
 	require.NoError(t, err)
 	srv := &Server{Handler: h, Config: cfg}
 	if err := srv.ServeLoops("127.0.0.1:0", l); err != nil {
@@ -98,6 +98,7 @@ type rawResponse struct {
 	status int
 	header http.Header
 	body   string
+	close  bool // Connection: close
 }
 
 // read reads one response (to a request of method).
@@ -108,7 +109,7 @@ func (c *rawConn) read(method string) rawResponse {
 	b, err := io.ReadAll(resp.Body)
 	require.NoError(c.t, err)
 	resp.Body.Close()
-	return rawResponse{resp.StatusCode, resp.Header, string(b)}
+	return rawResponse{resp.StatusCode, resp.Header, string(b), resp.Close}
 }
 
 // closed reports whether the server closed the connection: a read gets

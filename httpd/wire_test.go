@@ -1,0 +1,321 @@
+package httpd
+
+import (
+	"bytes"
+	"context"
+	"io"
+	"net/http"
+	"net/http/httptrace"
+	"strings"
+	"testing"
+	"time"
+
+	"github.com/stretchr/testify/assert"
+	"github.com/stretchr/testify/require"
+	"github.com/valkyria/aio"
+)
+
+// Limits and malformed requests: each is answered with its status and the
+// connection closes, even when more requests follow on it.
+func TestRefusals(t *testing.T) {
+	ts := startServer(t, testMux(), Config{MaxBodyBytes: 1000})
+	const next = "GET /health HTTP/1.1\r\nHost: x\r\n\r\n"
+	for _, tc := range []struct {
+		name   string
+		req    string
+		status int
+	}{
+		{"head too large", "GET /health HTTP/1.1\r\nHost: x\r\nX: " + strings.Repeat("a", 20<<10) + "\r\n\r\n", 431},
+		{"too many fields", "GET /health HTTP/1.1\r\nHost: x\r\n" + strings.Repeat("X: y\r\n", 101) + "\r\n", 431},
+		{"URI too long", "GET /" + strings.Repeat("a", 9<<10) + " HTTP/1.1\r\nHost: x\r\n\r\n", 414},
+		{"body too large", "POST /echo HTTP/1.1\r\nHost: x\r\nContent-Length: 1001\r\n\r\n", 413},
+		{"chunked body too large", "POST /echo HTTP/1.1\r\nHost: x\r\nTransfer-Encoding: chunked\r\n\r\n3e9\r\n" + strings.Repeat("a", 1001) + "\r\n0\r\n\r\n", 413},
+		{"garbage", "HELLO\r\n\r\n", 400},
+		{"HTTP/2.0", "GET / HTTP/2.0\r\nHost: x\r\n\r\n", 505},
+		{"unknown expectation", "GET /health HTTP/1.1\r\nHost: x\r\nExpect: magic\r\n\r\n", 417},
+		// smuggling vectors
+		{"CL and TE", "POST /echo HTTP/1.1\r\nHost: x\r\nContent-Length: 4\r\nTransfer-Encoding: chunked\r\n\r\n0\r\n\r\n", 400},
+		{"differing CLs", "POST /echo HTTP/1.1\r\nHost: x\r\nContent-Length: 4\r\nContent-Length: 5\r\n\r\nhello", 400},
+		{"TE not ending in chunked", "POST /echo HTTP/1.1\r\nHost: x\r\nTransfer-Encoding: chunked, identity\r\n\r\n0\r\n\r\n", 400},
+		{"bad chunk size", "POST /echo HTTP/1.1\r\nHost: x\r\nTransfer-Encoding: chunked\r\n\r\nzz\r\nhello\r\n0\r\n\r\n", 400},
+		{"chunk size overflow", "POST /echo HTTP/1.1\r\nHost: x\r\nTransfer-Encoding: chunked\r\n\r\n10000000000000000\r\n", 400},
+		{"obs-fold", "GET /health HTTP/1.1\r\nHost: x\r\nX: a\r\n b\r\n\r\n", 400},
+		{"space before colon", "GET /health HTTP/1.1\r\nHost : x\r\n\r\n", 400},
+		{"CR in value", "GET /health HTTP/1.1\r\nHost: x\r\nX: a\rb\r\n\r\n", 400},
+		{"NUL in value", "GET /health HTTP/1.1\r\nHost: x\r\nX: a\x00b\r\n\r\n", 400},
+		{"no Host in 1.1", "GET /health HTTP/1.1\r\n\r\n", 400},
+		{"two Hosts", "GET /health HTTP/1.1\r\nHost: x\r\nHost: y\r\n\r\n", 400},
+		{"TE in 1.0", "POST /echo HTTP/1.0\r\nTransfer-Encoding: chunked\r\n\r\n0\r\n\r\n", 400},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			c := dialRaw(t, ts.addr)
+			c.send(tc.req + next)
+			resp := c.read("GET")
+			assert.Equal(t, tc.status, resp.status)
+			assert.True(t, resp.close, "Connection: close")
+			assert.True(t, c.closed(), "the connection must close")
+		})
+	}
+	ts.atRest(t)
+}
+
+// Responses go out in request order, whichever finishes first: an async
+// response that is ready early waits for its turn.
+func TestPipelineOrder(t *testing.T) {
+	ts := startServer(t, testMux(), Config{})
+	c := dialRaw(t, ts.addr)
+	c.send("GET /slow?ms=60 HTTP/1.1\r\nHost: x\r\n\r\n" +
+		"GET /health HTTP/1.1\r\nHost: x\r\n\r\n" +
+		"GET /slow?ms=1 HTTP/1.1\r\nHost: x\r\n\r\n" +
+		"HEAD /users/9 HTTP/1.1\r\nHost: x\r\n\r\n" +
+		"POST /echo HTTP/1.1\r\nHost: x\r\nContent-Length: 3\r\n\r\nabc" +
+		"GET /users/8 HTTP/1.1\r\nHost: x\r\n\r\n")
+	assert.Equal(t, "waited 60 ms", c.read("GET").body)
+	assert.Equal(t, "ok", c.read("GET").body)
+	assert.Equal(t, "waited 1 ms", c.read("GET").body)
+	head := c.read("HEAD")
+	assert.Equal(t, "", head.body)
+	assert.Equal(t, "10", head.header.Get("Content-Length"))
+	assert.Equal(t, "abc", c.read("POST").body)
+	assert.Equal(t, `{"id":"8"}`, c.read("GET").body)
+	ts.atRest(t)
+}
+
+// HTTP/1.0: kept alive when asked, closed otherwise; Connection: close in
+// HTTP/1.1 closes.
+func TestConnectionHeaders(t *testing.T) {
+	ts := startServer(t, testMux(), Config{})
+	c := dialRaw(t, ts.addr)
+	for range 3 {
+		c.send("GET /health HTTP/1.0\r\nConnection: keep-alive\r\n\r\n")
+		resp := c.read("GET")
+		assert.Equal(t, "ok", resp.body)
+		assert.Equal(t, "keep-alive", resp.header.Get("Connection"))
+	}
+	c.send("GET /health HTTP/1.0\r\n\r\n")
+	resp := c.read("GET")
+	assert.Equal(t, "ok", resp.body)
+	assert.True(t, resp.close, "Connection: close")
+	assert.True(t, c.closed())
+
+	c = dialRaw(t, ts.addr)
+	c.send("GET /health HTTP/1.1\r\nHost: x\r\nConnection: close\r\n\r\nGET /health HTTP/1.1\r\nHost: x\r\n\r\n")
+	resp = c.read("GET")
+	assert.True(t, resp.close, "Connection: close")
+	assert.True(t, c.closed(), "nothing after Connection: close")
+	ts.atRest(t)
+}
+
+// Expect: 100-continue gets its interim response, buffered or streamed.
+func TestExpectContinue(t *testing.T) {
+	ts := startServer(t, testMux(), Config{})
+	tr := &http.Transport{ExpectContinueTimeout: waitTimeout}
+	defer tr.CloseIdleConnections()
+	c := &http.Client{Transport: tr, Timeout: waitTimeout}
+	for _, n := range []int{10, 200 << 10} {
+		got100 := false
+		trace := &httptrace.ClientTrace{Got100Continue: func() { got100 = true }}
+		body := bytes.Repeat([]byte("x"), n)
+		req, _ := http.NewRequestWithContext(httptrace.WithClientTrace(t.Context(), trace), "POST", ts.url+"/echo", bytes.NewReader(body))
+		req.Header.Set("Expect", "100-continue")
+		resp, err := c.Do(req)
+		require.NoError(t, err)
+		got, _ := io.ReadAll(resp.Body)
+		resp.Body.Close()
+		assert.Equal(t, 200, resp.StatusCode)
+		assert.Equal(t, n, len(got))
+		assert.True(t, got100, "no 100 Continue for %d bytes", n)
+	}
+	ts.atRest(t)
+}
+
+// A slow client's head times out (slowloris), and so does an idle
+// kept-alive connection.
+func TestTimeouts(t *testing.T) {
+	ts := startServer(t, testMux(), Config{HeaderTimeout: 100 * time.Millisecond, IdleTimeout: 150 * time.Millisecond})
+	c := dialRaw(t, ts.addr)
+	c.send("GET /health HTTP/1.1\r\n")
+	start := time.Now()
+	for range 3 { // a byte now and then does not keep it open
+		time.Sleep(20 * time.Millisecond)
+		_, _ = c.Write([]byte("X"))
+	}
+	assert.True(t, c.closed(), "a head that takes too long closes the connection")
+	assert.GreaterOrEqual(t, time.Since(start), 90*time.Millisecond)
+
+	c = dialRaw(t, ts.addr)
+	c.send("GET /health HTTP/1.1\r\nHost: x\r\n\r\n")
+	assert.Equal(t, "ok", c.read("GET").body)
+	start = time.Now()
+	assert.True(t, c.closed(), "an idle connection closes")
+	assert.GreaterOrEqual(t, time.Since(start), 100*time.Millisecond)
+
+	c = dialRaw(t, ts.addr) // nothing sent at all
+	assert.True(t, c.closed())
+	ts.atRest(t)
+	eventually(t, func() bool { return ts.Stats().ConnsOpen == 0 }, "connections open")
+}
+
+// A body of 8 MiB streams through the echo handler both ways, byte for
+// byte, with Content-Length and chunked.
+func TestStreamedEchoBig(t *testing.T) {
+	ts := startServer(t, testMux(), Config{})
+	c := client(t)
+	body := make([]byte, 8<<20)
+	for i := range body {
+		body[i] = byte(i*7 + i>>11)
+	}
+	for _, chunked := range []bool{false, true} {
+		var r io.Reader = bytes.NewReader(body)
+		if chunked {
+			r = io.MultiReader(r)
+		}
+		resp, err := c.Post(ts.url+"/echo", "application/octet-stream", r)
+		require.NoError(t, err)
+		got, err := io.ReadAll(resp.Body)
+		resp.Body.Close()
+		require.NoError(t, err)
+		require.Equal(t, len(body), len(got))
+		require.True(t, bytes.Equal(body, got), "chunked=%v: bytes differ", chunked)
+	}
+	ts.atRest(t)
+}
+
+// sseMux has /events: n events every ms, from an Every adopted into the
+// request's scope.
+func sseMux() *Mux {
+	m := testMux()
+	m.HandleFunc("GET /events", func(r *Request) Reply {
+		n, ms := atoi(r.Query("n")), atoi(r.Query("ms"))
+		s := r.Stream(200, []Field{{"Content-Type", "text/event-stream"}})
+		i := 0
+		aio.Adopt(r.Scope(), aio.Every(r.Loop(), time.Duration(ms)*time.Millisecond, func() {
+			if i == n {
+				s.End()
+				return
+			}
+			b := r.Arena().Alloc(32)[:0]
+			b = append(b, "data: "...)
+			b = append(b, itoa(i)...)
+			b = append(b, "\n\n"...)
+			_, _ = s.Write(b)
+			i++
+		}))
+		return s.Reply()
+	})
+	return m
+}
+
+// Server-sent events: a stream ends when the handler ends it, and when its
+// client goes away, which stops the timer feeding it.
+func TestEventStream(t *testing.T) {
+	ts := startServer(t, sseMux(), Config{})
+	st, body := get(t, client(t), ts.url+"/events?n=3&ms=1")
+	assert.Equal(t, 200, st)
+	assert.Equal(t, "data: 0\n\ndata: 1\n\ndata: 2\n\n", body)
+	ts.atRest(t)
+	timers := ts.l.Stats().Timers
+
+	c := dialRaw(t, ts.addr)
+	c.send("GET /events?n=1000000&ms=2 HTTP/1.1\r\nHost: x\r\n\r\n")
+	resp, err := http.ReadResponse(c.br, &http.Request{Method: "GET"})
+	require.NoError(t, err)
+	assert.Equal(t, "text/event-stream", resp.Header.Get("Content-Type"))
+	buf := make([]byte, 18)
+	_, err = io.ReadFull(resp.Body, buf)
+	require.NoError(t, err)
+	assert.Equal(t, "data: 0\n\ndata: 1\n\n", string(buf))
+	c.Close()
+	ts.atRest(t)
+	assert.Equal(t, uint64(1), ts.Stats().Cancelled)
+	eventually(t, func() bool { return ts.l.Stats().Timers == timers }, "the stream's timer still runs")
+}
+
+// With one arena, a second connection's request waits, its reading
+// paused, until the first request ends; then it is served.
+func TestNoArena(t *testing.T) {
+	p := newProbe()
+	ts := startServer(t, p.mux(), Config{Arenas: 1})
+	a := dialRaw(t, ts.addr)
+	a.send("GET /promise HTTP/1.1\r\nHost: x\r\n\r\n")
+	pr := recvT(t, p.promises)
+	b := dialRaw(t, ts.addr)
+	b.send("GET /health HTTP/1.1\r\nHost: x\r\n\r\n")
+	eventually(t, func() bool { return ts.Stats().Refused == 1 }, "not refused: %+v", ts.Stats())
+	assert.Equal(t, uint64(1), ts.Stats().Requests)
+	pr.Resolve(TextResponse(200, "first"))
+	assert.Equal(t, "first", a.read("GET").body)
+	assert.Equal(t, "ok", b.read("GET").body)
+	ts.atRest(t)
+	st := ts.Stats()
+	assert.Equal(t, uint64(2), st.Requests)
+	assert.Equal(t, int64(1), st.ArenasCapacity)
+}
+
+// A client that pipelines requests and never reads the responses: the
+// server stops reading it once its write queue is full, so what it holds
+// for the client stays bounded.
+func TestPipelineNeverReads(t *testing.T) {
+	ts := startServer(t, testMux(), Config{})
+	c := dialRaw(t, ts.addr)
+	req := []byte("GET /users/" + strings.Repeat("x", 200) + " HTTP/1.1\r\nHost: x\r\n\r\n")
+	batch := bytes.Repeat(req, 100)
+	require.NoError(t, c.SetWriteDeadline(time.Now().Add(2*time.Second)))
+	sent := 0
+	for {
+		n, err := c.Write(batch)
+		sent += n
+		if err != nil {
+			break // the server stopped reading: the kernel buffers are full
+		}
+		require.Less(t, sent, 1<<30, "the server reads on")
+	}
+	st := ts.l.Stats()
+	t.Logf("sent %d bytes; the server queues %d bytes, answered %d requests", sent, st.TCPWriteQueued, ts.Stats().Requests)
+	assert.Less(t, st.TCPWriteQueued, 2<<20, "the write queue grows without bound")
+	assert.LessOrEqual(t, ts.Stats().ArenasInUse, int64(DefaultMaxPipeline))
+	c.Close()
+	ts.atRest(t)
+}
+
+// Shutdown lets the request in progress finish (its response says
+// Connection: close), closes idle connections, and returns once all are
+// closed; past its deadline it cancels what is left.
+func TestShutdown(t *testing.T) {
+	p := newProbe()
+	ts := startServer(t, p.mux(), Config{})
+	idle := dialRaw(t, ts.addr)
+	idle.send("GET /health HTTP/1.1\r\nHost: x\r\n\r\n")
+	idle.read("GET")
+	busy := dialRaw(t, ts.addr)
+	busy.send("GET /promise HTTP/1.1\r\nHost: x\r\n\r\n")
+	pr := recvT(t, p.promises)
+
+	done := make(chan error, 1)
+	go func() { done <- ts.Shutdown(context.Background()) }()
+	assert.True(t, idle.closed(), "an idle connection closes at once")
+	pr.Resolve(TextResponse(200, "last"))
+	resp := busy.read("GET")
+	assert.Equal(t, "last", resp.body)
+	assert.True(t, resp.close, "Connection: close")
+	assert.True(t, busy.closed())
+	require.NoError(t, recvT(t, done))
+	_, err := client(t).Get(ts.url + "/health")
+	assert.Error(t, err, "the listener is closed")
+	ts.atRest(t)
+}
+
+func TestShutdownDeadline(t *testing.T) {
+	p := newProbe()
+	ts := startServer(t, p.mux(), Config{})
+	busy := dialRaw(t, ts.addr)
+	busy.send("GET /wait HTTP/1.1\r\nHost: x\r\n\r\n")
+	recvT(t, p.started)
+	ctx, cancel := context.WithTimeout(context.Background(), 50*time.Millisecond)
+	defer cancel()
+	assert.ErrorIs(t, ts.Shutdown(ctx), context.DeadlineExceeded)
+	assert.True(t, busy.closed())
+	ts.atRest(t)
+	assert.Equal(t, uint64(1), ts.Stats().Cancelled)
+	recvT(t, p.workEnded)
+}
