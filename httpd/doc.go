@@ -2,4 +2,85 @@
 // where a handler answers at once or returns a handle, and a client that
 // goes away cancels everything its request started and gives back every
 // byte it held.
+//
+//	mux := httpd.NewMux()
+//	mux.HandleFunc("GET /health", func(r *httpd.Request) httpd.Reply {
+//		return httpd.Text(200, "ok") // at once: no handle, no allocation
+//	})
+//	mux.HandleFunc("GET /slow", func(r *httpd.Request) httpd.Reply {
+//		return httpd.Later(aio.Delay(r.Loop(), 2*time.Second, func() (httpd.Response, error) {
+//			return httpd.TextResponse(200, "waited 2s"), nil
+//		}))
+//	})
+//	srv := &httpd.Server{Handler: mux}
+//	err := srv.Serve(rt, "127.0.0.1:8080") // one listener per loop of rt
+//	...
+//	err = srv.Shutdown(ctx)
+//
+// # Loops, connections, handlers
+//
+// A Server serves on the loops of a Runtime, one listener each with
+// SO_REUSEPORT, so the kernel spreads connections over them. A connection
+// belongs to the loop that accepted it and has no goroutine: its bytes
+// are parsed on the loop, and the handler (Handler.ServeAIO) runs there
+// too. A handler must not block: it returns a Reply, either a Response
+// (Respond, Text, JSON, Bytes) sent at once, or Later(h), the handle of a
+// response that arrives later: a timer, Work (a blocking call on the
+// loop's pool), a Do body, All, Race of several. Stream writes a body as
+// it is made.
+//
+// # Arenas
+//
+// Each loop has a slab of fixed-size arenas (Config.Arenas of
+// Config.ArenaSize bytes). A request takes one when its head has arrived:
+// the head is copied into it (so a Request stays valid while its handler
+// runs, whatever the connection reads meanwhile), a body that fits in half
+// of the room follows, and the rest is for the handler to build its
+// response in (Request.Arena). A Request's strings are views into the
+// arena: valid until the request ends.
+//
+// An immediate response releases the arena once it is written. A handle's
+// response is sent by a cleanup registered on the handle, which then
+// releases the arena: one owner, one release path; a response that must
+// wait for an earlier one on the connection (pipelining) releases it when
+// it is written. When no arena is free the connection stops reading (TCP
+// flow control holds its client) until one comes back: the server never
+// allocates past the slab and never answers 503 for it. Stats.Refused
+// counts those pauses.
+//
+// # Cancellation
+//
+// A handler's handle is adopted into its connection's scope. A client
+// that goes away (a close, a reset, a timeout, or its EOF while a handler
+// is pending: see Config.HalfClose) cancels it, and so its timers, its
+// Work contexts, its nested handles and their OnCancel and Bracket
+// releases; a cancelled handle sends nothing (Stats.Cancelled,
+// Stats.ResponsesSuppressed). A failed handle is answered with 500, and so
+// is a panicking handler, after which the loop goes on. Request.Scope is
+// the request's own scope, closed when it ends: a timer that feeds a
+// Stream belongs there. Request.Context is the same as a context, for
+// goroutine code.
+//
+// # HTTP/1.1
+//
+// The engine (RFC 9112) keeps connections alive (HTTP/1.0 too when asked),
+// serves pipelined requests with responses in request order (at most
+// Config.MaxPipeline in progress, then reading stops), reads bodies with
+// Content-Length or chunked, sends 100 Continue when the handler reads a
+// body that waits for it, answers HEAD without a body, caches the Date
+// header per loop (made at most once a second), and times out slow heads
+// (Config.HeaderTimeout) and idle connections (Config.IdleTimeout). Its
+// parser (internal/h1) is strict: heads over the limits get 431, targets
+// 414, bodies 413, and malformed or ambiguous framing (the smuggling
+// vectors) 400, and after any refusal the connection closes.
+//
+// The wire protocol is behind a small internal engine interface (engine.go)
+// so that HTTP/2 can be a second engine under the same Server, Request,
+// Reply, Stream, arenas and cancellation.
+//
+// # Threading
+//
+// Handler, Body and Stream methods, and a Request's, run on the request's
+// loop; Request.Context's context and the Server's methods work from any
+// goroutine.
 package httpd

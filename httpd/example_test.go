@@ -1,0 +1,181 @@
+package httpd_test
+
+import (
+	"context"
+	"fmt"
+	"io"
+	"net/http"
+	"strings"
+	"time"
+
+	"github.com/valkyria/aio"
+	"github.com/valkyria/aio/httpd"
+)
+
+// fetch GETs (or POSTs, with a body) url and prints the status and body.
+func fetch(url, body string) {
+	tr := &http.Transport{}
+	defer tr.CloseIdleConnections()
+	c := &http.Client{Transport: tr}
+	var resp *http.Response
+	var err error
+	if body == "" {
+		resp, err = c.Get(url)
+	} else {
+		resp, err = c.Post(url, "text/plain", strings.NewReader(body))
+	}
+	if err != nil {
+		fmt.Println(err)
+		return
+	}
+	defer resp.Body.Close()
+	b, _ := io.ReadAll(resp.Body)
+	fmt.Printf("%d %s\n", resp.StatusCode, strings.TrimSpace(string(b)))
+}
+
+// A server on two loops of a runtime: /health answers at once, /slow
+// later from a loop timer, /users/{id} from Work (a blocking call off the
+// loop) continued on the loop.
+func ExampleServer() {
+	rt := aio.NewRuntime(aio.RuntimeConfig{})
+	for range 2 {
+		if _, err := rt.Start(aio.Config{}); err != nil {
+			panic(err)
+		}
+	}
+	ctx, cancel := context.WithTimeout(context.Background(), 5*time.Second)
+	defer cancel()
+	defer rt.Shutdown(ctx)
+
+	mux := httpd.NewMux()
+	mux.HandleFunc("GET /health", func(r *httpd.Request) httpd.Reply {
+		return httpd.Text(200, "ok") // at once: no handle
+	})
+	mux.HandleFunc("GET /slow", func(r *httpd.Request) httpd.Reply {
+		return httpd.Later(aio.Delay(r.Loop(), 10*time.Millisecond, func() (httpd.Response, error) {
+			return httpd.TextResponse(200, "waited 10 ms"), nil
+		}))
+	})
+	mux.HandleFunc("GET /users/{id}", func(r *httpd.Request) httpd.Reply {
+		id := strings.Clone(r.PathValue("id")) // the Work runs off the loop: keep a copy
+		user := aio.Work(r.Loop(), func(ctx context.Context) (string, error) {
+			return "user " + id, nil // a database query, say; ctx ends if the client goes
+		})
+		return httpd.Later(aio.Then(user, func(name string) (httpd.Response, error) {
+			return httpd.TextResponse(200, name), nil
+		}))
+	})
+	srv := &httpd.Server{Handler: mux, Config: httpd.Config{Arenas: 64}}
+	if err := srv.Serve(rt, "127.0.0.1:0"); err != nil {
+		panic(err)
+	}
+	url := "http://" + srv.Addr().String()
+	fetch(url+"/health", "")
+	fetch(url+"/slow", "")
+	fetch(url+"/users/7", "")
+	fetch(url+"/nothing", "")
+	if err := srv.Shutdown(ctx); err != nil {
+		fmt.Println(err)
+	}
+	fmt.Println(srv.Stats().Requests, "requests")
+	// Output:
+	// 200 ok
+	// 200 waited 10 ms
+	// 200 user 7
+	// 404 404 page not found
+	// 4 requests
+}
+
+// serve runs mux on a loop of its own for an example, and returns the URL
+// and a function that stops everything.
+func serve(mux *httpd.Mux) (string, func()) {
+	rt := aio.NewRuntime(aio.RuntimeConfig{})
+	l, err := rt.Start(aio.Config{})
+	if err != nil {
+		panic(err)
+	}
+	srv := &httpd.Server{Handler: mux, Config: httpd.Config{Arenas: 16}}
+	if err := srv.ServeLoops("127.0.0.1:0", l); err != nil {
+		panic(err)
+	}
+	return "http://" + srv.Addr().String(), func() {
+		ctx, cancel := context.WithTimeout(context.Background(), 5*time.Second)
+		defer cancel()
+		_ = srv.Shutdown(ctx)
+		_ = rt.Shutdown(ctx)
+	}
+}
+
+// Patterns are net/http's ServeMux patterns: methods, wildcards, subtrees,
+// with ServeMux's 404, 405 and redirects.
+func ExampleMux() {
+	mux := httpd.NewMux()
+	mux.HandleFunc("GET /files/{path...}", func(r *httpd.Request) httpd.Reply {
+		return httpd.Text(200, "file "+r.PathValue("path"))
+	})
+	mux.HandleFunc("POST /files/", func(r *httpd.Request) httpd.Reply {
+		return httpd.Text(201, "stored")
+	})
+	url, stop := serve(mux)
+	defer stop()
+	fetch(url+"/files/a/b.txt", "")
+	fetch(url+"/files/new", "data")
+	fetch(url+"/other", "")
+	// Output:
+	// 200 file a/b.txt
+	// 201 stored
+	// 404 404 page not found
+}
+
+// A Reply is a Response at once, or a handle of one: a failed handle
+// answers 500, a Race gives a timeout.
+func ExampleReply() {
+	mux := httpd.NewMux()
+	mux.HandleFunc("GET /now", func(r *httpd.Request) httpd.Reply {
+		b := r.Arena().Buffer() // the response is built in the request's arena
+		b = append(b, `{"answer":42}`...)
+		return httpd.JSON(200, b)
+	})
+	mux.HandleFunc("GET /race", func(r *httpd.Request) httpd.Reply {
+		fetchData := aio.Delay(r.Loop(), time.Hour, func() (httpd.Response, error) {
+			return httpd.TextResponse(200, "data"), nil
+		})
+		timeout := aio.Delay(r.Loop(), 5*time.Millisecond, func() (httpd.Response, error) {
+			return httpd.TextResponse(504, "timeout"), nil
+		})
+		return httpd.Later(aio.Race(fetchData, timeout)) // the loser's timer is disarmed
+	})
+	mux.HandleFunc("GET /broken", func(r *httpd.Request) httpd.Reply {
+		return httpd.Later(aio.Fail[httpd.Response](r.Loop(), fmt.Errorf("no database")))
+	})
+	url, stop := serve(mux)
+	defer stop()
+	fetch(url+"/now", "")
+	fetch(url+"/race", "")
+	fetch(url+"/broken", "")
+	// Output:
+	// 200 {"answer":42}
+	// 504 timeout
+	// 500 500 Internal Server Error
+}
+
+// A Stream writes its body as it is made; here it echoes a request body
+// that streams in, with the connection's flow control in between.
+func ExampleStream() {
+	mux := httpd.NewMux()
+	mux.HandleFunc("POST /upper", func(r *httpd.Request) httpd.Reply {
+		s := r.Stream(200, []httpd.Field{{Name: "Content-Type", Value: "text/plain"}})
+		r.Body().OnData(func(p []byte, end bool) {
+			_, _ = s.Write([]byte(strings.ToUpper(string(p))))
+			if end {
+				s.End()
+			}
+		})
+		return s.Reply()
+	})
+	url, stop := serve(mux)
+	defer stop()
+	fetch(url+"/upper", "hello, stream")
+	// Output:
+	// 200 HELLO, STREAM
+}
