@@ -4,7 +4,7 @@ GO ?= go
 PKGS := ./...
 CROSS := darwin/amd64 darwin/arm64 freebsd/amd64 netbsd/amd64 openbsd/amd64 linux/arm64 linux/riscv64 linux/386 linux/arm
 
-.PHONY: all build test race short debug soak vet lint cross bench bench-http fuzz fuzz-short clean
+.PHONY: all build test race short debug soak vet lint cross bench bench-http fuzz fuzz-short clean tools
 
 all: build test
 
@@ -15,7 +15,7 @@ build:
 # aiodebug assertions, then a short run of each fuzz target, then (on
 # linux/amd64, which runs 386 binaries) the short suite as 32-bit code:
 # word-size bugs do not show in a vet.
-test: lint
+test: lint tools
 	$(GO) test -race -count=1 -timeout 20m $(PKGS)
 	$(GO) test -tags aiodebug -short -count=1 -timeout 5m $(PKGS)
 	@$(MAKE) --no-print-directory fuzz-short
@@ -30,12 +30,20 @@ test: lint
 
 race: test
 
+# tools: the programs the tests drive besides Go (httpd's TestCurl uses
+# curl), installed where they are missing.
+tools:
+	@command -v curl >/dev/null 2>&1 || { \
+		echo "installing curl"; \
+		if [ "$$(id -u)" = 0 ]; then apt-get update -qq && apt-get install -y -qq curl; \
+		else sudo apt-get update -qq && sudo apt-get install -y -qq curl; fi; }
+
 # short: the quick loop for development (skips the million-handle graphs).
-short:
+short: tools
 	$(GO) test -race -short -count=1 $(PKGS)
 
 # debug: the loop-affinity assertions of the aiodebug build tag.
-debug:
+debug: tools
 	$(GO) test -tags aiodebug -short -count=1 -timeout 5m $(PKGS)
 
 # soak: the seeds' stress plan (ST-02 rapid connect/close 60 s, ST-03 deep
