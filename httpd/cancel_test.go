@@ -152,16 +152,21 @@ func TestConcurrentCancellations(t *testing.T) {
 	p := newProbe()
 	ts := startServer(t, p.mux(), Config{})
 	const n = 40
+	// Half the clients start a request whose Work waits for its context;
+	// once every Work runs, they go away while the others are served.
+	waiting := make([]*rawConn, n/2)
+	for i := range waiting {
+		waiting[i] = dialRaw(t, ts.addr)
+		waiting[i].send("GET /wait HTTP/1.1\r\nHost: x\r\n\r\n")
+	}
+	for range waiting {
+		recvT(t, p.started)
+	}
 	var wg sync.WaitGroup
-	for i := range n {
+	for i := range n / 2 {
+		wg.Go(func() { waiting[i].Close() })
 		wg.Go(func() {
 			c := dialRaw(t, ts.addr)
-			if i%2 == 0 {
-				c.send("GET /wait HTTP/1.1\r\nHost: x\r\n\r\n")
-				<-p.started
-				c.Close()
-				return
-			}
 			c.send("GET /slow?ms=" + itoa(1+i%7) + " HTTP/1.1\r\nHost: x\r\n\r\n")
 			assert.Equal(t, "waited "+itoa(1+i%7)+" ms", c.read("GET").body)
 		})
