@@ -1,6 +1,7 @@
 package route
 
 import (
+	"fmt"
 	"net/url"
 	"strings"
 	"testing"
@@ -95,7 +96,8 @@ func checkOtherConflict(t *testing.T, p string, registered []string, err, muxErr
 	for _, msg := range []string{err.Error(), muxErrorText(muxErr)} {
 		named := ""
 		for _, q := range registered {
-			if strings.HasPrefix(msg, `pattern "`+p+`" conflicts with pattern "`+q+`":`) {
+			// Both quote the patterns with %q: a control byte is escaped.
+			if strings.HasPrefix(msg, fmt.Sprintf("pattern %q conflicts with pattern %q:", p, q)) {
 				named = q
 			}
 		}
