@@ -108,9 +108,8 @@ type Server struct {
 
 // Errors of Serve.
 var (
-	ErrServing  = errors.New("httpd: Serve called twice")
-	ErrNoLoops  = errors.New("httpd: no loop to serve on")
-	ErrShutdown = errors.New("httpd: server shut down")
+	ErrServing = errors.New("httpd: Serve called twice")
+	ErrNoLoops = errors.New("httpd: no loop to serve on")
 )
 
 // Serve starts serving on addr ("host:port"; port 0 picks one, see Addr)
