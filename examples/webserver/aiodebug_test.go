@@ -1,0 +1,5 @@
+//go:build aiodebug
+
+package main
+
+func init() { buildFlags = append(buildFlags, "-tags", "aiodebug") }
