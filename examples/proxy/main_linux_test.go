@@ -10,6 +10,8 @@ import (
 	"testing"
 	"time"
 
+	"github.com/valkyria/aio/examples/internal/blackbox"
+
 	"github.com/stretchr/testify/require"
 )
 
@@ -71,8 +73,8 @@ func waitDialing(t *testing.T, port int) {
 // follows, reach the upstream once it answers; its reply comes back.
 func testEarlyBytesAndHalfClose(t *testing.T, bin string) {
 	nl, port := fullUpstream(t)
-	p := run(t, bin, "-listen", "127.0.0.1:0", "-upstream", nl.Addr().String(), "-loops", "1")
-	nc := dial(t, p.addr)
+	p := blackbox.Start(t, bin, "-listen", "127.0.0.1:0", "-upstream", nl.Addr().String(), "-loops", "1")
+	nc := dial(t, p.Addr)
 	waitDialing(t, port)
 	const total = 1 << 20 // > earlyMax
 	sent := make(chan error, 1)
@@ -92,7 +94,7 @@ func testEarlyBytesAndHalfClose(t *testing.T, bin string) {
 	require.NoError(t, expect(nc, 3, total))
 	require.NoError(t, expectEOF(nc))
 	require.NoError(t, <-sent)
-	code, _ := p.stop(t, syscall.SIGTERM)
+	code, _ := p.Signal(t, syscall.SIGTERM)
 	require.Zero(t, code)
 }
 
@@ -106,13 +108,13 @@ func testClientGoneCancelsDial(t *testing.T, bin string) {
 		t.Skipf("tcp_syn_retries %q: a connect gives up too soon to tell a cancelled dial", retries)
 	}
 	nl, port := fullUpstream(t)
-	p := run(t, bin, "-listen", "127.0.0.1:0", "-upstream", nl.Addr().String(), "-loops", "1")
-	nc := dial(t, p.addr)
+	p := blackbox.Start(t, bin, "-listen", "127.0.0.1:0", "-upstream", nl.Addr().String(), "-loops", "1")
+	nc := dial(t, p.Addr)
 	waitDialing(t, port)
 	require.NoError(t, nc.SetLinger(0))
 	require.NoError(t, nc.Close()) // a reset
 	require.Eventually(t, func() bool { return !dialing(t, port) }, timeout, time.Millisecond,
 		"the dial goes on without its client")
-	code, _ := p.stop(t, syscall.SIGTERM)
+	code, _ := p.Signal(t, syscall.SIGTERM)
 	require.Zero(t, code)
 }

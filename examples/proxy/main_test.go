@@ -9,11 +9,12 @@ import (
 	"net"
 	"os"
 	"os/exec"
-	"strings"
 	"sync"
 	"syscall"
 	"testing"
 	"time"
+
+	"github.com/valkyria/aio/examples/internal/blackbox"
 
 	"github.com/stretchr/testify/require"
 	"go.uber.org/goleak"
@@ -24,14 +25,8 @@ import (
 
 func TestMain(m *testing.M) { goleak.VerifyTestMain(m) }
 
-// timeout bounds every wait of the tests: a hang fails the test instead
-// of the whole run.
-const timeout = 20 * time.Second
-
-// buildFlags are go build's flags for the binary: the test's own race
-// detector and build tags (race_test.go, aiodebug_test.go), so that the
-// proxy runs with the checks the test runs with.
-var buildFlags []string
+// timeout bounds every wait of the tests.
+const timeout = blackbox.Timeout
 
 // proxyTest is one of TestProxy's subtests: it gets the binary's path.
 type proxyTest struct {
@@ -54,114 +49,13 @@ var proxyTests = []proxyTest{
 // TestProxy builds the proxy once and runs every subtest on it in
 // parallel, each with proxies and upstreams of its own.
 func TestProxy(t *testing.T) {
-	bin := t.TempDir() + "/proxy"
-	build := exec.Command("go", append(append([]string{"build", "-o", bin}, buildFlags...), ".")...)
-	out, err := build.CombinedOutput()
-	require.NoError(t, err, "go build: %s", out)
+	bin := blackbox.Build(t)
 	for _, tc := range proxyTests {
 		t.Run(tc.name, func(t *testing.T) {
 			t.Parallel()
 			tc.fn(t, bin)
 		})
 	}
-}
-
-// proc is a running proxy.
-type proc struct {
-	cmd    *exec.Cmd
-	addr   string        // from its "listening on" line
-	stdout *output       // all it printed there
-	exited chan struct{} // closed once it has exited
-	err    error         // Wait's, once exited
-}
-
-// output collects what a process writes, signalling its first line.
-type output struct {
-	mu    sync.Mutex
-	buf   bytes.Buffer
-	once  sync.Once
-	first chan struct{} // closed at the first newline
-}
-
-func newOutput() *output { return &output{first: make(chan struct{})} }
-
-func (o *output) Write(b []byte) (int, error) {
-	o.mu.Lock()
-	defer o.mu.Unlock()
-	o.buf.Write(b)
-	if bytes.IndexByte(o.buf.Bytes(), '\n') >= 0 {
-		o.once.Do(func() { close(o.first) })
-	}
-	return len(b), nil
-}
-
-func (o *output) String() string {
-	o.mu.Lock()
-	defer o.mu.Unlock()
-	return o.buf.String()
-}
-
-// run starts the proxy with args and returns once it has printed the
-// address it listens on. The proxy is killed when the test ends if it is
-// still running, and its standard error is logged if the test failed.
-func run(t *testing.T, bin string, args ...string) *proc {
-	t.Helper()
-	p := &proc{cmd: exec.Command(bin, args...), stdout: newOutput(), exited: make(chan struct{})}
-	stderr := newOutput()
-	p.cmd.Stdout, p.cmd.Stderr = p.stdout, stderr
-	// A race build waits a second at exit by default; a race it reports
-	// makes the status nonzero, which fails the test.
-	p.cmd.Env = append(os.Environ(), "GORACE="+os.Getenv("GORACE")+" atexit_sleep_ms=0")
-	require.NoError(t, p.cmd.Start())
-	go func() {
-		p.err = p.cmd.Wait()
-		close(p.exited)
-	}()
-	t.Cleanup(func() {
-		select {
-		case <-p.exited:
-		default:
-			_ = p.cmd.Process.Kill()
-			<-p.exited
-		}
-		if t.Failed() {
-			t.Logf("proxy %v: %v; stderr:\n%s", args, p.err, stderr)
-		}
-	})
-	select {
-	case <-p.stdout.first:
-	case <-p.exited:
-		t.Fatalf("the proxy exited before listening: %v", p.err)
-	case <-time.After(timeout):
-		t.Fatal("the proxy did not say where it listens")
-	}
-	line, _, _ := strings.Cut(p.stdout.String(), "\n")
-	addr, ok := strings.CutPrefix(line, "listening on ")
-	require.True(t, ok, "first line %q", line)
-	p.addr = addr
-	return p
-}
-
-// stop sends sig and waits for the exit (see exit).
-func (p *proc) stop(t *testing.T, sig os.Signal) (int, time.Duration) {
-	t.Helper()
-	start := time.Now()
-	require.NoError(t, p.cmd.Process.Signal(sig))
-	return p.exit(t, start)
-}
-
-// exit waits for the proxy to exit and returns its status and how long
-// that took since start. The proxy printed nothing but its first line.
-func (p *proc) exit(t *testing.T, start time.Time) (int, time.Duration) {
-	t.Helper()
-	select {
-	case <-p.exited:
-	case <-time.After(timeout):
-		t.Fatal("the proxy did not exit")
-	}
-	took := time.Since(start)
-	require.Equal(t, "listening on "+p.addr+"\n", p.stdout.String(), "standard output")
-	return p.cmd.ProcessState.ExitCode(), took
 }
 
 // echoUpstream is the upstream of most tests: a Go echo server that sends
@@ -285,17 +179,17 @@ func echoed(nc *net.TCPConn, seed, n int) error {
 // Several clients at once on two loops, 8 MiB each way each, byte-exact,
 // each client's FIN passed on to the upstream and the upstream's back.
 func testStreamsBothWays(t *testing.T, bin string) {
-	p := run(t, bin, "-listen", "127.0.0.1:0", "-upstream", echoUpstream(t), "-loops", "2")
+	p := blackbox.Start(t, bin, "-listen", "127.0.0.1:0", "-upstream", echoUpstream(t), "-loops", "2")
 	const clients, total = 4, 8 << 20
 	errs := make(chan error, clients)
 	for i := range clients {
-		nc := dial(t, p.addr)
+		nc := dial(t, p.Addr)
 		go func() { errs <- echoed(nc, i, total) }()
 	}
 	for range clients {
 		require.NoError(t, <-errs)
 	}
-	code, _ := p.stop(t, syscall.SIGTERM)
+	code, _ := p.Signal(t, syscall.SIGTERM)
 	require.Zero(t, code)
 }
 
@@ -307,9 +201,9 @@ func testHalfClose(t *testing.T, bin string) {
 	defer nl.Close()
 	upDone := make(chan error, 1)
 	go func() { upDone <- replyAtEOF(nl) }()
-	p := run(t, bin, "-listen", "127.0.0.1:0", "-upstream", nl.Addr().String(), "-loops", "1")
+	p := blackbox.Start(t, bin, "-listen", "127.0.0.1:0", "-upstream", nl.Addr().String(), "-loops", "1")
 
-	nc := dial(t, p.addr)
+	nc := dial(t, p.Addr)
 	_, err = nc.Write([]byte("request"))
 	require.NoError(t, err)
 	require.NoError(t, nc.CloseWrite())
@@ -317,7 +211,7 @@ func testHalfClose(t *testing.T, bin string) {
 	require.NoError(t, err)
 	require.Equal(t, "7 bytes: request", string(reply))
 	require.NoError(t, <-upDone)
-	code, _ := p.stop(t, syscall.SIGTERM)
+	code, _ := p.Signal(t, syscall.SIGTERM)
 	require.Zero(t, code)
 }
 
@@ -350,27 +244,27 @@ func testDialFailureClosesClient(t *testing.T, bin string) {
 	require.NoError(t, err)
 	closed := nl.Addr().String()
 	require.NoError(t, nl.Close()) // nobody listens there now
-	p := run(t, bin, "-listen", "127.0.0.1:0", "-upstream", closed, "-loops", "1")
+	p := blackbox.Start(t, bin, "-listen", "127.0.0.1:0", "-upstream", closed, "-loops", "1")
 	for range 2 {
-		nc := dial(t, p.addr)
+		nc := dial(t, p.Addr)
 		_, _ = nc.Write([]byte("anyone?"))
 		n, err := nc.Read(make([]byte, 16))
 		require.Zero(t, n)
 		require.Error(t, err)
 		require.False(t, errors.Is(err, os.ErrDeadlineExceeded), "the client was not closed")
 	}
-	code, _ := p.stop(t, syscall.SIGTERM)
+	code, _ := p.Signal(t, syscall.SIGTERM)
 	require.Zero(t, code)
 }
 
 // With no pipe open (the clients have come and gone), a signal stops the
 // proxy at once: it does not wait for -grace. (Default -loops.)
 func testShutdownIdle(t *testing.T, bin string) {
-	p := run(t, bin, "-listen", "127.0.0.1:0", "-upstream", echoUpstream(t), "-grace", "1h")
-	nc := dial(t, p.addr)
+	p := blackbox.Start(t, bin, "-listen", "127.0.0.1:0", "-upstream", echoUpstream(t), "-grace", "1h")
+	nc := dial(t, p.Addr)
 	require.NoError(t, echoed(nc, 1, 1000))
 	require.NoError(t, nc.Close())
-	code, _ := p.stop(t, syscall.SIGINT) // returning before timeout: the hour was not waited for
+	code, _ := p.Signal(t, syscall.SIGINT) // returning before timeout: the hour was not waited for
 	require.Zero(t, code)
 }
 
@@ -379,8 +273,8 @@ func testShutdownIdle(t *testing.T, bin string) {
 // finishes byte-exact with its half-closes, then the proxy exits with 0
 // (long before the grace ends).
 func testShutdownLetsStreamFinish(t *testing.T, bin string) {
-	p := run(t, bin, "-listen", "127.0.0.1:0", "-upstream", echoUpstream(t), "-loops", "2", "-grace", "1h")
-	nc := dial(t, p.addr)
+	p := blackbox.Start(t, bin, "-listen", "127.0.0.1:0", "-upstream", echoUpstream(t), "-loops", "2", "-grace", "1h")
+	nc := dial(t, p.Addr)
 	const first, total = 1 << 20, 8 << 20
 	src := io.LimitReader(stream(2), total)
 	_, err := io.CopyN(nc, src, first)
@@ -395,9 +289,9 @@ func testShutdownLetsStreamFinish(t *testing.T, bin string) {
 	}()
 
 	start := time.Now()
-	require.NoError(t, p.cmd.Process.Signal(syscall.SIGTERM))
+	p.Send(t, syscall.SIGTERM)
 	require.Eventually(t, func() bool { // the listeners are closed: the shutdown is under way
-		c, err := net.DialTimeout("tcp", p.addr, timeout)
+		c, err := net.DialTimeout("tcp", p.Addr, timeout)
 		if err == nil {
 			c.Close()
 		}
@@ -407,7 +301,7 @@ func testShutdownLetsStreamFinish(t *testing.T, bin string) {
 	require.NoError(t, err)
 	require.NoError(t, nc.CloseWrite())
 	require.NoError(t, <-got)
-	code, _ := p.exit(t, start)
+	code, _ := p.Wait(t, start)
 	require.Zero(t, code)
 }
 
@@ -415,12 +309,12 @@ func testShutdownLetsStreamFinish(t *testing.T, bin string) {
 // and the proxy exits with 0 then.
 func testShutdownGraceRunsOut(t *testing.T, bin string) {
 	const grace = 300 * time.Millisecond
-	p := run(t, bin, "-listen", "127.0.0.1:0", "-upstream", echoUpstream(t), "-loops", "1", "-grace", grace.String())
-	nc := dial(t, p.addr)
+	p := blackbox.Start(t, bin, "-listen", "127.0.0.1:0", "-upstream", echoUpstream(t), "-loops", "1", "-grace", grace.String())
+	nc := dial(t, p.Addr)
 	_, err := nc.Write([]byte("still here"))
 	require.NoError(t, err)
 	require.NoError(t, expectN(nc, "still here"))
-	code, took := p.stop(t, syscall.SIGTERM)
+	code, took := p.Signal(t, syscall.SIGTERM)
 	require.Zero(t, code)
 	require.GreaterOrEqual(t, took, grace, "the open pipe was not waited for")
 	_, err = nc.Read(make([]byte, 1))

@@ -15,10 +15,11 @@ import (
 	"regexp"
 	"strconv"
 	"strings"
-	"sync"
 	"syscall"
 	"testing"
 	"time"
+
+	"github.com/valkyria/aio/examples/internal/blackbox"
 
 	"github.com/stretchr/testify/assert"
 	"github.com/stretchr/testify/require"
@@ -31,21 +32,13 @@ import (
 
 func TestMain(m *testing.M) { goleak.VerifyTestMain(m) }
 
-// timeout bounds every wait of the tests: a hang fails the test instead
-// of the whole run.
-const timeout = 20 * time.Second
-
-// buildFlags are go build's flags for the binary: the test's own race
-// detector and build tags (race_test.go, aiodebug_test.go).
-var buildFlags []string
+// timeout bounds every wait of the tests.
+const timeout = blackbox.Timeout
 
 // TestWebserver builds the webserver once and runs every subtest on it in
 // parallel, each with a server process of its own.
 func TestWebserver(t *testing.T) {
-	bin := t.TempDir() + "/webserver"
-	build := exec.Command("go", append(append([]string{"build", "-o", bin}, buildFlags...), ".")...)
-	out, err := build.CombinedOutput()
-	require.NoError(t, err, "go build: %s", out)
+	bin := blackbox.Build(t)
 	for _, tc := range []struct {
 		name string
 		fn   func(t *testing.T, bin string)
@@ -71,103 +64,19 @@ func TestWebserver(t *testing.T) {
 
 // server is a running webserver process.
 type server struct {
-	cmd    *exec.Cmd
-	url    string        // http://ADDR, from its "listening on ADDR" line
-	client *http.Client  // the test's own, its idle connections closed at the end
-	rest   []byte        // what it printed on standard output after the first line, once exited
-	exited chan struct{} // closed once it has exited
-	err    error         // Wait's, once exited
+	*blackbox.Proc
+	url    string       // http://ADDR, from its "listening on ADDR" line
+	client *http.Client // the test's own, its idle connections closed at the end
 }
 
 // run runs the webserver with -addr 127.0.0.1:0 and args, and returns
-// once it has said where it listens. The process is killed when the test
-// ends if it is still running; its standard error is logged if the test
-// failed.
+// once it has said where it listens (see blackbox.Start).
 func run(t *testing.T, bin string, args ...string) *server {
 	t.Helper()
-	args = append([]string{"-addr", "127.0.0.1:0"}, args...)
-	s := &server{cmd: exec.Command(bin, args...), exited: make(chan struct{})}
-	var stderr lockedBuffer
-	s.cmd.Stderr = &stderr
-	// A race build waits a second at exit by default; a race it reports
-	// makes the status nonzero, which fails the test.
-	s.cmd.Env = append(os.Environ(), "GORACE="+os.Getenv("GORACE")+" atexit_sleep_ms=0")
-	stdout, err := s.cmd.StdoutPipe()
-	require.NoError(t, err)
-	require.NoError(t, s.cmd.Start())
-	first := make(chan string, 1)
-	go func() {
-		br := bufio.NewReader(stdout)
-		line, _ := br.ReadString('\n')
-		first <- line
-		s.rest, _ = io.ReadAll(br) // until the process exits
-		s.err = s.cmd.Wait()
-		close(s.exited)
-	}()
+	p := blackbox.Start(t, bin, append([]string{"-addr", "127.0.0.1:0"}, args...)...)
 	tr := &http.Transport{DisableCompression: true}
-	s.client = &http.Client{Transport: tr, Timeout: timeout}
-	t.Cleanup(func() {
-		tr.CloseIdleConnections()
-		select {
-		case <-s.exited:
-		default:
-			_ = s.cmd.Process.Kill()
-			<-s.exited
-		}
-		if t.Failed() {
-			t.Logf("webserver %v: %v; stderr:\n%s", args, s.err, stderr.String())
-		}
-	})
-	var line string
-	select {
-	case line = <-first:
-	case <-time.After(timeout):
-		t.Fatal("the webserver did not say where it listens")
-	}
-	addr, ok := strings.CutPrefix(strings.TrimSuffix(line, "\n"), "listening on ")
-	require.True(t, ok, "first line %q (%v)", line, s.err)
-	s.url = "http://" + addr
-	return s
-}
-
-// lockedBuffer is a bytes.Buffer that a process writes while a test reads.
-type lockedBuffer struct {
-	mu  sync.Mutex
-	buf bytes.Buffer
-}
-
-func (b *lockedBuffer) Write(p []byte) (int, error) {
-	b.mu.Lock()
-	defer b.mu.Unlock()
-	return b.buf.Write(p)
-}
-
-func (b *lockedBuffer) String() string {
-	b.mu.Lock()
-	defer b.mu.Unlock()
-	return b.buf.String()
-}
-
-// signal sends sig and waits for the exit (see wait).
-func (s *server) signal(t *testing.T, sig os.Signal) (int, time.Duration) {
-	t.Helper()
-	begin := time.Now()
-	require.NoError(t, s.cmd.Process.Signal(sig))
-	return s.wait(t, begin)
-}
-
-// wait waits for the process to exit and returns its status and the time
-// since begin. It printed nothing on standard output after its first line.
-func (s *server) wait(t *testing.T, begin time.Time) (int, time.Duration) {
-	t.Helper()
-	select {
-	case <-s.exited:
-	case <-time.After(timeout):
-		t.Fatal("the webserver did not exit")
-	}
-	took := time.Since(begin)
-	require.Empty(t, string(s.rest), "standard output after the first line")
-	return s.cmd.ProcessState.ExitCode(), took
+	t.Cleanup(tr.CloseIdleConnections)
+	return &server{Proc: p, url: "http://" + p.Addr, client: &http.Client{Transport: tr, Timeout: timeout}}
 }
 
 // reply is a response read whole.
@@ -304,7 +213,7 @@ func testRoutes(t *testing.T, bin string) {
 	assert.GreaterOrEqual(t, st["requests"], int64(17))
 	assert.Zero(t, st["cancelled"])
 	assert.Equal(t, int64(2*1024), st["arenas_capacity"])
-	code, _ := s.signal(t, syscall.SIGTERM)
+	code, _ := s.Signal(t, syscall.SIGTERM)
 	assert.Zero(t, code)
 }
 
@@ -324,7 +233,7 @@ func testBadParams(t *testing.T, bin string) {
 	assert.Equal(t, 200, s.get(t, "/health").status)
 	st := s.atRest(t)
 	assert.Zero(t, st["handlers_pending"])
-	code, _ := s.signal(t, syscall.SIGINT)
+	code, _ := s.Signal(t, syscall.SIGINT)
 	assert.Zero(t, code)
 }
 
@@ -339,7 +248,7 @@ func testStatsAtRest(t *testing.T, bin string) {
 	assert.Equal(t, int64(1), st["requests"], "%v", st)
 	assert.Equal(t, int64(1), st["conns_open"], "%v", st)
 	assert.Equal(t, int64(16), st["arenas_capacity"], "%v", st)
-	code, _ := s.signal(t, syscall.SIGTERM)
+	code, _ := s.Signal(t, syscall.SIGTERM)
 	assert.Zero(t, code)
 }
 
@@ -370,7 +279,7 @@ func testEcho(t *testing.T, bin string) {
 	require.True(t, bytes.Equal(chunked, []byte(r.body)), "the echo of a chunked 1 MiB differs (%d bytes back)", len(r.body))
 
 	s.atRest(t)
-	code, _ := s.signal(t, syscall.SIGTERM)
+	code, _ := s.Signal(t, syscall.SIGTERM)
 	assert.Zero(t, code)
 }
 
@@ -411,7 +320,7 @@ func testEchoFlowControl(t *testing.T, bin string) {
 	require.True(t, bytes.Equal(body, []byte(r.body)), "the echo differs (%d bytes back)", len(r.body))
 	require.NoError(t, nc.Close())
 	s.atRest(t)
-	code, _ := s.signal(t, syscall.SIGTERM)
+	code, _ := s.Signal(t, syscall.SIGTERM)
 	assert.Zero(t, code)
 }
 
@@ -453,7 +362,7 @@ func testEventsClientLeaves(t *testing.T, bin string) {
 	require.Eventually(t, func() bool { // the loop publishes its gauges every millisecond or so
 		return s.metric(t, "aio_loop_timers") == timers
 	}, timeout, 5*time.Millisecond, "the ticker was not stopped")
-	code, _ := s.signal(t, syscall.SIGTERM)
+	code, _ := s.Signal(t, syscall.SIGTERM)
 	assert.Zero(t, code)
 }
 
@@ -514,7 +423,7 @@ func testMetrics(t *testing.T, bin string) {
 	assert.GreaterOrEqual(t, values["aio_httpd_requests_total"], 2.0)
 	assert.Equal(t, 2048.0, values["aio_httpd_arenas_capacity"])
 	assert.True(t, families["aio_loop_busy_seconds_total"], "the loops' metrics are there")
-	code, _ := s.signal(t, syscall.SIGTERM)
+	code, _ := s.Signal(t, syscall.SIGTERM)
 	assert.Zero(t, code)
 }
 
@@ -550,7 +459,7 @@ func testCurl(t *testing.T, bin string) {
 	require.True(t, bytes.Equal(body, []byte(got)), "curl's echo of 2 MiB differs (%d bytes back)", len(got))
 
 	s.atRest(t)
-	code, _ := s.signal(t, syscall.SIGTERM)
+	code, _ := s.Signal(t, syscall.SIGTERM)
 	assert.Zero(t, code)
 }
 
@@ -580,7 +489,7 @@ func testShutdownLetsSlowFinish(t *testing.T, bin string) {
 	}, timeout, time.Millisecond, "the /slow request is not in flight: %v", &st)
 
 	begin := time.Now()
-	require.NoError(t, s.cmd.Process.Signal(syscall.SIGTERM))
+	s.Send(t, syscall.SIGTERM)
 	var r reply
 	select {
 	case r = <-done:
@@ -590,7 +499,7 @@ func testShutdownLetsSlowFinish(t *testing.T, bin string) {
 	assert.Equal(t, 200, r.status, r.body)
 	assert.Equal(t, "waited 300 ms", r.body)
 	assert.True(t, r.close, "the response during the drain says Connection: close")
-	code, took := s.wait(t, begin)
+	code, took := s.Wait(t, begin)
 	assert.Zero(t, code)
 	assert.Less(t, took, timeout, "the hour of grace was not waited for")
 }
@@ -606,7 +515,7 @@ func testShutdownCutsStream(t *testing.T, bin string) {
 	br := bufio.NewReader(resp.Body)
 	readEvent(t, br, 0)
 
-	code, took := s.signal(t, syscall.SIGTERM)
+	code, took := s.Signal(t, syscall.SIGTERM)
 	assert.Zero(t, code)
 	assert.GreaterOrEqual(t, took, grace, "the stream was not given the grace")
 	rest, err := io.ReadAll(br)

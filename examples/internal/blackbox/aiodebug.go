@@ -1,5 +1,5 @@
 //go:build aiodebug
 
-package main
+package blackbox
 
 func init() { buildFlags = append(buildFlags, "-tags", "aiodebug") }

@@ -1,5 +1,5 @@
 //go:build race
 
-package main
+package blackbox
 
 func init() { buildFlags = append(buildFlags, "-race") }

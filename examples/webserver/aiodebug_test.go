@@ -1,5 +1,0 @@
-//go:build aiodebug
-
-package main
-
-func init() { buildFlags = append(buildFlags, "-tags", "aiodebug") }
