@@ -1,6 +1,7 @@
 package aio
 
 import (
+	"bufio"
 	"bytes"
 	"fmt"
 	"io"
@@ -101,4 +102,34 @@ func TestFlushInAReadCallbackCoversHeldWrites(t *testing.T) {
 	_, err = io.ReadFull(client, got)
 	require.NoError(t, err)
 	require.Equal(t, "one two", string(got))
+}
+
+// Frames that arrive together in one read are answered with one write
+// system call: a framer with more of the read after a frame lets the
+// first reply wait too.
+func TestFramesOfOneReadAreAnsweredInOneWrite(t *testing.T) {
+	l := startLoop(t)
+	ln, err := Listen(l, "127.0.0.1:0", ListenConfig{}, func(c *Conn) {
+		_ = c.OnFrame(bufio.ScanLines, 0, func(c *Conn, line []byte) {
+			_, _ = fmt.Fprintf(c, "got %s\n", line)
+		})
+	})
+	require.NoError(t, err)
+	client := netDial(t, ln)
+	const lines = 16
+	var req, want bytes.Buffer
+	for i := range lines {
+		fmt.Fprintf(&req, "%02d\n", i)
+		fmt.Fprintf(&want, "got %02d\n", i)
+	}
+	var before, after uint64
+	onLoop(t, l, func() { before = l.tcp.writes })
+	_, err = client.Write(req.Bytes()) // one write: one read on the loopback
+	require.NoError(t, err)
+	got := make([]byte, want.Len())
+	_, err = io.ReadFull(client, got)
+	require.NoError(t, err)
+	require.Equal(t, want.String(), string(got))
+	onLoop(t, l, func() { after = l.tcp.writes })
+	require.Equal(t, uint64(1), after-before, "write system calls for %d replies", lines)
 }

@@ -244,6 +244,11 @@ func (c *Conn) runFrames(b []byte) {
 			return
 		}
 		b = b[adv:]
+		if len(b) > 0 && c.cork == corkArmed {
+			// More follows in this read: the reply to this frame waits
+			// to go out with the others (see corkHeld).
+			c.cork = corkOn
+		}
 		if !fr.deliver(c, tok, final) {
 			return
 		}

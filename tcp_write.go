@@ -147,8 +147,10 @@ func (c *Conn) writeCheck() error {
 // system calls. So the first write of a callback goes out at once, as any
 // write does (a single reply costs no copy and no delay), and the small
 // ones after it wait in the queue until the callback returns, to go out
-// together in one writev: the same iteration, the same order. A large
-// write, a Close, and the callback's end send what waits.
+// together in one writev: the same iteration, the same order. An OnFrame
+// framer that has more bytes of the read after a frame lets the first
+// write wait too. A large write, a Close, and the callback's end send
+// what waits.
 const (
 	corkNone  = iota // not in a read callback
 	corkArmed        // in one, nothing written yet
