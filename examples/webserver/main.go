@@ -56,6 +56,7 @@ import (
 	"os"
 	"os/signal"
 	"runtime"
+	"runtime/pprof"
 	"syscall"
 	"time"
 
@@ -73,6 +74,7 @@ type options struct {
 	headerTimeout time.Duration
 	idleTimeout   time.Duration
 	apiTimeout    time.Duration
+	cpuProfile    string
 }
 
 func main() {
@@ -89,6 +91,16 @@ func main() {
 	// The signals are caught before the address is printed: whoever reads
 	// it may signal at once.
 	ctx, stop := signal.NotifyContext(context.Background(), os.Interrupt, syscall.SIGTERM)
+	if opts.cpuProfile != "" {
+		f, err := os.Create(opts.cpuProfile)
+		if err == nil {
+			err = pprof.StartCPUProfile(f)
+		}
+		if err != nil {
+			log.Fatalf("-cpuprofile: %v", err)
+		}
+		defer pprof.StopCPUProfile() // after the drain
+	}
 	rt := aio.NewRuntime(aio.RuntimeConfig{MaxSystems: max(opts.loops, 16)})
 	app, err := start(rt, opts)
 	if err != nil {
@@ -118,6 +130,7 @@ func parseFlags(args []string, out io.Writer) (options, error) {
 	fs.DurationVar(&o.headerTimeout, "header-timeout", httpd.DefaultHeaderTimeout, "time a client has to send a complete request head")
 	fs.DurationVar(&o.idleTimeout, "idle-timeout", httpd.DefaultIdleTimeout, "idle keep-alive connection timeout")
 	fs.DurationVar(&o.apiTimeout, "api-timeout", 5*time.Second, "the timeout of /api/slow")
+	fs.StringVar(&o.cpuProfile, "cpuprofile", "", "write a CPU profile of the whole run to this file")
 	if err := fs.Parse(args); err != nil {
 		return o, err
 	}
