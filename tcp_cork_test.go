@@ -36,16 +36,24 @@ func TestWritesOfOneReadGoOutTogether(t *testing.T) {
 			_, _ = fmt.Fprintf(c, "reply %02d\n", i)
 		}
 	})
+	writes := exchange(t, l, client, "go", want.String())
+	require.Equal(t, uint64(2), writes, "write system calls for %d replies", replies)
+}
+
+// exchange sends req on client, reads the reply, which must be want, and
+// returns how many write system calls l made meanwhile.
+func exchange(t *testing.T, l *Loop, client io.ReadWriter, req, want string) uint64 {
+	t.Helper()
 	var before, after uint64
 	onLoop(t, l, func() { before = l.tcp.writes })
-	_, err := client.Write([]byte("go"))
+	_, err := io.WriteString(client, req) // one write: one read on the loopback
 	require.NoError(t, err)
-	got := make([]byte, want.Len())
+	got := make([]byte, len(want))
 	_, err = io.ReadFull(client, got)
 	require.NoError(t, err)
-	require.Equal(t, want.String(), string(got))
+	require.Equal(t, want, string(got))
 	onLoop(t, l, func() { after = l.tcp.writes })
-	require.Equal(t, uint64(2), after-before, "write system calls for %d replies", replies)
+	return after - before
 }
 
 // A large write in a read callback is not held back: what the callback
@@ -122,14 +130,6 @@ func TestFramesOfOneReadAreAnsweredInOneWrite(t *testing.T) {
 		fmt.Fprintf(&req, "%02d\n", i)
 		fmt.Fprintf(&want, "got %02d\n", i)
 	}
-	var before, after uint64
-	onLoop(t, l, func() { before = l.tcp.writes })
-	_, err = client.Write(req.Bytes()) // one write: one read on the loopback
-	require.NoError(t, err)
-	got := make([]byte, want.Len())
-	_, err = io.ReadFull(client, got)
-	require.NoError(t, err)
-	require.Equal(t, want.String(), string(got))
-	onLoop(t, l, func() { after = l.tcp.writes })
-	require.Equal(t, uint64(1), after-before, "write system calls for %d replies", lines)
+	writes := exchange(t, l, client, req.String(), want.String())
+	require.Equal(t, uint64(1), writes, "write system calls for %d replies", lines)
 }
