@@ -86,7 +86,7 @@ func (kp kpipe) close() {
 }
 
 // splices reports whether the direction moves its next bytes by splice(2):
-// the system has it, it did not fail on these sockets, no framer holds
+// the system has it, splice did not fail on these sockets, no framer holds
 // bytes of the source, and nothing stands before them on the way out (the
 // pipe is empty, the destination's queue too, and its write side is open:
 // otherwise the copy path takes the bytes, and drops them after
@@ -108,8 +108,9 @@ func (d *pipeDir) pull() {
 	for i := 0; i < maxReadsPerEvent; i++ {
 		if d.kp.size == 0 {
 			kp, err := src.tl.takePipe()
-			if err != nil { // out of fds, say: copy instead
-				d.noSplice = true
+			if err != nil {
+				// Out of fds, say: copy this time. That is the process's
+				// state now, not the sockets': the next read tries again.
 				src.readSome()
 				return
 			}

@@ -301,3 +301,40 @@ func TestPipeCloseKeepsBytesForTheOtherSide(t *testing.T) {
 		}
 	})
 }
+
+// Failing to make a kernel pipe (out of fds, say) copies that read, and
+// the direction splices again once a pipe can be made: the failure was the
+// process's state at that moment, not the sockets'.
+func TestPipeSplicesAgainAfterNoPipe(t *testing.T) {
+	realPipe, realSplice := pipeFn, spliceFn
+	t.Cleanup(func() { pipeFn, spliceFn = realPipe, realSplice })
+	var refused atomic.Bool
+	var spliced atomic.Int64
+	pipeFn = func() (int, int, int, error) {
+		if refused.CompareAndSwap(false, true) {
+			return -1, -1, 0, unix.EMFILE
+		}
+		return realPipe()
+	}
+	spliceFn = func(out, in, n int) (int, error) {
+		m, err := realSplice(out, in, n)
+		spliced.Add(int64(max(m, 0)))
+		return m, err
+	}
+	l := startLoop(t)
+	ln, nc, up, pipe := pipedPair(t, l)
+	for _, msg := range []string{"copied", "spliced"} {
+		_, err := nc.Write([]byte(msg))
+		require.NoError(t, err)
+		got := make([]byte, len(msg))
+		_, err = io.ReadFull(up, got)
+		require.NoError(t, err)
+		require.Equal(t, msg, string(got))
+	}
+	if pipeSplices {
+		require.True(t, refused.Load(), "the first kernel pipe was refused")
+		require.Positive(t, spliced.Load(), "bytes spliced after the refusal")
+	}
+	require.True(t, pipe.Cancel())
+	closedLoopTCP(t, l.closeListener(t, ln))
+}
