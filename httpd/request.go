@@ -52,7 +52,6 @@ type Request struct {
 	written  bool                  // the response is written, or will never be
 	hdone    bool                  // no handle, or it has finished
 	gone     bool                  // the client went away: nothing is sent
-	stalled  bool                  // the body waits for the handler
 	expect   bool                  // 100 Continue is still to be sent before the body
 	isHead   bool                  // HEAD: no body is written
 	closeAf  bool                  // the connection closes after this response
@@ -66,7 +65,7 @@ func (r *Request) start(eng engine, seq uint64) {
 	r.routed = false
 	r.next, r.resp, r.h = nil, Response{}, nil
 	r.replied, r.written, r.hdone, r.gone = false, false, false, false
-	r.stalled, r.expect, r.isHead, r.closeAf, r.released = false, false, false, false, false
+	r.expect, r.isHead, r.closeAf, r.released = false, false, false, false
 	r.body = Body{r: r}
 	r.stream = Stream{r: r, pend: r.stream.pend[:0]}
 }
