@@ -106,7 +106,10 @@ func TestEOFCancelsHandler(t *testing.T) {
 				assert.False(t, pr.Resolve(TextResponse(200, "late")))
 				assert.True(t, c.closed())
 			} else {
-				time.Sleep(10 * time.Millisecond) // give the EOF a chance to be (wrongly) taken as a cancel
+				eventually(t, func() bool { return ts.sawEOF(t) }, "the server has not seen the EOF")
+				st := ts.Stats()
+				assert.Zero(t, st.Cancelled, "a half-close is not a cancel")
+				assert.Equal(t, int64(1), st.HandlersPending)
 				require.True(t, pr.Resolve(TextResponse(200, "late")))
 				resp := c.read("GET")
 				assert.Equal(t, "late", resp.body)

@@ -143,6 +143,33 @@ func (ts *testServer) atRest(t testing.TB) {
 	}, "not at rest: %+v", ts.Stats())
 }
 
+// onLoop runs fn on the server's loop and waits for it: the tests look
+// at the engine's state there, where it is owned.
+func (ts *testServer) onLoop(t testing.TB, fn func()) {
+	t.Helper()
+	done := make(chan struct{})
+	require.NoError(t, ts.l.Post(func() { fn(); close(done) }))
+	select {
+	case <-done:
+	case <-time.After(waitTimeout):
+		t.Fatal("the loop does not run a posted job")
+	}
+}
+
+// sawEOF reports whether the server has seen the client's end (EOF) on
+// one of its connections.
+func (ts *testServer) sawEOF(t testing.TB) bool {
+	var eof bool
+	ts.onLoop(t, func() {
+		for _, ls := range ts.loopStates() {
+			for hc := ls.conns.head; hc != nil; hc = hc.links[linkAll].next {
+				eof = eof || hc.eof
+			}
+		}
+	})
+	return eof
+}
+
 func itoa(n int) string { return strconv.Itoa(n) }
 
 var _ = strings.Repeat
