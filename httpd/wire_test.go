@@ -136,12 +136,23 @@ func TestTimeouts(t *testing.T) {
 	c := dialRaw(t, ts.addr)
 	c.send("GET /health HTTP/1.1\r\n")
 	start := time.Now()
-	for range 3 { // a byte now and then does not keep it open
-		time.Sleep(20 * time.Millisecond)
-		_, _ = c.Write([]byte("X"))
-	}
+	// A byte now and then, until the server closes, does not keep it open:
+	// were each byte to restart the timeout, the connection would stay
+	// open and closed() would time out. The sleep paces a slow client.
+	trickle := make(chan struct{})
+	go func() {
+		defer close(trickle)
+		for {
+			time.Sleep(20 * time.Millisecond)
+			if _, err := c.Write([]byte("X")); err != nil {
+				return
+			}
+		}
+	}()
 	assert.True(t, c.closed(), "a head that takes too long closes the connection")
 	assert.GreaterOrEqual(t, time.Since(start), 90*time.Millisecond)
+	c.Close()
+	<-trickle
 
 	c = dialRaw(t, ts.addr)
 	c.send("GET /health HTTP/1.1\r\nHost: x\r\n\r\n")
