@@ -216,9 +216,10 @@ func fdCount() int {
 	return len(ents)
 }
 
-// ST-01, bounded: requests of every kind from clients that go away at
-// random moments; then arenas, handlers, connections and fds are back to
-// their baseline (goroutines: goleak in TestMain).
+// ST-01, bounded: 10,000 requests of every kind from clients that go away
+// at random moments (under a second with -race); then arenas, handlers,
+// connections and fds are back to their baseline (goroutines: goleak in
+// TestMain).
 func TestStressRandomDisconnects(t *testing.T) {
 	p := newProbe()
 	go func() { // drain the probes' channels
@@ -235,7 +236,7 @@ func TestStressRandomDisconnects(t *testing.T) {
 	}()
 	ts := startServer(t, p.mux(), Config{Arenas: 64})
 	fds := fdCount()
-	total := 2000
+	total := 10000
 	if testing.Short() {
 		total = 400
 	}
