@@ -8,7 +8,6 @@ import (
 	"net"
 	"net/http"
 	"strconv"
-	"strings"
 	"testing"
 	"time"
 
@@ -122,7 +121,7 @@ func (c *rawConn) closed() bool {
 		return false
 	}
 	var ne net.Error
-	if ok := errorsAs(err, &ne); ok && ne.Timeout() {
+	if errors.As(err, &ne) && ne.Timeout() {
 		return false
 	}
 	return true
@@ -171,7 +170,3 @@ func (ts *testServer) sawEOF(t testing.TB) bool {
 }
 
 func itoa(n int) string { return strconv.Itoa(n) }
-
-var _ = strings.Repeat
-
-func errorsAs(err error, target any) bool { return errors.As(err, target) }

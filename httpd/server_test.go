@@ -5,7 +5,6 @@ import (
 	"io"
 	"net/http"
 	"net/http/httptrace"
-	"strings"
 	"testing"
 	"time"
 
@@ -186,5 +185,3 @@ func TestPost(t *testing.T) {
 	}
 	ts.atRest(t)
 }
-
-var _ = strings.Repeat
