@@ -265,9 +265,8 @@ func (hc *h1conn) onHead(raw []byte) {
 		if h.ContentLength <= int64(r.arena.Room()/2) {
 			hc.buffering = true
 			r.body.data = r.arena.take(int(h.ContentLength))[:0]
-			if expect {
-				_, _ = hc.c.WriteString(h1.Continue)
-			}
+			r.expect = expect
+			hc.continueBuffering()
 			return
 		}
 		r.expect = expect
@@ -280,9 +279,18 @@ func (hc *h1conn) onHead(raw []byte) {
 		hc.cur, hc.rstate = r, rsChunked
 		hc.buffering = true
 		r.body.data = r.arena.take(r.arena.Room() / 2)[:0]
-		if expect {
-			_, _ = hc.c.WriteString(h1.Continue)
-		}
+		r.expect = expect
+		hc.continueBuffering()
+	}
+}
+
+// continueBuffering sends "100 Continue" for the body being buffered (its
+// handler has not started) once no response before it is owed: an interim
+// response must not overtake the final one of an earlier request, which
+// its client would take it for.
+func (hc *h1conn) continueBuffering() {
+	if r := hc.cur; r != nil && hc.buffering && hc.nq == 0 {
+		hc.sendContinue(r)
 	}
 }
 
@@ -313,6 +321,7 @@ func (hc *h1conn) onBody(p []byte) {
 			return
 		}
 		hc.buffering = false
+		r.expect = false // the client sent the body without waiting
 		r.arena.shrink(r.body.data)
 		r.body.buffered = true
 		hc.cur = nil
@@ -507,6 +516,7 @@ func (hc *h1conn) pump() {
 	if hc.stall&stallPipeline != 0 && hc.nq < hc.ls.cfg.MaxPipeline {
 		hc.unstall(stallPipeline)
 	}
+	hc.continueBuffering()
 	if hc.nq > 0 || hc.cur != nil {
 		return
 	}

@@ -129,6 +129,47 @@ func TestExpectContinue(t *testing.T) {
 	ts.atRest(t)
 }
 
+// A pipelined request that expects 100-continue gets its interim response
+// only after the final responses before it: a client takes a 1xx for the
+// answer to its oldest request still unanswered. A body sent without
+// waiting needs none, and the connection lives on.
+func TestExpectContinuePipelined(t *testing.T) {
+	p := newProbe()
+	ts := startServer(t, p.mux(), Config{})
+	for _, framing := range []string{"Content-Length: 5", "Transfer-Encoding: chunked"} {
+		body := "hello"
+		if framing[0] == 'T' {
+			body = "5\r\nhello\r\n0\r\n\r\n"
+		}
+		post := "POST /echo HTTP/1.1\r\nHost: x\r\nExpect: 100-continue\r\n" + framing + "\r\n\r\n"
+		// the body waits for the 100
+		c := dialRaw(t, ts.addr)
+		c.send("GET /promise HTTP/1.1\r\nHost: x\r\n\r\n" + post)
+		pr := recvT(t, p.promises)
+		eventually(t, func() bool { return ts.Stats().StreamsOpen == 2 }, "the POST's head is not read")
+		pr.Resolve(TextResponse(200, "first"))
+		assert.Equal(t, "first", c.read("GET").body, framing)
+		assert.Equal(t, 100, c.read("POST").status, framing)
+		c.send(body)
+		resp := c.read("POST")
+		assert.Equal(t, "hello", resp.body, framing)
+		assert.False(t, resp.close, framing)
+		// the body follows at once
+		requests := ts.Stats().Requests
+		c.send("GET /promise HTTP/1.1\r\nHost: x\r\n\r\n" + post + body)
+		pr = recvT(t, p.promises)
+		eventually(t, func() bool { return ts.Stats().Requests == requests+2 }, "the POST is not dispatched")
+		pr.Resolve(TextResponse(200, "first"))
+		assert.Equal(t, "first", c.read("GET").body, framing)
+		resp = c.read("POST")
+		assert.Equal(t, 200, resp.status, framing)
+		assert.Equal(t, "hello", resp.body, framing)
+		assert.False(t, resp.close, framing)
+		c.Close()
+	}
+	ts.atRest(t)
+}
+
 // A slow client's head times out (slowloris), and so does an idle
 // kept-alive connection.
 func TestTimeouts(t *testing.T) {
