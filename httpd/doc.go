@@ -69,7 +69,8 @@
 // Content-Length or chunked, sends 100 Continue when the handler reads a
 // body that waits for it, answers HEAD without a body, caches the Date
 // header per loop (made at most once a second), and times out slow heads
-// (Config.HeaderTimeout) and idle connections (Config.IdleTimeout). Its
+// and the small bodies that come with them (Config.HeaderTimeout), and
+// idle connections (Config.IdleTimeout). Its
 // parser (internal/h1) is strict: heads over the limits get 431, targets
 // 414, bodies 413, and malformed or ambiguous framing (the smuggling
 // vectors) 400, and after any refusal the connection closes.

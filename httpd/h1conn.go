@@ -232,7 +232,6 @@ func (hc *h1conn) onHead(raw []byte) {
 	ls := hc.ls
 	r := hc.reserved
 	hc.reserved = nil
-	hc.setTimeout(nil)
 	ls.seq++
 	r.start(hc, ls.seq)
 	r.setHead(&ls.head, raw)
@@ -244,6 +243,7 @@ func (hc *h1conn) onHead(raw []byte) {
 		hc.closeAft = true
 	}
 	if h.Expect == h1.ExpectUnknown {
+		hc.setTimeout(nil)
 		r.closeAf, hc.closeAft = true, true
 		hc.rstate = rsDiscard
 		hc.enqueue(r)
@@ -287,10 +287,18 @@ func (hc *h1conn) onHead(raw []byte) {
 // continueBuffering sends "100 Continue" for the body being buffered (its
 // handler has not started) once no response before it is owed: an interim
 // response must not overtake the final one of an earlier request, which
-// its client would take it for.
+// its client would take it for. A buffered body must arrive within
+// HeaderTimeout, counted from its head, or from its 100 Continue: its
+// client does not send it while it waits for that.
 func (hc *h1conn) continueBuffering() {
-	if r := hc.cur; r != nil && hc.buffering && hc.nq == 0 {
+	r := hc.cur
+	switch {
+	case r == nil || !hc.buffering || !r.expect:
+	case hc.nq > 0:
+		hc.setTimeout(nil) // the responses before it may take their time
+	default:
 		hc.sendContinue(r)
+		hc.setTimeout(&hc.ls.headQ)
 	}
 }
 
@@ -389,8 +397,10 @@ func (hc *h1conn) enqueue(r *Request) {
 // dispatch runs r's handler and takes its reply: an immediate response is
 // sent (in its turn), a handle is adopted into the connection's scope and
 // its end, a cleanup on it, sends its response and releases the arena.
+// The request has all it waits for from the client: HeaderTimeout stops.
 func (hc *h1conn) dispatch(r *Request) {
 	ls := hc.ls
+	hc.setTimeout(nil)
 	ls.st.requests.Add(1)
 	reply, ok := hc.serve(r)
 	if !ok {

@@ -41,7 +41,9 @@ type Config struct {
 	MaxBodyBytes int64
 
 	// HeaderTimeout is the time a client has to send a whole request head,
-	// from its first byte (or from the connection's start); IdleTimeout is
+	// from its first byte (or from the connection's start), and with it a
+	// body small enough to wait in the arena for its handler (from its
+	// 100 Continue, if it waited for one); IdleTimeout is
 	// how long a kept-alive connection may wait for its next request.
 	// The connection is closed when either passes.
 	HeaderTimeout time.Duration

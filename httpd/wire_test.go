@@ -208,6 +208,41 @@ func TestTimeouts(t *testing.T) {
 	eventually(t, func() bool { return ts.Stats().ConnsOpen == 0 }, "connections open")
 }
 
+// A body small enough to wait in the arena for its handler must arrive
+// within HeaderTimeout too: a client that sends a head and never its body
+// would hold an arena for good, and enough of them every arena of the
+// loop. Sent in its turn, a 100 Continue starts its body's time afresh.
+func TestBufferedBodyTimeout(t *testing.T) {
+	p := newProbe()
+	ts := startServer(t, p.mux(), Config{HeaderTimeout: 100 * time.Millisecond})
+	for _, framing := range []string{"Content-Length: 10", "Transfer-Encoding: chunked"} {
+		c := dialRaw(t, ts.addr)
+		c.send("POST /echo HTTP/1.1\r\nHost: x\r\n" + framing + "\r\n\r\n")
+		eventually(t, func() bool { return ts.Stats().StreamsOpen == 1 }, "the head is not read")
+		assert.True(t, c.closed(), "%s: a body that never comes closes the connection", framing)
+		ts.atRest(t)
+	}
+	assert.Zero(t, ts.Stats().Requests, "no handler started")
+
+	// A body that waits for its 100 Continue, in turn after a response
+	// that takes longer than HeaderTimeout, is not timed out meanwhile.
+	c := dialRaw(t, ts.addr)
+	c.send("GET /promise HTTP/1.1\r\nHost: x\r\n\r\n" +
+		"POST /echo HTTP/1.1\r\nHost: x\r\nExpect: 100-continue\r\nContent-Length: 5\r\n\r\n")
+	pr := recvT(t, p.promises)
+	eventually(t, func() bool { return ts.Stats().StreamsOpen == 2 }, "the POST's head is not read")
+	// A bounded negative check: no event tells that a timeout did not
+	// fire, so wait three HeaderTimeouts (the sweep runs every 25 ms).
+	time.Sleep(300 * time.Millisecond)
+	pr.Resolve(TextResponse(200, "first"))
+	assert.Equal(t, "first", c.read("GET").body)
+	assert.Equal(t, 100, c.read("POST").status)
+	c.send("hello")
+	assert.Equal(t, "hello", c.read("POST").body)
+	c.Close()
+	ts.atRest(t)
+}
+
 // A body of 8 MiB streams through the echo handler both ways, byte for
 // byte, with Content-Length and chunked.
 func TestStreamedEchoBig(t *testing.T) {
