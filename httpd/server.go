@@ -189,6 +189,9 @@ func (s *Server) Shutdown(ctx context.Context) error {
 	loops := s.loopStates()
 	if s.state.CompareAndSwap(1, 2) {
 		s.left.Store(int32(len(loops)))
+		if len(loops) == 0 { // Serve failed: nothing serves
+			close(s.doneCh)
+		}
 		for _, ls := range loops {
 			if err := ls.l.Post(ls.drain); err != nil {
 				s.loopDrained() // the loop is gone, and its connections with it

@@ -2,6 +2,7 @@ package httpd
 
 import (
 	"bytes"
+	"context"
 	"io"
 	"net/http"
 	"net/http/httptrace"
@@ -184,4 +185,21 @@ func TestPost(t *testing.T) {
 		require.True(t, bytes.Equal(body, got), "chunked %d: %d bytes back", n, len(got))
 	}
 	ts.atRest(t)
+}
+
+// A Serve that fails (here on an address it cannot listen on) leaves a
+// server that Shutdown ends at once, and that Serve refuses to start again.
+func TestServeFails(t *testing.T) {
+	rt := aio.NewRuntime(aio.RuntimeConfig{})
+	l, err := rt.Start(aio.Config{Name: "httpd-test"})
+	require.NoError(t, err)
+	defer func() { require.NoError(t, rt.Shutdown(context.Background())) }()
+	srv := &Server{}
+	assert.ErrorIs(t, srv.ServeLoops("127.0.0.1:0"), ErrNoLoops)
+	assert.Error(t, srv.ServeLoops("nowhere", l))
+	assert.ErrorIs(t, srv.ServeLoops("127.0.0.1:0", l), ErrServing)
+	done := make(chan error, 1)
+	go func() { done <- srv.Shutdown(context.Background()) }()
+	assert.NoError(t, recvT(t, done))
+	assert.Zero(t, srv.Stats())
 }
