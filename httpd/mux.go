@@ -54,9 +54,6 @@ func (m *Mux) HandleFunc(pattern string, fn func(r *Request) Reply) {
 	m.Handle(pattern, HandlerFunc(fn))
 }
 
-// Header lists of the Mux's own answers.
-var locationName = "Location"
-
 // ServeAIO routes r: the matched handler answers it, or the Mux answers
 // 404, 405, 307 or 400 as ServeMux would. On the loop.
 func (m *Mux) ServeAIO(r *Request) Reply {
@@ -78,7 +75,7 @@ func (m *Mux) ServeAIO(r *Request) Reply {
 			copy(b[n+1:], r.head.Query)
 			loc = b
 		}
-		r.hdr[0] = Field{locationName, bytesStr(loc)}
+		r.hdr[0] = Field{"Location", bytesStr(loc)}
 		return Reply{resp: Response{Status: 307, Header: r.hdr[:1]}}
 	default:
 		return Reply{resp: errResponse(kind.Status())}
