@@ -95,13 +95,13 @@ func (c *Conn) maybeFinish() {
 // Close closes the connection at once: queued writes that have not reached
 // the kernel are dropped (their handles fail with ErrConnClosed; the writes
 // of a read callback that closes are handed to the kernel first, as if
-// each had been written at once), the fd is closed, handles adopted by the scope are cancelled, and Closed completes.
-// It returns a handle that completes when all that is done: at once on the
-// loop (Closed's own handle when this call closed the connection, so that
-// the common case allocates nothing), after a posted job elsewhere.
-// Idempotent: closing a connection that is already closed, for whatever
-// reason, completes. Any goroutine. To let the queue flush first, use
-// CloseWrite (and let the peer close).
+// each had been written at once), the fd is closed, handles adopted by the
+// scope are cancelled, and Closed completes. It returns a handle that
+// completes when all that is done: at once on the loop (Closed's own handle
+// when this call closed the connection, so that the common case allocates
+// nothing), after a posted job elsewhere. Idempotent: closing a connection
+// that is already closed, for whatever reason, completes. Any goroutine. To
+// let the queue flush first, use CloseWrite (and let the peer close).
 func (c *Conn) Close() *Handle[struct{}] {
 	if c.l.OnLoop() { // the common case, without runInlineHandle's closure
 		c.uncork() // a read callback's writes go before its Close
