@@ -294,3 +294,36 @@ func TestStressRandomDisconnects(t *testing.T) {
 	t.Logf("%d answered; %+v", done.Load(), st)
 	assert.Equal(t, st.ArenaReleases, st.Requests)
 }
+
+// A handler's handle may live on another loop (Later): its response is
+// sent from the request's loop, and a client that goes away cancels it
+// across the loops, which disarms its timer there and gives the arena back
+// here.
+func TestHandleOnAnotherLoop(t *testing.T) {
+	var other atomic.Pointer[aio.Loop] // set before the first request
+	m := testMux()
+	m.HandleFunc("GET /other", func(r *Request) Reply {
+		d := time.Duration(atoi(r.Query("ms"))) * time.Millisecond
+		return Later(aio.Delay(other.Load(), d, func() (Response, error) {
+			return TextResponse(200, "from the other loop"), nil
+		}))
+	})
+	ts := startServer(t, m, Config{})
+	l, err := ts.rt.Start(aio.Config{Name: "httpd-other"})
+	require.NoError(t, err)
+	other.Store(l)
+
+	c := dialRaw(t, ts.addr)
+	c.send("GET /other?ms=1 HTTP/1.1\r\nHost: x\r\n\r\n")
+	assert.Equal(t, "from the other loop", c.read("GET").body)
+	ts.atRest(t)
+
+	c.send("GET /other?ms=100000 HTTP/1.1\r\nHost: x\r\n\r\n")
+	eventually(t, func() bool { return l.Stats().Timers == 1 }, "the timer is not armed on the other loop")
+	assert.Equal(t, int64(1), ts.Stats().HandlersPending)
+	c.Close()
+	ts.atRest(t)
+	assert.Equal(t, uint64(1), ts.Stats().Cancelled)
+	assert.Equal(t, uint64(1), ts.Stats().ResponsesSuppressed)
+	eventually(t, func() bool { return l.Stats().Timers == 0 }, "the timer on the other loop is still armed")
+}
