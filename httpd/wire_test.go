@@ -214,7 +214,8 @@ func TestTimeouts(t *testing.T) {
 // loop. Sent in its turn, a 100 Continue starts its body's time afresh.
 func TestBufferedBodyTimeout(t *testing.T) {
 	p := newProbe()
-	ts := startServer(t, p.mux(), Config{HeaderTimeout: 100 * time.Millisecond})
+	const timeout = 200 * time.Millisecond // room for the client's steps below
+	ts := startServer(t, p.mux(), Config{HeaderTimeout: timeout})
 	for _, framing := range []string{"Content-Length: 10", "Transfer-Encoding: chunked"} {
 		c := dialRaw(t, ts.addr)
 		c.send("POST /echo HTTP/1.1\r\nHost: x\r\n" + framing + "\r\n\r\n")
@@ -232,8 +233,8 @@ func TestBufferedBodyTimeout(t *testing.T) {
 	pr := recvT(t, p.promises)
 	eventually(t, func() bool { return ts.Stats().StreamsOpen == 2 }, "the POST's head is not read")
 	// A bounded negative check: no event tells that a timeout did not
-	// fire, so wait three HeaderTimeouts (the sweep runs every 25 ms).
-	time.Sleep(300 * time.Millisecond)
+	// fire, so wait past it (the sweep runs every timeout/4).
+	time.Sleep(2 * timeout)
 	pr.Resolve(TextResponse(200, "first"))
 	assert.Equal(t, "first", c.read("GET").body)
 	assert.Equal(t, 100, c.read("POST").status)
