@@ -288,17 +288,20 @@ func (hc *h1conn) onHead(raw []byte) {
 // handler has not started) once no response before it is owed: an interim
 // response must not overtake the final one of an earlier request, which
 // its client would take it for. A buffered body must arrive within
-// HeaderTimeout, counted from its head, or from its 100 Continue: its
-// client does not send it while it waits for that.
+// HeaderTimeout, counted from its head (from its first byte when the head
+// took more than one read), or from its 100 Continue: its client does not
+// send it while it waits for that.
 func (hc *h1conn) continueBuffering() {
 	r := hc.cur
 	switch {
-	case r == nil || !hc.buffering || !r.expect:
-	case hc.nq > 0:
+	case r == nil || !hc.buffering:
+	case r.expect && hc.nq > 0:
 		hc.setTimeout(nil) // the responses before it may take their time
-	default:
+	case r.expect:
 		hc.sendContinue(r)
 		hc.setTimeout(&hc.ls.headQ)
+	case hc.links[linkTime].in != &hc.ls.headQ:
+		hc.setTimeout(&hc.ls.headQ) // kept alive (idleQ), or after a dispatch (none)
 	}
 }
 

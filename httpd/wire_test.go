@@ -217,13 +217,20 @@ func TestBufferedBodyTimeout(t *testing.T) {
 	const timeout = 200 * time.Millisecond // room for the client's steps below
 	ts := startServer(t, p.mux(), Config{HeaderTimeout: timeout})
 	for _, framing := range []string{"Content-Length: 10", "Transfer-Encoding: chunked"} {
-		c := dialRaw(t, ts.addr)
-		c.send("POST /echo HTTP/1.1\r\nHost: x\r\n" + framing + "\r\n\r\n")
-		eventually(t, func() bool { return ts.Stats().StreamsOpen == 1 }, "the head is not read")
-		assert.True(t, c.closed(), "%s: a body that never comes closes the connection", framing)
-		ts.atRest(t)
+		for _, keptAlive := range []bool{false, true} {
+			c := dialRaw(t, ts.addr)
+			if keptAlive { // waiting for its next request: the idle timeout runs
+				c.send("GET /health HTTP/1.1\r\nHost: x\r\n\r\n")
+				assert.Equal(t, "ok", c.read("GET").body)
+			}
+			requests := ts.Stats().Requests
+			c.send("POST /echo HTTP/1.1\r\nHost: x\r\n" + framing + "\r\n\r\n")
+			eventually(t, func() bool { return ts.Stats().StreamsOpen == 1 }, "the head is not read")
+			assert.True(t, c.closed(), "%s, kept alive %v: a body that never comes closes the connection", framing, keptAlive)
+			ts.atRest(t)
+			assert.Equal(t, requests, ts.Stats().Requests, "no handler started")
+		}
 	}
-	assert.Zero(t, ts.Stats().Requests, "no handler started")
 
 	// A body that waits for its 100 Continue, in turn after a response
 	// that takes longer than HeaderTimeout, is not timed out meanwhile.
