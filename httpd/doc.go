@@ -66,11 +66,12 @@
 // The engine (RFC 9112) keeps connections alive (HTTP/1.0 too when asked),
 // serves pipelined requests with responses in request order (at most
 // Config.MaxPipeline in progress, then reading stops), reads bodies with
-// Content-Length or chunked, sends 100 Continue when the handler reads a
-// body that waits for it, answers HEAD without a body, caches the Date
-// header per loop (made at most once a second), and times out slow heads
-// and the small bodies that come with them (Config.HeaderTimeout), and
-// idle connections (Config.IdleTimeout). Its
+// Content-Length or chunked, sends 100 Continue in its turn after the
+// responses before it (for a body small enough for the arena; for a
+// larger one, when the handler reads it), answers HEAD without a body,
+// caches the Date header per loop (made at most once a second), and times
+// out slow heads and the small bodies that come with them
+// (Config.HeaderTimeout) and idle connections (Config.IdleTimeout). Its
 // parser (internal/h1) is strict: heads over the limits get 431, targets
 // 414, bodies 413, and malformed or ambiguous framing (the smuggling
 // vectors) 400, and after any refusal the connection closes.
