@@ -620,7 +620,7 @@ func (hc *h1conn) appendHead(status int, hdr []Field, framing h1.Framing, length
 	ls := hc.ls
 	fields := ls.fields[:0]
 	for _, f := range hdr {
-		if framing != h1.BodyNone && equalFold(f.Name, "Content-Length") {
+		if framing != h1.BodyNone && h1.EqualFold(strBytes(f.Name), "Content-Length") {
 			continue // the framing writes it (a stream's header may carry it)
 		}
 		fields = append(fields, h1.Field{Name: strBytes(f.Name), Value: strBytes(f.Value)})

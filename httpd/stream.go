@@ -5,6 +5,7 @@ import (
 	"strconv"
 
 	"github.com/valkyria/aio"
+	"github.com/valkyria/aio/httpd/internal/h1"
 )
 
 // ErrStreamClosed is what Stream.Write returns once the stream has ended,
@@ -47,7 +48,7 @@ func (r *Request) Stream(status int, header []Field) *Stream {
 	*s = Stream{r: r, p: aio.NewPromise[Response](r.ls.l), status: status, hdr: header, length: -1,
 		pend: s.pend[:0]}
 	for _, f := range header {
-		if equalFold(f.Name, "Content-Length") {
+		if h1.EqualFold(strBytes(f.Name), "Content-Length") {
 			if n, err := strconv.ParseInt(f.Value, 10, 64); err == nil && n >= 0 {
 				s.length = n
 			}
@@ -106,24 +107,4 @@ func (s *Stream) End() {
 // closed reports whether the stream takes no more bytes.
 func (s *Stream) closed() bool {
 	return s.ended || s.r.gone || s.p.Handle().Status().Terminal()
-}
-
-// equalFold is ASCII case-insensitive equality of two strings.
-func equalFold(a, b string) bool {
-	if len(a) != len(b) {
-		return false
-	}
-	for i := 0; i < len(a); i++ {
-		ca, cb := a[i], b[i]
-		if 'A' <= ca && ca <= 'Z' {
-			ca += 'a' - 'A'
-		}
-		if 'A' <= cb && cb <= 'Z' {
-			cb += 'a' - 'A'
-		}
-		if ca != cb {
-			return false
-		}
-	}
-	return true
 }
