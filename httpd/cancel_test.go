@@ -106,7 +106,9 @@ func TestEOFCancelsHandler(t *testing.T) {
 				assert.False(t, pr.Resolve(TextResponse(200, "late")))
 				assert.True(t, c.closed())
 			} else {
-				eventually(t, func() bool { return ts.sawEOF(t) }, "the server has not seen the EOF")
+				eventually(t, func() bool {
+					return ts.anyConn(t, func(hc *h1conn) bool { return hc.eof })
+				}, "the server has not seen the EOF")
 				st := ts.Stats()
 				assert.Zero(t, st.Cancelled, "a half-close is not a cancel")
 				assert.Equal(t, int64(1), st.HandlersPending)

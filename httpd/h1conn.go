@@ -742,6 +742,9 @@ func (hc *h1conn) startStream(r *Request) {
 	if s.onDrain != nil && !hc.c.Full() {
 		s.onDrain() // it was Full while it waited for its turn
 	}
+	if hc.cur == r && hc.stall&stallBody != 0 && !hc.bodyBlocked() {
+		hc.unstall(stallBody) // it stalled on streamPendMax before its turn
+	}
 }
 
 // endStream writes the end of r's stream.

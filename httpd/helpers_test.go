@@ -155,18 +155,18 @@ func (ts *testServer) onLoop(t testing.TB, fn func()) {
 	}
 }
 
-// sawEOF reports whether the server has seen the client's end (EOF) on
-// one of its connections.
-func (ts *testServer) sawEOF(t testing.TB) bool {
-	var eof bool
+// anyConn reports whether cond holds for one of the server's
+// connections, looked at on the loop.
+func (ts *testServer) anyConn(t testing.TB, cond func(hc *h1conn) bool) bool {
+	var found bool
 	ts.onLoop(t, func() {
 		for _, ls := range ts.loopStates() {
-			for hc := ls.conns.head; hc != nil; hc = hc.links[linkAll].next {
-				eof = eof || hc.eof
+			for hc := ls.conns.head; hc != nil && !found; hc = hc.links[linkAll].next {
+				found = cond(hc)
 			}
 		}
 	})
-	return eof
+	return found
 }
 
 func itoa(n int) string { return strconv.Itoa(n) }

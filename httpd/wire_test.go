@@ -6,6 +6,7 @@ import (
 	"io"
 	"net/http"
 	"net/http/httptrace"
+	"strconv"
 	"strings"
 	"testing"
 	"time"
@@ -248,6 +249,38 @@ func TestBufferedBodyTimeout(t *testing.T) {
 	c.send("hello")
 	assert.Equal(t, "hello", c.read("POST").body)
 	c.Close()
+	ts.atRest(t)
+}
+
+// A streamed echo pipelined behind a pending response writes ahead until
+// streamPendMax, then its body stalls; when its turn comes the body flows
+// again, whole, with Content-Length and chunked.
+func TestStreamedEchoWaitsItsTurn(t *testing.T) {
+	p := newProbe()
+	ts := startServer(t, p.mux(), Config{})
+	body := bytes.Repeat([]byte("0123456789abcdef"), 1<<16) // 1 MiB
+	for _, chunked := range []bool{false, true} {
+		c := dialRaw(t, ts.addr)
+		framing, wire := "Content-Length: "+itoa(len(body)), body
+		if chunked {
+			framing = "Transfer-Encoding: chunked"
+			wire = append([]byte(strconv.FormatInt(int64(len(body)), 16)+"\r\n"), body...)
+			wire = append(wire, "\r\n0\r\n\r\n"...)
+		}
+		c.send("GET /promise HTTP/1.1\r\nHost: x\r\n\r\nPOST /echo HTTP/1.1\r\nHost: x\r\n" + framing + "\r\n\r\n")
+		pr := recvT(t, p.promises)
+		sent := make(chan error, 1)
+		go func() { _, err := c.Write(wire); sent <- err }()
+		eventually(t, func() bool {
+			return ts.anyConn(t, func(hc *h1conn) bool { return hc.stall&stallBody != 0 })
+		}, "chunked %v: the body did not stall on streamPendMax", chunked)
+		pr.Resolve(TextResponse(200, "first"))
+		assert.Equal(t, "first", c.read("GET").body)
+		resp := c.read("POST")
+		require.NoError(t, recvT(t, sent))
+		assert.True(t, bytes.Equal(body, []byte(resp.body)), "chunked %v: %d bytes back", chunked, len(resp.body))
+		c.Close()
+	}
 	ts.atRest(t)
 }
 
