@@ -506,6 +506,7 @@ func (hc *h1conn) pump() {
 			return
 		case r.stream.p != nil:
 			if !r.stream.started {
+				hc.continueInTurn(r) // before the stream's final head
 				hc.startStream(r)
 			}
 			if !r.stream.ended {
@@ -513,9 +514,7 @@ func (hc *h1conn) pump() {
 			}
 			hc.endStream(r)
 		case !r.replied:
-			if r.expect && r == hc.cur && r.body.fn != nil {
-				hc.sendContinue(r)
-			}
+			hc.continueInTurn(r)
 			return
 		default:
 			hc.write(r)
@@ -696,11 +695,20 @@ func (hc *h1conn) writeError(status int) {
 }
 
 // sendContinue sends "100 Continue" to r's client, which waits for it
-// before it sends the body.
+// before it sends the body; not once r's final head is out (a stream's),
+// which an interim response cannot follow.
 func (hc *h1conn) sendContinue(r *Request) {
-	if r.expect {
+	if r.expect && !r.stream.started {
 		r.expect = false
 		_, _ = hc.c.WriteString(h1.Continue)
+	}
+}
+
+// continueInTurn sends the 100 Continue of r, whose turn has come, if its
+// handler reads the body the client holds back for it.
+func (hc *h1conn) continueInTurn(r *Request) {
+	if r.expect && r == hc.cur && r.body.fn != nil {
+		hc.sendContinue(r)
 	}
 }
 

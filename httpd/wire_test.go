@@ -209,6 +209,29 @@ func TestTimeouts(t *testing.T) {
 	eventually(t, func() bool { return ts.Stats().ConnsOpen == 0 }, "connections open")
 }
 
+// A request whose body is too large for the arena and that expects
+// 100-continue, pipelined, gets its 100 when its turn comes, before the
+// head of the stream that echoes the body.
+func TestExpectContinuePipelinedStream(t *testing.T) {
+	p := newProbe()
+	ts := startServer(t, p.mux(), Config{})
+	body := bytes.Repeat([]byte("0123456789abcdef"), 1<<12) // 64 KiB: streamed
+	c := dialRaw(t, ts.addr)
+	c.send("GET /promise HTTP/1.1\r\nHost: x\r\n\r\n" +
+		"POST /echo HTTP/1.1\r\nHost: x\r\nExpect: 100-continue\r\nContent-Length: " + itoa(len(body)) + "\r\n\r\n")
+	pr := recvT(t, p.promises)
+	eventually(t, func() bool { return ts.Stats().Requests == 2 }, "the POST's handler has not started")
+	pr.Resolve(TextResponse(200, "first"))
+	assert.Equal(t, "first", c.read("GET").body)
+	require.Equal(t, 100, c.read("POST").status)
+	c.send(string(body))
+	resp := c.read("POST")
+	assert.Equal(t, 200, resp.status)
+	assert.True(t, bytes.Equal(body, []byte(resp.body)), "%d bytes back", len(resp.body))
+	c.Close()
+	ts.atRest(t)
+}
+
 // A body small enough to wait in the arena for its handler must arrive
 // within HeaderTimeout too: a client that sends a head and never its body
 // would hold an arena for good, and enough of them every arena of the
