@@ -604,6 +604,9 @@ func (hc *h1conn) maybeRelease(r *Request) {
 		if !hc.closed {
 			hc.rstate = rsDiscard
 			hc.closeAft = true
+			// The rest is read and dropped while the connection lingers, so
+			// that a client still sending it gets to read the response.
+			hc.unstall(stallBody)
 		}
 	}
 	r.endScope()

@@ -307,6 +307,32 @@ func TestStreamedEchoWaitsItsTurn(t *testing.T) {
 	ts.atRest(t)
 }
 
+// A handler that answers later without reading a large body: once the
+// response is out, the rest of the body is read and dropped, so that a
+// client that sends it all before it reads gets its response and a clean
+// close, not a write stalled until the linger runs out.
+func TestUnreadBodyIsDiscarded(t *testing.T) {
+	m := testMux()
+	m.HandleFunc("POST /later", func(r *Request) Reply {
+		return Later(aio.Delay(r.Loop(), 10*time.Millisecond, func() (Response, error) {
+			return TextResponse(200, "later"), nil
+		}))
+	})
+	ts := startServer(t, m, Config{HeaderTimeout: time.Minute})
+	body := bytes.Repeat([]byte("0123456789abcdef"), 1<<20) // 16 MiB: more than the kernel buffers
+	c := dialRaw(t, ts.addr)
+	c.send("POST /later HTTP/1.1\r\nHost: x\r\nContent-Length: " + itoa(len(body)) + "\r\n\r\n")
+	_, err := c.Write(body) // the server reads it only after the response
+	require.NoError(t, err, "the rest of the body is not read")
+	resp := c.read("POST")
+	assert.Equal(t, "later", resp.body)
+	assert.True(t, resp.close, "Connection: close")
+	require.NoError(t, c.Conn.(interface{ CloseWrite() error }).CloseWrite())
+	assert.True(t, c.closed())
+	ts.atRest(t)
+	eventually(t, func() bool { return ts.Stats().ConnsOpen == 0 }, "the connection is still open")
+}
+
 // A body of 8 MiB streams through the echo handler both ways, byte for
 // byte, with Content-Length and chunked.
 func TestStreamedEchoBig(t *testing.T) {
