@@ -70,8 +70,9 @@
 // responses before it (for a body small enough for the arena; for a
 // larger one, when the handler reads it), answers HEAD without a body,
 // caches the Date header per loop (made at most once a second), and times
-// out slow heads and the small bodies that come with them
-// (Config.HeaderTimeout) and idle connections (Config.IdleTimeout). Its
+// out slow heads, the small bodies that come with them and larger bodies
+// that stop coming while their handler reads (Config.HeaderTimeout), and
+// idle connections (Config.IdleTimeout). Its
 // parser (internal/h1) is strict: heads over the limits get 431, targets
 // 414, bodies 413, and malformed or ambiguous framing (the smuggling
 // vectors) 400, and after any refusal the connection closes.

@@ -344,6 +344,7 @@ func (hc *h1conn) onBody(p []byte) {
 	if end {
 		hc.cur = nil
 		hc.nextHead()
+		_ = hc.c.SetReadTimeout(0) // the body is in (timeBody)
 	}
 	if len(p) > 0 || end {
 		r.body.deliver(p, end)
@@ -604,6 +605,7 @@ func (hc *h1conn) maybeRelease(r *Request) {
 		if !hc.closed {
 			hc.rstate = rsDiscard
 			hc.closeAft = true
+			_ = hc.c.SetReadTimeout(0) // the linger times the rest (timeBody)
 			// The rest is read and dropped while the connection lingers, so
 			// that a client still sending it gets to read the response.
 			hc.unstall(stallBody)
@@ -712,6 +714,19 @@ func (hc *h1conn) sendContinue(r *Request) {
 func (hc *h1conn) continueInTurn(r *Request) {
 	if r.expect && r == hc.cur && r.body.fn != nil {
 		hc.sendContinue(r)
+		hc.timeBody(r)
+	}
+}
+
+// timeBody times the body that streams in to r's handler, which has asked
+// for it: its client may pause in sending it for HeaderTimeout at most,
+// counted while the connection reads (aio.Conn.SetReadTimeout: a stall,
+// as when the handler has paused the body, or a full write queue stops
+// the clock). Not while its 100 Continue is still owed: the client waits
+// for that.
+func (hc *h1conn) timeBody(r *Request) {
+	if r == hc.cur && !hc.buffering && !r.expect {
+		_ = hc.c.SetReadTimeout(hc.ls.cfg.HeaderTimeout)
 	}
 }
 
@@ -825,6 +840,7 @@ func (hc *h1conn) bodyDemand(r *Request) {
 	if r.expect && r == hc.qhead {
 		hc.sendContinue(r)
 	}
+	hc.timeBody(r)
 	hc.unstall(stallBody)
 }
 

@@ -43,9 +43,11 @@ type Config struct {
 	// HeaderTimeout is the time a client has to send a whole request head,
 	// from its first byte (or from the connection's start), and with it a
 	// body small enough to wait in the arena for its handler (from its
-	// 100 Continue, if it waited for one); IdleTimeout is
-	// how long a kept-alive connection may wait for its next request.
-	// The connection is closed when either passes.
+	// 100 Continue, if it waited for one); for a larger body, which
+	// streams to its handler, it is the longest the client may pause while
+	// the handler reads. IdleTimeout is how long a kept-alive connection
+	// may wait for its next request. The connection is closed when one
+	// passes.
 	HeaderTimeout time.Duration
 	IdleTimeout   time.Duration
 

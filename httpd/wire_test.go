@@ -333,6 +333,58 @@ func TestUnreadBodyIsDiscarded(t *testing.T) {
 	eventually(t, func() bool { return ts.Stats().ConnsOpen == 0 }, "the connection is still open")
 }
 
+// A body too large for the arena streams in to its handler; a client that
+// stops sending it while the handler reads is timed out (HeaderTimeout,
+// restarted by each piece), and its handler cancelled. One that only stops
+// reading the echo, and so holds the server's reading back, is not.
+func TestStreamedBodyTimeout(t *testing.T) {
+	const timeout = 200 * time.Millisecond
+	m := testMux()
+	m.HandleFunc("POST /count", func(r *Request) Reply {
+		p := aio.NewPromise[Response](r.Loop())
+		n := 0
+		r.Body().OnData(func(b []byte, end bool) {
+			if n += len(b); end {
+				p.Resolve(TextResponse(200, itoa(n)))
+			}
+		})
+		return Later(p.Handle())
+	})
+	ts := startServer(t, m, Config{HeaderTimeout: timeout})
+	for i, framing := range []string{"Content-Length: 1000000", "Transfer-Encoding: chunked"} {
+		c := dialRaw(t, ts.addr)
+		c.send("POST /count HTTP/1.1\r\nHost: x\r\n" + framing + "\r\n\r\n")
+		for range 2 { // progress keeps it open
+			if framing[0] == 'T' {
+				c.send("10000\r\n" + strings.Repeat("x", 0x10000) + "\r\n")
+			} else {
+				c.send(strings.Repeat("x", 0x10000))
+			}
+			eventually(t, func() bool { return ts.Stats().Requests == uint64(i+1) }, "the handler has not started")
+			time.Sleep(timeout / 2) // paces a slow client
+		}
+		assert.True(t, c.closed(), "%s: a body that stops coming closes the connection", framing)
+		ts.atRest(t)
+		assert.Equal(t, uint64(i+1), ts.Stats().Cancelled)
+	}
+
+	// A client that sends a large body but reads its echo only later.
+	body := bytes.Repeat([]byte("0123456789abcdef"), 2<<20) // 32 MiB: more than the buffers hold
+	c := dialRaw(t, ts.addr)
+	c.send("POST /echo HTTP/1.1\r\nHost: x\r\nContent-Length: " + itoa(len(body)) + "\r\n\r\n")
+	sent := make(chan error, 1)
+	go func() { _, err := c.Write(body); sent <- err }()
+	eventually(t, func() bool {
+		return ts.anyConn(t, func(hc *h1conn) bool { return hc.c.Full() })
+	}, "the echo did not fill the write queue")
+	time.Sleep(3 * timeout) // a bounded negative check: the timeout does not fire meanwhile
+	resp := c.read("POST")
+	require.NoError(t, recvT(t, sent))
+	assert.True(t, bytes.Equal(body, []byte(resp.body)), "%d bytes back", len(resp.body))
+	c.Close()
+	ts.atRest(t)
+}
+
 // A body of 8 MiB streams through the echo handler both ways, byte for
 // byte, with Content-Length and chunked.
 func TestStreamedEchoBig(t *testing.T) {
