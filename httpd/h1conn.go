@@ -84,6 +84,7 @@ type h1conn struct {
 	cur       *Request  // the request whose body is being read
 	remaining int64     // rsBody: bytes left
 	reserved  *Request  // an arena taken for the next head
+	h2        *h2conn   // the connection speaks HTTP/2: everything goes there
 
 	qhead, qtail *Request // requests from dispatch to their response's write
 	nq           int
@@ -910,6 +911,10 @@ func (hc *h1conn) timedOut() { hc.c.Close() }
 // drain begins Shutdown for the connection: an idle one closes, a busy one
 // closes after its last response.
 func (hc *h1conn) drain() {
+	if hc.h2 != nil {
+		hc.h2.drain()
+		return
+	}
 	switch {
 	case hc.finished: // lingering after its last response
 		c := hc.c

@@ -1,0 +1,445 @@
+package httpd
+
+import (
+	"errors"
+	"io"
+	"net/netip"
+
+	"github.com/valkyria/aio"
+	"golang.org/x/net/http2"
+	"golang.org/x/net/http2/hpack"
+)
+
+// The HTTP/2 engine (RFC 9113), h2c by prior knowledge: a connection whose
+// first bytes are the client preface is handed over by the HTTP/1.1 engine
+// (h1conn.split) to an h2conn, on its loop, for the rest of its life.
+//
+// Reading goes through the connection's framer (aio.Conn.OnFrame) with a
+// split that cuts whole frames by the 9-byte header's length (a HEADERS
+// frame with its CONTINUATION frames as one piece), so that x/net/http2's
+// Framer, reading from that piece, never sees a partial frame. The Framer
+// merges header blocks and decodes them with the connection's one hpack
+// decoder, in arrival order (refused streams too: the table stays in step).
+//
+// Frames to send are appended to the connection's out buffer (the Framer
+// writes there) and flushed to the socket at the end of each event: a
+// read, a handler's end, a stream's write.
+//
+// The h1conn the connection began as stays its member of the loop's lists
+// (conns, the timeouts): Shutdown and the sweep reach the h2conn through
+// it, and its onClose does the loop's accounting.
+
+// What we advertise, and how we read.
+const (
+	h2MaxFrame     = 16384   // SETTINGS_MAX_FRAME_SIZE: the default, which every client sends within
+	h2StreamWindow = 65535   // the initial stream window we grant (the default)
+	h2ConnWindow   = 1 << 20 // the connection window we grant
+	h2MaxStreams   = 256     // SETTINGS_MAX_CONCURRENT_STREAMS
+	h2MaxWindow    = 1<<31 - 1
+)
+
+// h2conn is a connection's HTTP/2 state. Owned by its loop.
+type h2conn struct {
+	hc *h1conn // the connection's membership in the loop's lists
+	ls *loopState
+	c  *aio.Conn
+
+	fr  *http2.Framer
+	in  h2reader       // the piece split cut, which the Framer reads
+	out h2writer       // frames to send, flushed at the end of each event
+	enc *hpack.Encoder // no dynamic table: encoded blocks refer to nothing that may change
+	hb  h2writer       // the header block being encoded
+
+	streams map[uint32]*h2stream
+	byReq   map[*Request]*h2stream
+	waiting []*h2stream // streams with DATA held by the connection's window or a full write queue
+	lastID  uint32      // the highest stream the client opened
+
+	sendWin      int64  // the connection window the client grants us
+	peerInit     int64  // the client's SETTINGS_INITIAL_WINDOW_SIZE
+	peerMaxFrame int    // the client's SETTINGS_MAX_FRAME_SIZE
+	recvWin      int64  // what the client may still send on the connection
+	recvUnacked  int64  // bytes received and not yet given back
+	lname        []byte // a response field name, lowercased
+
+	settings bool // the client's first SETTINGS arrived
+	goaway   bool // we sent GOAWAY: no new streams
+	dead     bool // a connection error: nothing more is read or sent
+	closed   bool
+}
+
+// h2reader is the Framer's reader: the frames split found.
+type h2reader struct{ b []byte }
+
+func (r *h2reader) Read(p []byte) (int, error) {
+	if len(r.b) == 0 {
+		return 0, io.EOF
+	}
+	n := copy(p, r.b)
+	r.b = r.b[n:]
+	return n, nil
+}
+
+// h2writer collects what the Framer and the hpack encoder write.
+type h2writer struct{ b []byte }
+
+func (w *h2writer) Write(p []byte) (int, error) {
+	w.b = append(w.b, p...)
+	return len(p), nil
+}
+
+// Whether bytes begin with the HTTP/2 client preface (h2Preface).
+const (
+	prefaceNo = iota
+	prefacePart
+	prefaceWhole
+)
+
+// h2PrefaceLen is the length of the client preface.
+const h2PrefaceLen = len(http2.ClientPreface)
+
+// h2Preface tells whether data is the client preface (it may be followed
+// by more), or the beginning of it.
+func h2Preface(data []byte) int {
+	const p = http2.ClientPreface
+	n := min(len(data), len(p))
+	if string(data[:n]) != p[:n] {
+		return prefaceNo
+	}
+	if n < len(p) {
+		return prefacePart
+	}
+	return prefaceWhole
+}
+
+// startH2 hands hc's connection, whose preface split has just consumed, to
+// the HTTP/2 engine. On the loop, in hc's frame callback.
+func (hc *h1conn) startH2() {
+	ls := hc.ls
+	h := &h2conn{hc: hc, ls: ls, c: hc.c, streams: make(map[uint32]*h2stream),
+		byReq: make(map[*Request]*h2stream), sendWin: 65535, peerInit: 65535,
+		peerMaxFrame: 16384, recvWin: h2ConnWindow}
+	hc.h2 = h
+	hc.rstate = rsDiscard
+	h.fr = http2.NewFramer(&h.out, &h.in)
+	h.fr.SetMaxReadFrameSize(h2MaxFrame)
+	h.fr.MaxHeaderListSize = uint32(ls.cfg.MaxHeadBytes)
+	h.fr.ReadMetaHeaders = hpack.NewDecoder(4096, nil)
+	h.enc = hpack.NewEncoder(&h.hb)
+	h.enc.SetMaxDynamicTableSize(0)
+	_ = h.fr.WriteSettings(
+		http2.Setting{ID: http2.SettingMaxConcurrentStreams, Val: h2MaxStreams},
+		http2.Setting{ID: http2.SettingMaxFrameSize, Val: h2MaxFrame},
+		http2.Setting{ID: http2.SettingMaxHeaderListSize, Val: uint32(ls.cfg.MaxHeadBytes)},
+	)
+	_ = h.fr.WriteWindowUpdate(0, h2ConnWindow-65535)
+	h.flush()
+	hc.setTimeout(&ls.idleQ)
+	_ = hc.c.OnClose(h.onClose)
+	_ = hc.c.OnEOF(h.onEOF)
+	_ = hc.c.OnDrain(h.onDrain)
+	_ = hc.c.OnFrame(h.split, 2*(9+h2MaxFrame)+ls.cfg.MaxHeadBytes, h.onFrame)
+	if ls.draining {
+		h.drain()
+	}
+}
+
+// frameLen returns the payload length in a frame header.
+func frameLen(b []byte) int { return int(b[0])<<16 | int(b[1])<<8 | int(b[2]) }
+
+// split is the framer's SplitFunc: every whole frame in data, a HEADERS
+// frame only with the CONTINUATION frames that end its block. A frame
+// longer than we read is passed on as its header alone: the Framer
+// refuses it (FRAME_SIZE_ERROR).
+func (h *h2conn) split(data []byte, _ bool) (int, []byte, error) {
+	n := 0
+	for len(data)-n >= 9 {
+		f := data[n:]
+		l := frameLen(f)
+		if l > h2MaxFrame {
+			n += 9
+			break
+		}
+		end := 9 + l
+		if len(f) < end {
+			break
+		}
+		if t := http2.FrameType(f[3]); (t == http2.FrameHeaders || t == http2.FramePushPromise) &&
+			http2.Flags(f[4])&http2.FlagHeadersEndHeaders == 0 {
+			k := continuationEnd(f[end:])
+			if k < 0 {
+				break
+			}
+			end += k
+		}
+		n += end
+	}
+	if n == 0 {
+		return 0, nil, nil
+	}
+	return n, data[:n], nil
+}
+
+// continuationEnd returns the length of the CONTINUATION frames at the
+// start of b through the one with END_HEADERS, -1 when they have not all
+// arrived. A frame that is not a CONTINUATION stops them: the Framer
+// refuses it.
+func continuationEnd(b []byte) int {
+	n := 0
+	for {
+		if len(b)-n < 9 {
+			return -1
+		}
+		f := b[n:]
+		l := frameLen(f)
+		if http2.FrameType(f[3]) != http2.FrameContinuation || l > h2MaxFrame {
+			return n
+		}
+		if len(f) < 9+l {
+			return -1
+		}
+		n += 9 + l
+		if http2.Flags(f[4])&http2.FlagContinuationEndHeaders != 0 {
+			return n
+		}
+	}
+}
+
+// onFrame reads the frames split found.
+func (h *h2conn) onFrame(_ *aio.Conn, frames []byte) {
+	h.in.b = frames
+	for len(h.in.b) > 0 && !h.dead && !h.closed {
+		f, err := h.fr.ReadFrame()
+		if err != nil {
+			h.readError(err)
+			continue
+		}
+		h.process(f)
+	}
+	h.in.b = nil
+	h.flush()
+}
+
+// readError answers an error of the Framer: a stream error resets the
+// stream, anything else ends the connection.
+func (h *h2conn) readError(err error) {
+	var se http2.StreamError
+	var ce http2.ConnectionError
+	switch {
+	case errors.As(err, &se):
+		if se.StreamID > h.lastID && se.StreamID%2 == 1 {
+			h.lastID = se.StreamID // a stream refused as it opened is used up
+		}
+		h.resetStream(se.StreamID, se.Code)
+	case errors.As(err, &ce):
+		h.fail(http2.ErrCode(ce))
+	case errors.Is(err, http2.ErrFrameTooLarge):
+		h.fail(http2.ErrCodeFrameSize)
+	default:
+		h.fail(http2.ErrCodeProtocol)
+	}
+}
+
+// process acts on one frame.
+func (h *h2conn) process(f http2.Frame) {
+	if !h.settings {
+		sf, ok := f.(*http2.SettingsFrame)
+		if !ok || sf.IsAck() {
+			h.fail(http2.ErrCodeProtocol) // the preface's SETTINGS must come first
+			return
+		}
+	}
+	switch f := f.(type) {
+	case *http2.SettingsFrame:
+		h.onSettings(f)
+	case *http2.MetaHeadersFrame:
+		h.onHeaders(f)
+	case *http2.DataFrame:
+		h.onData(f)
+	case *http2.WindowUpdateFrame:
+		h.onWindowUpdate(f)
+	case *http2.PingFrame:
+		if !f.IsAck() {
+			_ = h.fr.WritePing(true, f.Data)
+		}
+	case *http2.RSTStreamFrame:
+		h.onReset(f)
+	case *http2.GoAwayFrame:
+		h.onGoAway(f)
+	case *http2.PriorityFrame:
+		// accepted and ignored
+	case *http2.PushPromiseFrame, *http2.ContinuationFrame:
+		h.fail(http2.ErrCodeProtocol)
+	}
+	// frames of unknown types are ignored (RFC 9113 §4.1)
+}
+
+// onSettings applies the client's settings and acknowledges them.
+func (h *h2conn) onSettings(f *http2.SettingsFrame) {
+	if f.IsAck() {
+		return
+	}
+	h.settings = true
+	err := f.ForeachSetting(func(s http2.Setting) error {
+		if err := s.Valid(); err != nil {
+			return err
+		}
+		switch s.ID {
+		case http2.SettingInitialWindowSize:
+			delta := int64(s.Val) - h.peerInit
+			h.peerInit = int64(s.Val)
+			for _, st := range h.streams {
+				st.sendWin += delta
+				if st.sendWin > h2MaxWindow {
+					return http2.ConnectionError(http2.ErrCodeFlowControl)
+				}
+			}
+		case http2.SettingMaxFrameSize:
+			h.peerMaxFrame = int(s.Val)
+		}
+		return nil
+	})
+	if err != nil {
+		h.readError(err)
+		return
+	}
+	_ = h.fr.WriteSettingsAck()
+	for _, st := range h.streams {
+		h.sendData(st)
+	}
+}
+
+// onWindowUpdate opens a window of ours.
+func (h *h2conn) onWindowUpdate(f *http2.WindowUpdateFrame) {
+	inc := int64(f.Increment)
+	if f.StreamID == 0 {
+		h.sendWin += inc
+		if h.sendWin > h2MaxWindow {
+			h.fail(http2.ErrCodeFlowControl)
+			return
+		}
+		h.sendWaiting()
+		return
+	}
+	st := h.streams[f.StreamID]
+	if st == nil {
+		if f.StreamID > h.lastID {
+			h.fail(http2.ErrCodeProtocol) // an idle stream
+		}
+		return // a closed one: late, ignored
+	}
+	st.sendWin += inc
+	if st.sendWin > h2MaxWindow {
+		h.resetStream(st.id, http2.ErrCodeFlowControl)
+		return
+	}
+	h.sendData(st)
+}
+
+// onReset: the client reset a stream: its handler is cancelled, and
+// nothing more is sent on it.
+func (h *h2conn) onReset(f *http2.RSTStreamFrame) {
+	st := h.streams[f.StreamID]
+	if st == nil {
+		if f.StreamID > h.lastID {
+			h.fail(http2.ErrCodeProtocol) // an idle stream
+		}
+		return
+	}
+	st.remoteDone = true
+	h.abortStream(st)
+}
+
+// onGoAway: the client is going away. With an error its streams are
+// abandoned: the connection closes, which cancels them; with NO_ERROR
+// they finish and no new one is taken.
+func (h *h2conn) onGoAway(f *http2.GoAwayFrame) {
+	if f.ErrCode != http2.ErrCodeNo {
+		h.dead = true
+		h.c.Close()
+		return
+	}
+	h.drain()
+}
+
+// fail ends the connection for an error of the client's: GOAWAY with
+// code, then the connection closes once it is written, which cancels
+// every stream's handler.
+func (h *h2conn) fail(code http2.ErrCode) {
+	if h.dead || h.closed {
+		return
+	}
+	_ = h.fr.WriteGoAway(h.lastID, code, nil)
+	h.dead = true
+	h.flush()
+	c := h.c
+	aio.Finally(c.Flush(), func() { c.Close() })
+}
+
+// drain sends GOAWAY(NO_ERROR): the streams open finish, new ones are
+// refused, and the connection ends after the last one. Server.Shutdown
+// and a client's GOAWAY(NO_ERROR).
+func (h *h2conn) drain() {
+	if h.goaway || h.dead || h.closed {
+		return
+	}
+	h.goaway = true
+	_ = h.fr.WriteGoAway(h.lastID, http2.ErrCodeNo, nil)
+	h.flush()
+	h.maybeEnd()
+}
+
+// maybeEnd closes a connection that sent GOAWAY once its last stream has
+// closed and what it wrote has reached the kernel.
+func (h *h2conn) maybeEnd() {
+	if !h.goaway || len(h.streams) > 0 || h.closed {
+		return
+	}
+	h.dead = true
+	c := h.c
+	aio.Finally(c.CloseWrite(), func() { c.Close() })
+}
+
+// flush hands the frames written since the last flush to the socket.
+func (h *h2conn) flush() {
+	if len(h.out.b) == 0 || h.closed {
+		return
+	}
+	_, _ = h.c.Write(h.out.b)
+	if cap(h.out.b) > 64<<10 {
+		h.out.b = nil // an idle connection keeps no large buffer
+	} else {
+		h.out.b = h.out.b[:0]
+	}
+}
+
+// onDrain: the write queue has drained: held DATA goes on.
+func (h *h2conn) onDrain(*aio.Conn) {
+	h.sendWaiting()
+	h.flush()
+}
+
+// onEOF: the client has finished sending: it has gone away, and what it
+// started is cancelled as the connection closes.
+func (h *h2conn) onEOF(c *aio.Conn) { c.Close() }
+
+// onClose: the connection is gone; so is every stream. A pending handle is
+// cancelled by the connection's scope, and its cleanup releases its arena;
+// the other requests are released here.
+func (h *h2conn) onClose(c *aio.Conn, err error) {
+	h.closed = true
+	for _, st := range h.streams {
+		st.reset = true
+		if r := st.r; r != nil {
+			r.gone = true
+			h.suppress(r)
+			h.maybeRelease(st)
+		}
+	}
+	h.waiting = nil
+	h.hc.onClose(c, err)
+}
+
+func (h *h2conn) connScope() *aio.Scope { return h.c.Scope() }
+
+func (h *h2conn) remoteAddr() netip.AddrPort { return h.c.RemoteAddr() }

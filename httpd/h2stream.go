@@ -1,0 +1,775 @@
+package httpd
+
+import (
+	"errors"
+	"strconv"
+	"strings"
+
+	"github.com/valkyria/aio"
+	"github.com/valkyria/aio/httpd/internal/h1"
+	"golang.org/x/net/http/httpguts"
+	"golang.org/x/net/http2"
+	"golang.org/x/net/http2/hpack"
+)
+
+// h2stream is one stream of an h2conn: its request while it has one, its
+// windows, and its DATA in both directions. Owned by the loop.
+//
+// A stream stays in the connection's map until both sides are done (our
+// END_STREAM or a reset, and the client's END_STREAM or reset) and its
+// request has ended, so that late frames for it are judged as RFC 9113
+// §5.1 says: a response sent before the body has all arrived leaves the
+// stream half-closed (local), its arena back, the rest of the body read
+// and dropped.
+type h2stream struct {
+	id uint32
+	r  *Request // nil once the request has ended
+
+	clen     int64 // the request's content-length; -1: none
+	received int64 // body bytes received
+
+	sendWin int64 // what we may send
+	recvWin int64 // what the client may send
+	unacked int64 // bytes consumed and not yet given back to the client
+
+	rbuf []byte // body bytes waiting for the handler (OnData, Resume)
+	rend bool   // the body's end waits in rbuf
+
+	out    []byte // body bytes waiting for the window: a response's body (a view), or a Stream's own
+	off    int    // out[off:] is still to send
+	outEnd bool   // END_STREAM follows out
+	full   bool   // the stream said Full: OnDrain is owed
+
+	buffering   bool // the body goes to the arena: the handler has not started
+	headersSent bool
+	localDone   bool // END_STREAM sent
+	remoteDone  bool // the client's END_STREAM or RST_STREAM arrived
+	reset       bool // RST_STREAM sent or received: nothing more is sent
+	waiting     bool // in h2conn.waiting
+}
+
+// onHeaders opens a stream (or ends one with trailers).
+func (h *h2conn) onHeaders(f *http2.MetaHeadersFrame) {
+	id := f.StreamID
+	if st := h.streams[id]; st != nil { // trailers: the body's end
+		switch {
+		case st.remoteDone:
+			h.resetStream(id, http2.ErrCodeStreamClosed)
+		case !f.StreamEnded():
+			h.fail(http2.ErrCodeProtocol)
+		default:
+			h.bodyIn(st, nil, true)
+		}
+		return
+	}
+	if id%2 == 0 || id <= h.lastID {
+		h.fail(http2.ErrCodeProtocol)
+		return
+	}
+	h.lastID = id
+	ls := h.ls
+	switch {
+	case h.goaway:
+		_ = h.fr.WriteRSTStream(id, http2.ErrCodeRefusedStream)
+		return
+	case len(h.streams) >= h2MaxStreams:
+		_ = h.fr.WriteRSTStream(id, http2.ErrCodeRefusedStream)
+		ls.st.refused.Add(1)
+		return
+	}
+	clen, ok := h2CheckRequest(f)
+	if !ok {
+		_ = h.fr.WriteRSTStream(id, http2.ErrCodeProtocol)
+		return
+	}
+	r := ls.acquire()
+	if r == nil { // no arena free: refused, the block decoded all the same
+		_ = h.fr.WriteRSTStream(id, http2.ErrCodeRefusedStream)
+		ls.st.refused.Add(1)
+		return
+	}
+	st := &h2stream{id: id, r: r, clen: clen, sendWin: h.peerInit, recvWin: h2StreamWindow}
+	h.streams[id] = st
+	h.byReq[r] = st
+	h.hc.setTimeout(nil)
+	ls.seq++
+	r.start(h, ls.seq)
+	ls.st.streamsOpen.Add(1)
+	if f.Truncated || !h2SetHead(r, f) { // the head is over the limits
+		ls.st.badRequests.Add(1)
+		r.body.buffered = true
+		r.hdone = true
+		r.resp = errResponse(431)
+		h.remoteEnd(st, f.StreamEnded())
+		h.respond(st)
+		return
+	}
+	r.isHead = r.Method() == "HEAD"
+	room := int64(r.arena.Room() / 2)
+	switch {
+	case f.StreamEnded():
+		h.remoteEnd(st, true)
+		r.body.buffered = true
+		h.dispatch(st)
+	case clen >= 0 && clen <= room:
+		r.body.length = clen
+		st.buffering = true
+		r.body.data = r.arena.take(int(clen))[:0]
+	case clen < 0:
+		r.body.length = -1
+		st.buffering = true
+		r.body.data = r.arena.take(int(room))[:0]
+	default:
+		r.body.length = clen
+		h.dispatch(st)
+	}
+}
+
+// h2CheckRequest checks a request's header block beyond what the Framer
+// checked (RFC 9113 §8.2, §8.3.1) and returns its content-length (-1:
+// none); false is a malformed request: a stream PROTOCOL_ERROR.
+func h2CheckRequest(f *http2.MetaHeadersFrame) (int64, bool) {
+	method, path := f.PseudoValue("method"), f.PseudoValue("path")
+	if method == "" || f.PseudoValue("protocol") != "" {
+		return 0, false
+	}
+	if method != "CONNECT" && (path == "" || f.PseudoValue("scheme") == "") {
+		return 0, false
+	}
+	clen := int64(-1)
+	for _, hf := range f.RegularFields() {
+		switch hf.Name {
+		case "connection", "proxy-connection", "keep-alive", "transfer-encoding", "upgrade":
+			return 0, false
+		case "te":
+			if hf.Value != "trailers" {
+				return 0, false
+			}
+		case "content-length":
+			n, err := strconv.ParseInt(hf.Value, 10, 64)
+			if err != nil || n < 0 || clen >= 0 && n != clen {
+				return 0, false
+			}
+			clen = n
+		}
+	}
+	return clen, true
+}
+
+// proto20 is the Proto of every HTTP/2 request.
+var proto20 = []byte("HTTP/2.0")
+
+// h2SetHead copies the request's header block into r's arena as the head
+// the protocol-neutral Request reads; false when it does not fit.
+func h2SetHead(r *Request, f *http2.MetaHeadersFrame) bool {
+	size := 0
+	for _, hf := range f.Fields {
+		size += len(hf.Name) + len(hf.Value)
+	}
+	if size > r.arena.Room()/2 || size > r.ls.cfg.MaxHeadBytes {
+		return false
+	}
+	buf := r.arena.take(size)[:0]
+	view := func(s string) []byte {
+		n := len(buf)
+		buf = append(buf, s...)
+		return buf[n:len(buf):len(buf)]
+	}
+	fields := r.head.Fields[:0]
+	h := &r.head
+	*h = h1.Head{Proto: proto20}
+	for _, hf := range f.Fields {
+		switch hf.Name {
+		case ":method":
+			h.Method = view(hf.Value)
+		case ":path":
+			h.Target = view(hf.Value)
+		case ":authority":
+			h.Host = view(hf.Value)
+		case ":scheme", ":protocol":
+		default:
+			if len(fields) >= r.ls.cfg.MaxFields {
+				return false
+			}
+			fld := h1.Field{Name: view(hf.Name), Value: view(hf.Value)}
+			if h.Host == nil && hf.Name == "host" {
+				h.Host = fld.Value
+			}
+			fields = append(fields, fld)
+		}
+	}
+	h.Fields = fields
+	if string(h.Method) == "CONNECT" {
+		h.Form = h1.FormAuthority
+		return true
+	}
+	h.Path = h.Target
+	if i := strings.IndexByte(bytesStr(h.Target), '?'); i >= 0 {
+		h.Path, h.Query = h.Target[:i], h.Target[i+1:]
+	}
+	if string(h.Target) == "*" {
+		h.Form = h1.FormAsterisk
+	}
+	return true
+}
+
+// remoteEnd records whether the client's side of st has ended.
+func (h *h2conn) remoteEnd(st *h2stream, end bool) {
+	if end {
+		st.remoteDone = true
+	}
+}
+
+// onData takes DATA: into the arena while the body is being buffered,
+// else to the handler (or held for it while it does not read).
+func (h *h2conn) onData(f *http2.DataFrame) {
+	n := int64(f.Header().Length) // padding included: flow control counts it
+	h.recvWin -= n
+	if h.recvWin < 0 {
+		h.fail(http2.ErrCodeFlowControl)
+		return
+	}
+	h.recvUnacked += n
+	if h.recvUnacked >= h2ConnWindow/2 {
+		_ = h.fr.WriteWindowUpdate(0, uint32(h.recvUnacked))
+		h.recvWin += h.recvUnacked
+		h.recvUnacked = 0
+	}
+	st := h.streams[f.StreamID]
+	switch {
+	case st == nil && f.StreamID > h.lastID:
+		h.fail(http2.ErrCodeProtocol) // an idle stream
+		return
+	case st == nil || st.remoteDone:
+		h.resetStream(f.StreamID, http2.ErrCodeStreamClosed)
+		return
+	}
+	st.recvWin -= n
+	if st.recvWin < 0 {
+		h.resetStream(st.id, http2.ErrCodeFlowControl)
+		return
+	}
+	p, end := f.Data(), f.StreamEnded()
+	st.unacked += n - int64(len(p))
+	st.received += int64(len(p))
+	if st.clen >= 0 && (st.received > st.clen || end && st.received != st.clen) {
+		h.resetStream(st.id, http2.ErrCodeProtocol)
+		return
+	}
+	h.bodyIn(st, p, end)
+}
+
+// bodyIn takes body bytes p of st (end: the last).
+func (h *h2conn) bodyIn(st *h2stream, p []byte, end bool) {
+	h.remoteEnd(st, end)
+	r := st.r
+	switch {
+	case r == nil || st.reset || r.body.done: // the request has ended, or will not read: dropped
+		st.unacked += int64(len(p))
+	case st.buffering && len(p) <= cap(r.body.data)-len(r.body.data):
+		r.body.data = append(r.body.data, p...)
+		st.unacked += int64(len(p))
+		if end {
+			st.buffering = false
+			r.arena.shrink(r.body.data)
+			r.body.buffered = true
+			h.dispatch(st)
+		}
+	case st.buffering: // a body without content-length outgrew the room: it streams from here
+		st.buffering = false
+		r.arena.shrink(r.body.data)
+		r.body.prefix = len(r.body.data) > 0
+		st.rbuf = append(st.rbuf, p...)
+		st.rend = end
+		h.dispatch(st)
+	case r.body.ready() && len(st.rbuf) == 0:
+		if len(p) > 0 || end {
+			r.body.deliver(p, end)
+		}
+		st.unacked += int64(len(p))
+	default:
+		st.rbuf = append(st.rbuf, p...)
+		st.rend = end
+	}
+	h.credit(st)
+}
+
+// credit gives consumed body bytes back to the client (WINDOW_UPDATE),
+// unless what the stream has to send is past streamPendMax: an echo then
+// waits for its client to read.
+func (h *h2conn) credit(st *h2stream) {
+	if st.unacked == 0 || st.remoteDone || st.reset || len(st.out)-st.off >= streamPendMax {
+		return
+	}
+	if st.unacked >= h2StreamWindow/4 || st.recvWin < h2StreamWindow/4 {
+		_ = h.fr.WriteWindowUpdate(st.id, uint32(st.unacked))
+		st.recvWin += st.unacked
+		st.unacked = 0
+	}
+}
+
+func (h *h2conn) bodyDemand(r *Request) {
+	st := h.byReq[r]
+	if st == nil || h.closed || !r.body.ready() || len(st.rbuf) == 0 && !st.rend {
+		return
+	}
+	p, end := st.rbuf, st.rend
+	st.rbuf, st.rend = st.rbuf[:0], false
+	r.body.deliver(p, end)
+	st.unacked += int64(len(p))
+	h.credit(st)
+	h.flush()
+}
+
+// dispatch runs st's handler and takes its reply: an immediate response
+// is sent at once; a handle is adopted into the connection's scope and its
+// end, a cleanup on it, sends its response and releases the arena.
+func (h *h2conn) dispatch(st *h2stream) {
+	ls, r := h.ls, st.r
+	ls.st.requests.Add(1)
+	reply, ok := serveRequest(ls.srv.Handler, r)
+	if !ok {
+		ls.st.panics.Add(1)
+		reply = Reply{resp: errResponse(500)}
+	}
+	if s := &r.stream; s.p != nil && reply.h != s.p.Handle() {
+		s.p.Reject(ErrStreamClosed) // a stream begun and not the reply: dropped
+		s.p = nil
+		if st.headersSent { // its head is out: nothing else can follow
+			h.resetStream(st.id, http2.ErrCodeInternal)
+			r.hdone = true
+			h.maybeRelease(st)
+			return
+		}
+	}
+	if reply.h == nil {
+		r.resp = reply.resp
+		r.hdone = true
+		h.respond(st)
+		return
+	}
+	hd := reply.h
+	r.h = hd
+	ls.st.handlersPending.Add(1)
+	aio.Adopt(h.c.Scope(), hd)
+	seq := r.seq
+	if hd.Loop() == ls.l {
+		hd.OnCleanup(func() { h.handleEnded(r, seq) })
+	} else { // a handle of another loop: its cleanup runs there
+		hd.OnCleanup(func() {
+			if ls.l.Post(func() { h.handleEnded(r, seq) }) != nil {
+				h.handleEnded(r, seq) // the loop is gone: Post refuses, nothing races
+			}
+		})
+	}
+	if r.stream.p != nil && !st.headersSent && !st.reset {
+		h.startStream(st) // a stream's head goes at once (server-sent events)
+	}
+}
+
+// serveRequest calls the handler, and reports false if it panicked.
+func serveRequest(hd Handler, r *Request) (reply Reply, ok bool) {
+	defer func() {
+		if v := recover(); v != nil {
+			ok = false
+		}
+	}()
+	return hd.ServeAIO(r), true
+}
+
+// handleEnded is the cleanup of r's handle: its response is sent (a
+// cancelled handle sends nothing), and the arena goes back once that is
+// written. On the loop.
+func (h *h2conn) handleEnded(r *Request, seq uint64) {
+	if r.seq != seq || r.hdone {
+		return
+	}
+	st := h.byReq[r]
+	ls := h.ls
+	ls.st.handlersPending.Add(-1)
+	hd := r.h
+	r.h, r.hdone = nil, true
+	v, err := hd.Result()
+	cancelled := hd.Status() == aio.Cancelled
+	if cancelled {
+		ls.st.cancelled.Add(1)
+	}
+	switch {
+	case st == nil || r.written || st.reset: // the stream or the connection is gone
+	case cancelled:
+		h.resetStream(st.id, http2.ErrCodeCancel)
+	case r.stream.p != nil:
+		if !r.stream.ended {
+			if st.headersSent {
+				h.resetStream(st.id, http2.ErrCodeInternal)
+			} else {
+				r.stream.p = nil
+				r.resp = errResponse(500)
+				h.respond(st)
+			}
+		}
+	case err != nil:
+		r.resp = errResponse(500)
+		h.respond(st)
+	default:
+		r.resp = v
+		h.respond(st)
+	}
+	if st != nil {
+		h.maybeRelease(st)
+	}
+	h.flush()
+}
+
+// resetStream sends RST_STREAM(code) for id, and ends the stream if it is
+// open: its handler is cancelled.
+func (h *h2conn) resetStream(id uint32, code http2.ErrCode) {
+	if h.closed || h.dead {
+		return
+	}
+	st := h.streams[id]
+	if st != nil && st.reset {
+		return
+	}
+	_ = h.fr.WriteRSTStream(id, code)
+	if st != nil {
+		st.remoteDone = true // RST closes both sides
+		h.abortStream(st)
+	}
+}
+
+// abortStream ends st, reset by either side: nothing more is sent, the
+// handler's handle is cancelled (its cleanup releases the arena), and a
+// response not sent is counted suppressed.
+func (h *h2conn) abortStream(st *h2stream) {
+	st.reset = true
+	st.rbuf = nil
+	st.out, st.off = nil, 0
+	if r := st.r; r != nil {
+		r.gone = true
+		h.suppress(r)
+		if hd := r.h; hd != nil {
+			hd.Cancel()
+		}
+		h.maybeRelease(st)
+	}
+	h.maybeClose(st)
+}
+
+// suppress counts r's response as not sent.
+func (h *h2conn) suppress(r *Request) {
+	if !r.written {
+		r.written = true
+		h.ls.st.suppressed.Add(1)
+	}
+}
+
+// maybeRelease ends st's request once its response is written (or never
+// will be) and its handle has finished: its scope closes and its arena
+// goes back.
+func (h *h2conn) maybeRelease(st *h2stream) {
+	r := st.r
+	if r == nil || !r.written || !r.hdone || r.released {
+		return
+	}
+	r.released = true
+	st.r = nil
+	st.buffering = false
+	st.rbuf = nil
+	delete(h.byReq, r)
+	r.endScope()
+	h.ls.st.streamsOpen.Add(-1)
+	h.ls.release(r)
+	h.maybeClose(st)
+}
+
+// maybeClose forgets st once both sides are done and its request ended.
+func (h *h2conn) maybeClose(st *h2stream) {
+	if st.r != nil || !st.remoteDone || !st.reset && !st.localDone {
+		return
+	}
+	delete(h.streams, st.id)
+	if len(h.streams) == 0 && !h.closed {
+		if h.goaway {
+			h.maybeEnd()
+		} else {
+			h.hc.setTimeout(&h.ls.idleQ)
+		}
+	}
+}
+
+// responses
+
+// respond sends r's whole response: HEADERS, and DATA as the windows
+// allow.
+func (h *h2conn) respond(st *h2stream) {
+	r := st.r
+	resp := &r.resp
+	status := resp.Status
+	body := resp.Body
+	if status < 200 || status == 204 || status == 304 {
+		body = nil
+	}
+	clen := int64(len(body))
+	if r.isHead {
+		body = nil
+	}
+	if !h.writeHeaders(st, status, resp.Header, clen, len(body) == 0, false) {
+		e := errResponse(500)
+		body = e.Body
+		if r.isHead {
+			body = nil
+		}
+		h.writeHeaders(st, 500, e.Header, int64(len(e.Body)), len(body) == 0, false)
+	}
+	if len(body) > 0 {
+		st.out, st.off, st.outEnd = body, 0, true
+		h.sendData(st)
+		return
+	}
+	h.localEnd(st)
+}
+
+// localEnd: our END_STREAM is sent: the response is written.
+func (h *h2conn) localEnd(st *h2stream) {
+	st.localDone = true
+	if r := st.r; r != nil {
+		r.written = true
+		h.maybeRelease(st)
+	}
+	h.maybeClose(st)
+}
+
+// writeHeaders encodes a response head and writes it as HEADERS (and
+// CONTINUATION) frames; false, with nothing written, when a field is
+// invalid or the server's own. Status 0 is 200. clen < 0: no content-length. A Stream's
+// header may carry content-length (stream).
+func (h *h2conn) writeHeaders(st *h2stream, status int, hdr []Field, clen int64, end, stream bool) bool {
+	if status == 0 {
+		status = 200
+	}
+	if status < 100 || status > 999 {
+		return false
+	}
+	h.hb.b = h.hb.b[:0]
+	var num [20]byte
+	h.field(":status", bytesStr(strconv.AppendInt(num[:0], int64(status), 10)))
+	for _, f := range hdr {
+		name, ok := h.lower(f.Name)
+		switch {
+		case !ok || !httpguts.ValidHeaderFieldValue(f.Value):
+			return false
+		case name == "content-length" && stream:
+		case name == "content-length", name == "date", name == "connection", name == "transfer-encoding",
+			name == "keep-alive", name == "proxy-connection", name == "upgrade":
+			return false
+		}
+		h.field(name, f.Value)
+	}
+	if clen >= 0 {
+		h.field("content-length", bytesStr(strconv.AppendInt(num[:0], clen, 10)))
+	}
+	h.field("date", bytesStr(h.ls.dateValue()))
+	block := h.hb.b
+	first := true
+	for first || len(block) > 0 {
+		k := min(len(block), h.peerMaxFrame)
+		frag := block[:k]
+		block = block[k:]
+		if first {
+			_ = h.fr.WriteHeaders(http2.HeadersFrameParam{StreamID: st.id, BlockFragment: frag,
+				EndStream: end, EndHeaders: len(block) == 0})
+			first = false
+		} else {
+			_ = h.fr.WriteContinuation(st.id, len(block) == 0, frag)
+		}
+	}
+	st.headersSent = true
+	return true
+}
+
+// field encodes one header field. The encoder has no dynamic table, so it
+// keeps neither string: views are fine.
+func (h *h2conn) field(name, value string) {
+	_ = h.enc.WriteField(hpack.HeaderField{Name: name, Value: value})
+}
+
+// lower returns name in lowercase (a view of a scratch buffer when it had
+// to change), and whether it is a valid field name.
+func (h *h2conn) lower(name string) (string, bool) {
+	if !httpguts.ValidHeaderFieldName(name) {
+		return "", false
+	}
+	i := 0
+	for i < len(name) && (name[i] < 'A' || name[i] > 'Z') {
+		i++
+	}
+	if i == len(name) {
+		return name, true
+	}
+	b := append(h.lname[:0], name...)
+	for ; i < len(b); i++ {
+		if c := b[i]; 'A' <= c && c <= 'Z' {
+			b[i] = c + 'a' - 'A'
+		}
+	}
+	h.lname = b
+	return bytesStr(b), true
+}
+
+// sendData sends what st has to send, as far as the windows and the write
+// queue allow; the rest waits for a WINDOW_UPDATE or the drain.
+func (h *h2conn) sendData(st *h2stream) {
+	for !st.reset && !st.localDone && !h.dead && !h.closed {
+		n := len(st.out) - st.off
+		if n == 0 {
+			if st.outEnd {
+				_ = h.fr.WriteData(st.id, true, nil)
+				h.localEnd(st)
+			}
+			break
+		}
+		k := min(int64(n), st.sendWin, h.sendWin, int64(h.peerMaxFrame))
+		if k <= 0 || h.c.Full() {
+			if k > 0 || h.sendWin <= 0 {
+				h.wait(st) // the connection's window or its write queue: any stream's turn
+			}
+			return // a stream window: its WINDOW_UPDATE sends it
+		}
+		end := st.outEnd && int(k) == n
+		_ = h.fr.WriteData(st.id, end, st.out[st.off:st.off+int(k)])
+		st.off += int(k)
+		st.sendWin -= k
+		h.sendWin -= k
+		if len(h.out.b) >= 64<<10 {
+			h.flush() // so that Full tells the truth
+		}
+		if end {
+			h.localEnd(st)
+			break
+		}
+	}
+	if len(st.out) == st.off && !st.reset {
+		st.out, st.off = st.out[:0], 0 // all sent: the room is for what comes next
+	}
+	h.drained(st)
+}
+
+// drained tells a stream that stopped being Full, and gives its client
+// back the body bytes withheld meanwhile.
+func (h *h2conn) drained(st *h2stream) {
+	if r := st.r; r != nil && st.full && !h.streamFull(r) {
+		st.full = false
+		if r.stream.onDrain != nil {
+			r.stream.onDrain()
+		}
+	}
+	h.credit(st)
+}
+
+// wait puts st in the connection's queue of streams waiting to send.
+func (h *h2conn) wait(st *h2stream) {
+	if !st.waiting {
+		st.waiting = true
+		h.waiting = append(h.waiting, st)
+	}
+}
+
+// sendWaiting lets the waiting streams send, in order.
+func (h *h2conn) sendWaiting() {
+	ws := h.waiting
+	h.waiting = nil
+	for i, st := range ws {
+		st.waiting = false
+		h.sendData(st)
+		if h.sendWin <= 0 || h.c.Full() {
+			for _, rest := range ws[i+1:] {
+				if rest.waiting = false; !rest.reset {
+					h.wait(rest)
+				}
+			}
+			return
+		}
+	}
+}
+
+// streams (Request.Stream)
+
+// startStream sends the head of st's Stream.
+func (h *h2conn) startStream(st *h2stream) {
+	r := st.r
+	s := &r.stream
+	if !h.writeHeaders(st, s.status, s.hdr, -1, r.isHead, true) {
+		r.gone = true
+		s.p.Reject(errBadStreamHeader)
+		return
+	}
+	if r.isHead {
+		h.localEnd(st)
+	}
+}
+
+// errBadStreamHeader: a Stream's header has a field HTTP/2 cannot carry.
+var errBadStreamHeader = errors.New("httpd: invalid stream header field")
+
+func (h *h2conn) streamWrite(r *Request, p []byte) error {
+	st := h.byReq[r]
+	if st == nil || st.reset || h.closed || h.dead {
+		return ErrStreamClosed
+	}
+	s := &r.stream
+	if s.length >= 0 && s.sent+int64(len(p)) > s.length {
+		return errStreamTooLong
+	}
+	s.sent += int64(len(p))
+	if !st.headersSent {
+		h.startStream(st)
+		if st.reset || r.gone {
+			return ErrStreamClosed
+		}
+	}
+	if r.isHead {
+		return nil
+	}
+	if st.out == nil {
+		st.out = s.pend[:0] // the Request's buffer, kept from stream to stream
+	} else if st.off > 0 {
+		st.out = st.out[:copy(st.out, st.out[st.off:])]
+		st.off = 0
+	}
+	st.out = append(st.out, p...)
+	s.pend = st.out[:0]
+	h.sendData(st)
+	h.flush()
+	return nil
+}
+
+func (h *h2conn) streamEnd(r *Request) {
+	st := h.byReq[r]
+	if st == nil || st.reset || h.closed || h.dead {
+		return
+	}
+	if !st.headersSent {
+		h.startStream(st)
+	}
+	if s := &r.stream; s.length >= 0 && s.sent != s.length && !r.isHead {
+		h.resetStream(st.id, http2.ErrCodeInternal) // short of its content-length
+		h.flush()
+		return
+	}
+	if !st.localDone {
+		st.outEnd = true
+		h.sendData(st)
+	}
+	h.flush()
+}
+
+func (h *h2conn) streamFull(r *Request) bool {
+	st := h.byReq[r]
+	if st == nil {
+		return false
+	}
+	full := len(st.out)-st.off >= streamPendMax || h.c.Full()
+	st.full = st.full || full
+	return full
+}
