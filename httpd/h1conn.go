@@ -45,6 +45,7 @@ const (
 	tokStall               // nothing until reading resumes: h1conn.want says why
 	tokOverflow            // a chunked body outgrew the arena: it streams from here
 	tokError               // the request is refused: h1conn.perr
+	tokH2                  // the HTTP/2 client preface: the connection is HTTP/2's (h2conn.go)
 )
 
 // Why reading is stalled (h1conn.stall, a set).
@@ -79,6 +80,7 @@ type h1conn struct {
 	finished  bool  // the last response is written: FIN sent, waiting for the peer's
 	eof       bool  // the client has finished sending
 	closed    bool
+	begun     bool      // a request head has arrived: the preface can no longer come
 	perr      *h1.Error // tokError's
 	errStatus int       // a refusal to answer once the queue is written
 	cur       *Request  // the request whose body is being read
@@ -120,6 +122,15 @@ func (hc *h1conn) split(data []byte, atEOF bool) (int, []byte, error) {
 	}
 	switch hc.rstate {
 	case rsHead:
+		if !hc.begun {
+			switch h2Preface(data) {
+			case prefacePart:
+				return 0, nil, nil
+			case prefaceWhole:
+				hc.tok = tokH2
+				return h2PrefaceLen, data[:h2PrefaceLen], nil
+			}
+		}
 		if hc.nq >= hc.ls.cfg.MaxPipeline {
 			return hc.stallTok(data, stallPipeline)
 		}
@@ -224,6 +235,8 @@ func (hc *h1conn) onFrame(_ *aio.Conn, frame []byte) {
 		hc.overflow()
 	case tokError:
 		hc.refuse(hc.perr)
+	case tokH2:
+		hc.startH2()
 	}
 	hc.tok = 0
 }
@@ -233,6 +246,7 @@ func (hc *h1conn) onHead(raw []byte) {
 	ls := hc.ls
 	r := hc.reserved
 	hc.reserved = nil
+	hc.begun = true
 	ls.seq++
 	r.start(hc, ls.seq)
 	r.setHead(&ls.head, raw)

@@ -1,0 +1,210 @@
+package httpd
+
+import (
+	"bytes"
+	"context"
+	"crypto/tls"
+	"io"
+	"net"
+	"net/http"
+	"os"
+	"os/exec"
+	"path/filepath"
+	"strings"
+	"sync"
+	"testing"
+	"time"
+
+	"github.com/stretchr/testify/assert"
+	"github.com/stretchr/testify/require"
+	"github.com/valkyria/aio"
+	"golang.org/x/net/http2"
+)
+
+// h2Client returns an HTTP/2 client speaking h2c by prior knowledge (Go's
+// x/net/http2 Transport over plain TCP), its connections closed at the
+// end.
+func h2Client(t testing.TB) *http.Client {
+	tr := &http2.Transport{AllowHTTP: true,
+		DialTLSContext: func(ctx context.Context, network, addr string, _ *tls.Config) (net.Conn, error) {
+			var d net.Dialer
+			return d.DialContext(ctx, network, addr)
+		}}
+	t.Cleanup(tr.CloseIdleConnections)
+	return &http.Client{Transport: tr, Timeout: waitTimeout}
+}
+
+// h2Mux is testMux with the routes the HTTP/2 tests add: /events streams
+// server-sent events, /big an 1 MiB body.
+func h2Mux() *Mux {
+	m := testMux()
+	m.HandleFunc("GET /events", func(r *Request) Reply {
+		s := r.Stream(200, []Field{{"Content-Type", "text/event-stream"}})
+		n := 0
+		tick := aio.Every(r.Loop(), time.Millisecond, func() {
+			n++
+			_, _ = s.WriteString("data: " + itoa(n) + "\n\n")
+			if n == 3 {
+				s.End()
+			}
+		})
+		aio.Adopt(r.Scope(), tick)
+		return s.Reply()
+	})
+	big := bytes.Repeat([]byte("0123456789abcdef"), 1<<16)
+	m.HandleFunc("GET /big", func(r *Request) Reply { return Bytes(200, big) })
+	return m
+}
+
+func h2Do(t testing.TB, c *http.Client, method, url string, body io.Reader) (*http.Response, string) {
+	t.Helper()
+	req, err := http.NewRequest(method, url, body)
+	require.NoError(t, err)
+	resp, err := c.Do(req)
+	require.NoError(t, err)
+	defer resp.Body.Close()
+	b, err := io.ReadAll(resp.Body)
+	require.NoError(t, err)
+	return resp, string(b)
+}
+
+func TestH2Basics(t *testing.T) {
+	ts := startServer(t, h2Mux(), Config{})
+	c := h2Client(t)
+
+	resp, body := h2Do(t, c, "GET", ts.url+"/health", nil)
+	assert.Equal(t, 200, resp.StatusCode)
+	assert.Equal(t, "HTTP/2.0", resp.Proto)
+	assert.Equal(t, "ok", body)
+	assert.Equal(t, "text/plain; charset=utf-8", resp.Header.Get("Content-Type"))
+	assert.Equal(t, "2", resp.Header.Get("Content-Length"))
+	assert.NotEmpty(t, resp.Header.Get("Date"))
+
+	_, body = h2Do(t, c, "GET", ts.url+"/users/7", nil)
+	assert.Equal(t, `{"id":"7"}`, body)
+	_, body = h2Do(t, c, "GET", ts.url+"/query?a=1&b%20c=2", nil)
+	assert.Equal(t, "1|2", body)
+	resp, _ = h2Do(t, c, "GET", ts.url+"/nothing", nil)
+	assert.Equal(t, 404, resp.StatusCode)
+	resp, _ = h2Do(t, c, "GET", ts.url+"/fail", nil)
+	assert.Equal(t, 500, resp.StatusCode)
+	resp, _ = h2Do(t, c, "GET", ts.url+"/panic", nil)
+	assert.Equal(t, 500, resp.StatusCode)
+	resp, body = h2Do(t, c, "HEAD", ts.url+"/health", nil)
+	assert.Equal(t, 200, resp.StatusCode)
+	assert.Equal(t, "", body)
+	assert.Equal(t, int64(2), resp.ContentLength)
+	_, body = h2Do(t, c, "GET", ts.url+"/slow?ms=2", nil)
+	assert.Equal(t, "waited 2 ms", body)
+
+	// a small POST body arrives buffered; one without a length too
+	_, body = h2Do(t, c, "POST", ts.url+"/echo", strings.NewReader("hello"))
+	assert.Equal(t, "hello", body)
+	_, body = h2Do(t, c, "POST", ts.url+"/echo", io.MultiReader(strings.NewReader("hel"), strings.NewReader("lo")))
+	assert.Equal(t, "hello", body)
+	// a body without a length that outgrows the arena streams from there
+	long := strings.Repeat("x", 100<<10)
+	_, body = h2Do(t, c, "POST", ts.url+"/echo", io.MultiReader(strings.NewReader(long)))
+	assert.True(t, long == body, "echo of %d bytes differs", len(long))
+
+	// a response larger than the client's windows
+	_, body = h2Do(t, c, "GET", ts.url+"/big", nil)
+	assert.Equal(t, 1<<20, len(body))
+
+	// a streamed response
+	resp, body = h2Do(t, c, "GET", ts.url+"/events", nil)
+	assert.Equal(t, "text/event-stream", resp.Header.Get("Content-Type"))
+	assert.Equal(t, "data: 1\n\ndata: 2\n\ndata: 3\n\n", body)
+
+	ts.atRest(t)
+	st := ts.Stats()
+	assert.Equal(t, int64(1), st.ConnsOpen, "every request on one connection")
+	assert.Equal(t, uint64(1), st.Panics)
+}
+
+// Many concurrent streams on one connection, each answered.
+func TestH2ConcurrentStreams(t *testing.T) {
+	ts := startServer(t, h2Mux(), Config{})
+	c := h2Client(t)
+	_, body := h2Do(t, c, "GET", ts.url+"/health", nil) // one connection, then its streams
+	require.Equal(t, "ok", body)
+	const n = 200
+	var wg sync.WaitGroup
+	for i := range n {
+		wg.Go(func() {
+			url := ts.url + "/users/" + itoa(i)
+			if i%2 == 1 {
+				url = ts.url + "/slow?ms=" + itoa(1+i%5)
+			}
+			resp, err := c.Get(url)
+			if !assert.NoError(t, err) {
+				return
+			}
+			b, err := io.ReadAll(resp.Body)
+			resp.Body.Close()
+			assert.NoError(t, err)
+			if i%2 == 1 {
+				assert.Equal(t, "waited "+itoa(1+i%5)+" ms", string(b))
+			} else {
+				assert.Equal(t, `{"id":"`+itoa(i)+`"}`, string(b))
+			}
+		})
+	}
+	wg.Wait()
+	ts.atRest(t)
+	st := ts.Stats()
+	assert.Equal(t, int64(1), st.ConnsOpen)
+	assert.Equal(t, uint64(n+1), st.Requests)
+}
+
+// An 8 MiB body echoed byte-exact: it streams through both directions'
+// flow control.
+func TestH2LargeEcho(t *testing.T) {
+	ts := startServer(t, h2Mux(), Config{})
+	c := h2Client(t)
+	body := make([]byte, 8<<20)
+	for i := range body {
+		body[i] = byte(i * 7 >> 3)
+	}
+	resp, got := h2Do(t, c, "POST", ts.url+"/echo", bytes.NewReader(body))
+	assert.Equal(t, 200, resp.StatusCode)
+	assert.True(t, bytes.Equal(body, []byte(got)), "the echo differs (%d bytes back)", len(got))
+	ts.atRest(t)
+}
+
+// The HTTP/1.1 port serves HTTP/1.1 and HTTP/2 side by side.
+func TestH2BesideH1(t *testing.T) {
+	ts := startServer(t, h2Mux(), Config{})
+	st, body := get(t, client(t), ts.url+"/health")
+	assert.Equal(t, 200, st)
+	assert.Equal(t, "ok", body)
+	_, body = h2Do(t, h2Client(t), "GET", ts.url+"/health", nil)
+	assert.Equal(t, "ok", body)
+	// a request whose method begins as the preface does is HTTP/1.1's
+	c := dialRaw(t, ts.addr)
+	c.send("PUT /health HTTP/1.1\r\nHost: x\r\n\r\n")
+	assert.Equal(t, 405, c.read("PUT").status)
+	ts.atRest(t)
+}
+
+func TestH2Curl(t *testing.T) {
+	path, err := exec.LookPath("curl")
+	require.NoError(t, err, "curl is missing: make tools installs it")
+	ts := startServer(t, h2Mux(), Config{})
+	run := func(args ...string) string {
+		t.Helper()
+		args = append([]string{"-sS", "--max-time", "10", "--http2-prior-knowledge"}, args...)
+		out, err := exec.CommandContext(t.Context(), path, args...).CombinedOutput()
+		require.NoError(t, err, "curl %v: %s", args, out)
+		return string(out)
+	}
+	// one URL a run: curl 7.88 fails its second request on a reused
+	// prior-knowledge connection (against Go's server too)
+	assert.Equal(t, "ok 2 200\n", run("-w", " %{http_version} %{http_code}\n", ts.url+"/health"))
+	assert.Equal(t, `{"id":"5"}`, run(ts.url+"/users/5"))
+	body := strings.Repeat("0123456789", 30000)
+	file := filepath.Join(t.TempDir(), "body")
+	require.NoError(t, os.WriteFile(file, []byte(body), 0o600))
+	assert.True(t, body == run("--data-binary", "@"+file, ts.url+"/echo"), "echo differs")
+	ts.atRest(t)
+}
