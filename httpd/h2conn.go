@@ -395,6 +395,7 @@ func (h *h2conn) maybeEnd() {
 	if !h.goaway || len(h.streams) > 0 || h.closed {
 		return
 	}
+	h.flush()
 	h.dead = true
 	c := h.c
 	aio.Finally(c.CloseWrite(), func() { c.Close() })

@@ -1,0 +1,337 @@
+package httpd
+
+import (
+	"bytes"
+	"context"
+	"errors"
+	"io"
+	"net"
+	"testing"
+	"time"
+
+	"github.com/stretchr/testify/assert"
+	"github.com/stretchr/testify/require"
+	"golang.org/x/net/http2"
+	"golang.org/x/net/http2/hpack"
+)
+
+// h2Raw is a raw HTTP/2 client over one TCP connection: x/net/http2's
+// Framer driven by the test, for what a Transport does not do on demand
+// (resets, GOAWAY, a close with streams open).
+type h2Raw struct {
+	t  testing.TB
+	nc net.Conn
+	fr *http2.Framer
+	hb bytes.Buffer
+	he *hpack.Encoder
+}
+
+// dialH2 connects, sends the preface and SETTINGS, and reads the server's
+// SETTINGS (acknowledged).
+func dialH2(t testing.TB, addr string) *h2Raw {
+	t.Helper()
+	nc, err := net.DialTimeout("tcp", addr, waitTimeout)
+	require.NoError(t, err)
+	require.NoError(t, nc.SetDeadline(time.Now().Add(waitTimeout)))
+	t.Cleanup(func() { nc.Close() })
+	c := &h2Raw{t: t, nc: nc, fr: http2.NewFramer(nc, nc)}
+	c.fr.ReadMetaHeaders = hpack.NewDecoder(4096, nil)
+	c.he = hpack.NewEncoder(&c.hb)
+	_, err = io.WriteString(nc, http2.ClientPreface)
+	require.NoError(t, err)
+	require.NoError(t, c.fr.WriteSettings())
+	f := c.next()
+	sf, ok := f.(*http2.SettingsFrame)
+	require.True(t, ok && !sf.IsAck(), "first frame %v", f)
+	v, ok := sf.Value(http2.SettingMaxConcurrentStreams)
+	require.True(t, ok)
+	assert.Equal(t, uint32(h2MaxStreams), v)
+	require.NoError(t, c.fr.WriteSettingsAck())
+	return c
+}
+
+// get opens stream id with a GET of path.
+func (c *h2Raw) get(id uint32, path string) {
+	c.t.Helper()
+	c.hb.Reset()
+	for _, f := range [][2]string{{":method", "GET"}, {":scheme", "http"}, {":authority", "x"}, {":path", path}} {
+		require.NoError(c.t, c.he.WriteField(hpack.HeaderField{Name: f[0], Value: f[1]}))
+	}
+	require.NoError(c.t, c.fr.WriteHeaders(http2.HeadersFrameParam{StreamID: id,
+		BlockFragment: c.hb.Bytes(), EndStream: true, EndHeaders: true}))
+}
+
+// next returns the next frame other than WINDOW_UPDATE, PING and a
+// SETTINGS ack.
+func (c *h2Raw) next() http2.Frame {
+	c.t.Helper()
+	for {
+		f, err := c.fr.ReadFrame()
+		require.NoError(c.t, err)
+		switch f := f.(type) {
+		case *http2.WindowUpdateFrame, *http2.PingFrame:
+			continue
+		case *http2.SettingsFrame:
+			if f.IsAck() {
+				continue
+			}
+		}
+		return f
+	}
+}
+
+// response reads the response of stream id: its status and body.
+func (c *h2Raw) response(id uint32) (string, string) {
+	c.t.Helper()
+	var status string
+	var body []byte
+	for {
+		switch f := c.next().(type) {
+		case *http2.MetaHeadersFrame:
+			require.Equal(c.t, id, f.StreamID)
+			status = f.PseudoValue("status")
+			if f.StreamEnded() {
+				return status, string(body)
+			}
+		case *http2.DataFrame:
+			require.Equal(c.t, id, f.StreamID)
+			body = append(body, f.Data()...)
+			if f.StreamEnded() {
+				return status, string(body)
+			}
+		default:
+			c.t.Fatalf("unexpected frame %v", f)
+		}
+	}
+}
+
+// eof reports whether the server closed the connection: reading ends
+// with EOF or a reset, after frames other than HEADERS and DATA.
+func (c *h2Raw) eof() bool {
+	c.t.Helper()
+	for {
+		f, err := c.fr.ReadFrame()
+		if err != nil {
+			var ne net.Error
+			return !(errors.As(err, &ne) && ne.Timeout())
+		}
+		switch f.(type) {
+		case *http2.MetaHeadersFrame, *http2.DataFrame:
+			c.t.Logf("unexpected frame %v", f)
+			return false
+		}
+	}
+}
+
+// RST_STREAM cancels the stream's pending handler (its timer stopped, its
+// Work's context done, its arena back), and the stream sends nothing; the
+// connection and its other streams go on.
+func TestH2ResetCancelsHandler(t *testing.T) {
+	p := newProbe()
+	ts := startServer(t, p.mux(), Config{})
+	c := dialH2(t, ts.addr)
+	timers := ts.l.Stats().Timers
+	c.get(1, "/wait")
+	recvT(t, p.started)
+	eventually(t, func() bool { return ts.l.Stats().Timers == timers+1 }, "the handler's timer is not armed")
+	assert.Equal(t, int64(1), ts.Stats().ArenasInUse)
+	require.NoError(t, c.fr.WriteRSTStream(1, http2.ErrCodeCancel))
+	assert.ErrorIs(t, recvT(t, p.workEnded), context.Canceled)
+	ts.atRest(t)
+	eventually(t, func() bool { return ts.l.Stats().Timers == timers }, "the handler's timer is still armed")
+	st := ts.Stats()
+	assert.Equal(t, uint64(1), st.Cancelled)
+	assert.Equal(t, uint64(1), st.ResponsesSuppressed)
+	assert.Equal(t, int32(1), p.cancelled.Load())
+
+	c.get(3, "/health") // the connection goes on; nothing of stream 1 comes
+	status, body := c.response(3)
+	assert.Equal(t, "200", status)
+	assert.Equal(t, "ok", body)
+	assert.Equal(t, int64(1), ts.Stats().ConnsOpen)
+	ts.atRest(t)
+}
+
+// A handle that ends after its stream was reset sends nothing.
+func TestH2ResetThenResolveSendsNothing(t *testing.T) {
+	p := newProbe()
+	ts := startServer(t, p.mux(), Config{})
+	c := dialH2(t, ts.addr)
+	c.get(1, "/promise")
+	pr := recvT(t, p.promises)
+	require.NoError(t, c.fr.WriteRSTStream(1, http2.ErrCodeCancel))
+	eventually(t, func() bool { return ts.Stats().Cancelled == 1 }, "not cancelled")
+	assert.False(t, pr.Resolve(TextResponse(200, "late")))
+	c.get(3, "/health")
+	status, _ := c.response(3) // the first frame after the reset is stream 3's
+	assert.Equal(t, "200", status)
+	ts.atRest(t)
+}
+
+// Closing the connection cancels every stream's handler.
+func TestH2CloseCancelsAll(t *testing.T) {
+	p := newProbe()
+	ts := startServer(t, p.mux(), Config{})
+	c := dialH2(t, ts.addr)
+	c.get(1, "/wait")
+	c.get(3, "/wait")
+	c.get(5, "/promise")
+	recvT(t, p.started)
+	recvT(t, p.started)
+	recvT(t, p.promises)
+	assert.Equal(t, int64(3), ts.Stats().HandlersPending)
+	c.nc.Close()
+	recvT(t, p.workEnded)
+	recvT(t, p.workEnded)
+	ts.atRest(t)
+	st := ts.Stats()
+	assert.Equal(t, uint64(3), st.Cancelled)
+	assert.Equal(t, uint64(3), st.ResponsesSuppressed)
+	eventually(t, func() bool { return ts.Stats().ConnsOpen == 0 }, "the connection is still open")
+}
+
+// A client's GOAWAY with an error abandons its streams: their handlers
+// are cancelled and the connection closes. With NO_ERROR they finish.
+func TestH2ClientGoAway(t *testing.T) {
+	p := newProbe()
+	ts := startServer(t, p.mux(), Config{})
+
+	c := dialH2(t, ts.addr)
+	c.get(1, "/wait")
+	recvT(t, p.started)
+	require.NoError(t, c.fr.WriteGoAway(0, http2.ErrCodeInternal, nil))
+	recvT(t, p.workEnded)
+	assert.True(t, c.eof())
+	ts.atRest(t)
+	assert.Equal(t, uint64(1), ts.Stats().Cancelled)
+
+	c = dialH2(t, ts.addr)
+	c.get(1, "/promise")
+	pr := recvT(t, p.promises)
+	require.NoError(t, c.fr.WriteGoAway(0, http2.ErrCodeNo, nil))
+	ga, ok := c.next().(*http2.GoAwayFrame)
+	require.True(t, ok, "no GOAWAY back")
+	assert.Equal(t, uint32(1), ga.LastStreamID)
+	assert.Equal(t, http2.ErrCodeNo, ga.ErrCode)
+	require.True(t, pr.Resolve(TextResponse(200, "done")))
+	status, body := c.response(1)
+	assert.Equal(t, "200", status)
+	assert.Equal(t, "done", body)
+	assert.True(t, c.eof(), "the connection ends after its last stream")
+	ts.atRest(t)
+	assert.Equal(t, uint64(1), ts.Stats().Cancelled)
+}
+
+// With no arena free, a stream is refused with REFUSED_STREAM after its
+// header block is decoded (the next block, which refers to the dynamic
+// table, still decodes), and counted.
+func TestH2RefusedWithoutArena(t *testing.T) {
+	p := newProbe()
+	ts := startServer(t, p.mux(), Config{Arenas: 1})
+	c := dialH2(t, ts.addr)
+	c.get(1, "/promise")
+	pr := recvT(t, p.promises)
+	c.get(3, "/health")
+	rst, ok := c.next().(*http2.RSTStreamFrame)
+	require.True(t, ok, "no RST_STREAM")
+	assert.Equal(t, uint32(3), rst.StreamID)
+	assert.Equal(t, http2.ErrCodeRefusedStream, rst.ErrCode)
+	assert.Equal(t, uint64(1), ts.Stats().Refused)
+	require.True(t, pr.Resolve(TextResponse(200, "done")))
+	status, body := c.response(1)
+	assert.Equal(t, "200", status)
+	assert.Equal(t, "done", body)
+	c.get(5, "/health") // the encoder indexed these fields: the server's table kept step
+	status, body = c.response(5)
+	assert.Equal(t, "200", status)
+	assert.Equal(t, "ok", body)
+	ts.atRest(t)
+}
+
+// Shutdown sends GOAWAY; the stream in progress finishes, and the
+// connection closes after it.
+func TestH2Shutdown(t *testing.T) {
+	p := newProbe()
+	ts := startServer(t, p.mux(), Config{})
+	c := dialH2(t, ts.addr)
+	c.get(1, "/promise")
+	pr := recvT(t, p.promises)
+	done := make(chan error, 1)
+	go func() {
+		ctx, cancel := context.WithTimeout(context.Background(), waitTimeout)
+		defer cancel()
+		done <- ts.Shutdown(ctx)
+	}()
+	ga, ok := c.next().(*http2.GoAwayFrame)
+	require.True(t, ok, "no GOAWAY")
+	assert.Equal(t, uint32(1), ga.LastStreamID)
+	assert.Equal(t, http2.ErrCodeNo, ga.ErrCode)
+	require.True(t, pr.Resolve(TextResponse(200, "finished")))
+	status, body := c.response(1)
+	assert.Equal(t, "200", status)
+	assert.Equal(t, "finished", body)
+	assert.True(t, c.eof())
+	require.NoError(t, recvT(t, done))
+	st := ts.Stats()
+	assert.Equal(t, uint64(0), st.Cancelled)
+	assert.Equal(t, int64(0), st.ArenasInUse)
+}
+
+// Shutdown's deadline cancels the streams still in progress.
+func TestH2ShutdownDeadline(t *testing.T) {
+	p := newProbe()
+	ts := startServer(t, p.mux(), Config{})
+	c := dialH2(t, ts.addr)
+	c.get(1, "/wait")
+	recvT(t, p.started)
+	ctx, cancel := context.WithTimeout(context.Background(), 20*time.Millisecond)
+	defer cancel()
+	assert.ErrorIs(t, ts.Shutdown(ctx), context.DeadlineExceeded)
+	recvT(t, p.workEnded)
+	assert.True(t, c.eof())
+	ts.atRest(t)
+	assert.Equal(t, uint64(1), ts.Stats().Cancelled)
+}
+
+// Protocol errors end the connection with GOAWAY and the right code.
+func TestH2ProtocolErrors(t *testing.T) {
+	ts := startServer(t, testMux(), Config{})
+	goaway := func(c *h2Raw) http2.ErrCode {
+		t.Helper()
+		ga, ok := c.next().(*http2.GoAwayFrame)
+		require.True(t, ok, "no GOAWAY")
+		assert.True(t, c.eof())
+		return ga.ErrCode
+	}
+	c := dialH2(t, ts.addr) // an even stream
+	c.get(2, "/health")
+	assert.Equal(t, http2.ErrCodeProtocol, goaway(c))
+
+	c = dialH2(t, ts.addr) // a stream id going down
+	c.get(5, "/health")
+	c.response(5)
+	c.get(3, "/health")
+	assert.Equal(t, http2.ErrCodeProtocol, goaway(c))
+
+	c = dialH2(t, ts.addr) // a window past 2^31-1
+	require.NoError(t, c.fr.WriteWindowUpdate(0, 1<<31-1))
+	assert.Equal(t, http2.ErrCodeFlowControl, goaway(c))
+
+	c = dialH2(t, ts.addr) // a frame past MAX_FRAME_SIZE
+	require.NoError(t, c.fr.WriteRawFrame(http2.FrameData, 0, 1, make([]byte, h2MaxFrame+1)))
+	assert.Equal(t, http2.ErrCodeFrameSize, goaway(c))
+
+	// a SETTINGS frame must come first
+	nc, err := net.DialTimeout("tcp", ts.addr, waitTimeout)
+	require.NoError(t, err)
+	defer nc.Close()
+	require.NoError(t, nc.SetDeadline(time.Now().Add(waitTimeout)))
+	c = &h2Raw{t: t, nc: nc, fr: http2.NewFramer(nc, nc)}
+	_, err = io.WriteString(nc, http2.ClientPreface)
+	require.NoError(t, err)
+	require.NoError(t, c.fr.WritePing(false, [8]byte{}))
+	_, ok := c.next().(*http2.SettingsFrame)
+	require.True(t, ok)
+	assert.Equal(t, http2.ErrCodeProtocol, goaway(c))
+	ts.atRest(t)
+}
