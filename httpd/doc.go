@@ -1,4 +1,4 @@
-// Package httpd is an HTTP/1.1 server on aio loops: the seeds' webserver,
+// Package httpd is an HTTP/1.1 and HTTP/2 (h2c) server on aio loops: the seeds' webserver,
 // where a handler answers at once or returns a handle, and a client that
 // goes away cancels everything its request started and gives back every
 // byte it held.
@@ -77,9 +77,23 @@
 // 414, bodies 413, and malformed or ambiguous framing (the smuggling
 // vectors) 400, and after any refusal the connection closes.
 //
-// The wire protocol is behind a small internal engine interface (engine.go)
-// so that HTTP/2 can be a second engine under the same Server, Request,
-// Reply, Stream, arenas and cancellation.
+// The wire protocol is behind a small internal engine interface (engine.go):
+// HTTP/2 is a second engine under the same Server, Request, Reply, Stream,
+// arenas and cancellation.
+//
+// # HTTP/2
+//
+// A connection whose first bytes are the HTTP/2 client preface is served
+// by the HTTP/2 engine (RFC 9113; h2c by prior knowledge, on the same
+// port). Each stream is a request with its own arena; with none free the
+// stream is refused (REFUSED_STREAM, Stats.Refused) and the connection
+// goes on. A body that fits in half of the arena arrives with the request;
+// a larger one streams, the client's window growing as the handler reads
+// it. Responses respect the client's windows. A stream the client resets
+// (RST_STREAM) cancels its handler, which then sends nothing; a GOAWAY
+// with an error cancels them all, one with NO_ERROR lets them finish.
+// Shutdown sends GOAWAY. Push is never used; PRIORITY is ignored. Not yet:
+// Upgrade: h2c, budgets against hostile clients (rapid reset, floods).
 //
 // # Threading
 //

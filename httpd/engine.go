@@ -6,7 +6,7 @@ import (
 	"github.com/valkyria/aio"
 )
 
-// engine is what a protocol engine (HTTP/1.1 in h1conn.go; HTTP/2 next)
+// engine is what a protocol engine (HTTP/1.1 in h1conn.go, HTTP/2 in h2conn.go)
 // does for the protocol-neutral Request, Body and Stream: one value per
 // connection, all on its loop. The engine reads requests into arenas,
 // calls the handler (dispatch), and sends the responses; the request side

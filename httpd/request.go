@@ -172,10 +172,12 @@ func (r *Request) Headers() iter.Seq2[string, string] {
 // Host field.
 func (r *Request) Host() string { return bytesStr(r.head.Host) }
 
-// Proto returns the protocol version, "HTTP/1.1" or "HTTP/1.0".
+// Proto returns the protocol version, "HTTP/1.1", "HTTP/1.0" or
+// "HTTP/2.0".
 func (r *Request) Proto() string { return bytesStr(r.head.Proto) }
 
-// ProtoMinor returns the minor version of HTTP/1.x: 0 or 1.
+// ProtoMinor returns the minor version of HTTP/1.x: 0 or 1 (0 for
+// HTTP/2.0).
 func (r *Request) ProtoMinor() int { return r.head.Minor }
 
 // PathValue returns the value of the wildcard name of the pattern that

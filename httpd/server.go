@@ -91,9 +91,10 @@ func (c Config) withDefaults() Config {
 	return c
 }
 
-// Server serves HTTP/1.1 on the loops of a Runtime, one listener per loop
-// (SO_REUSEPORT: the kernel spreads the connections), with every
-// connection owned by its loop and no goroutine per connection.
+// Server serves HTTP/1.1 and HTTP/2 (h2c) on the loops of a Runtime, one
+// listener per loop (SO_REUSEPORT: the kernel spreads the connections),
+// with every connection owned by its loop and no goroutine per
+// connection.
 //
 // Set Handler and Config, then call Serve once. Its methods may be called
 // from any goroutine.
@@ -180,7 +181,8 @@ func (s *Server) loopStates() []*loopState {
 // Shutdown stops the server gracefully: every listener closes, idle
 // kept-alive connections close, and the requests in progress may finish
 // (their responses say Connection: close, and each connection closes after
-// its last one) until ctx ends; then the rest are cancelled and their
+// its last one; an HTTP/2 connection gets GOAWAY and closes after its last
+// stream) until ctx ends; then the rest are cancelled and their
 // connections closed, and Shutdown returns ctx's error. It returns nil
 // once every connection has closed in time. The loops go on running. Any
 // goroutine but the loops'.
@@ -264,7 +266,7 @@ type Stats struct {
 	ResponsesSuppressed uint64 `json:"responses_suppressed"` // responses not sent: the client was gone, or the handler cancelled
 	ArenasInUse         int64  `json:"arenas_in_use"`        // arenas taken and not yet released
 	ArenasCapacity      int64  `json:"arenas_capacity"`      // arenas in all
-	Refused             uint64 `json:"refused"`              // times a connection stopped reading for want of an arena
+	Refused             uint64 `json:"refused"`              // times a connection stopped reading for want of an arena, or an HTTP/2 stream was refused
 	ArenaReleases       uint64 `json:"arena_releases"`       // arenas given back
 	Panics              uint64 `json:"panics"`               // handler panics (answered 500)
 	BadRequests         uint64 `json:"bad_requests"`         // requests refused by the parser (4xx, 5xx, then closed)
