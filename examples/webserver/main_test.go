@@ -3,6 +3,8 @@ package main
 import (
 	"bufio"
 	"bytes"
+	"context"
+	"crypto/tls"
 	"encoding/json"
 	"errors"
 	"fmt"
@@ -18,6 +20,8 @@ import (
 	"syscall"
 	"testing"
 	"time"
+
+	"golang.org/x/net/http2"
 
 	"github.com/valkyria/aio/examples/internal/blackbox"
 
@@ -51,6 +55,7 @@ func TestWebserver(t *testing.T) {
 		{"EventsClientLeaves", testEventsClientLeaves},
 		{"Metrics", testMetrics},
 		{"Curl", testCurl},
+		{"H2C", testH2C},
 		{"ShutdownLetsSlowFinish", testShutdownLetsSlowFinish},
 		{"ShutdownCutsStream", testShutdownCutsStream},
 		{"BadFlags", testBadFlags},
@@ -549,4 +554,44 @@ func testBadFlags(t *testing.T, bin string) {
 		assert.Empty(t, stdout.String(), "%v", args)
 		assert.NotEmpty(t, stderr.String(), "%v", args)
 	}
+}
+
+// The routes answer over HTTP/2 by prior knowledge on the same port
+// (WEBSERVER.md: h2c from the HTTP/2 issue on), through Go's x/net/http2
+// client: a plain answer, a Work answer, a stream and a body echoed.
+func testH2C(t *testing.T, bin string) {
+	s := run(t, bin, "-loops", "2")
+	tr := &http2.Transport{AllowHTTP: true,
+		DialTLSContext: func(ctx context.Context, network, addr string, _ *tls.Config) (net.Conn, error) {
+			var d net.Dialer
+			return d.DialContext(ctx, network, addr)
+		}}
+	t.Cleanup(tr.CloseIdleConnections)
+	h2 := &http.Client{Transport: tr, Timeout: timeout}
+	get := func(path string) reply {
+		t.Helper()
+		resp, err := h2.Get(s.url + path)
+		require.NoError(t, err, "GET %s", path)
+		require.Equal(t, "HTTP/2.0", resp.Proto, "GET %s", path)
+		return readReply(t, resp)
+	}
+	for _, tc := range []struct{ path, body string }{
+		{"/health", "ok"},
+		{"/users/7", `{"id":"7","name":"user 7"}`},
+		{"/events?n=3&ms=10", "data: 0\n\ndata: 1\n\ndata: 2\n\n"},
+	} {
+		r := get(tc.path)
+		assert.Equal(t, 200, r.status, tc.path)
+		assert.Equal(t, tc.body, r.body, tc.path)
+	}
+	big := randomBytes(3, 1<<20)
+	resp, err := h2.Post(s.url+"/echo", "application/octet-stream", bytes.NewReader(big))
+	require.NoError(t, err)
+	r := readReply(t, resp)
+	require.Equal(t, 200, r.status)
+	require.True(t, bytes.Equal(big, []byte(r.body)), "the echo of 1 MiB over h2c differs (%d bytes back)", len(r.body))
+
+	s.atRest(t)
+	code, _ := s.Signal(t, syscall.SIGTERM)
+	assert.Zero(t, code)
 }
