@@ -74,10 +74,12 @@ bench:
 
 # bench-http: examples/webserver beside net/http and fasthttp under wrk, in
 # one run (bench/http/run.sh: REPS rounds of DUR seconds, CONNS, THREADS;
-# the table goes to bench/http/results.tsv). Installs wrk if it is missing.
+# the table goes to bench/http/results.tsv). Installs wrk and h2load
+# (nghttp2-client) if they are missing.
 bench-http:
-	@command -v wrk >/dev/null || { sudo=$$(command -v sudo || true); \
-		$$sudo apt-get install -y wrk || { $$sudo apt-get update && $$sudo apt-get install -y wrk; }; }
+	@command -v wrk >/dev/null && command -v h2load >/dev/null || { sudo=$$(command -v sudo || true); \
+		$$sudo apt-get install -y wrk nghttp2-client || \
+		{ $$sudo apt-get update && $$sudo apt-get install -y wrk nghttp2-client; }; }
 	bench/http/run.sh
 
 # FUZZ lists the fuzz targets as package:Target:time, the time being that

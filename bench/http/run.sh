@@ -6,6 +6,9 @@
 #   health     GET /health
 #   pipelined  GET /health, 16 requests pipelined per write (pipeline.lua)
 #   slow       GET /slow?ms=1 (an asynchronous handler: a loop timer)
+#   h2c        GET /health over HTTP/2 by prior knowledge, with h2load
+#              (-c$CONNS/4 clients, 10 streams each, for $DUR; fasthttp has
+#              no HTTP/2 and h2load no percentiles: those cells read 0)
 # Each round runs every server once per scenario, servers interleaved, and
 # the table gives the medians over REPS rounds: requests/s, p99 latency,
 # requests per CPU-second of the server process, and webserver's ratios.
@@ -16,13 +19,15 @@ ROOT=$(cd "$HERE/../.." && pwd)
 REPS=${REPS:-3} DUR=${DUR:-8s} CONNS=${CONNS:-64} THREADS=${THREADS:-2}
 OUT=${OUT:-$HERE/results.tsv}
 SERVERS=${SERVERS:-webserver nethttp fasthttp}
-SCENARIOS=${SCENARIOS:-health pipelined slow}
+SCENARIOS=${SCENARIOS:-health pipelined slow h2c}
 BIN=$(mktemp -d)
 PID=
 cleanup() { [ -n "$PID" ] && kill "$PID" 2>/dev/null; rm -rf "$BIN"; }
 trap cleanup EXIT
 
-command -v wrk >/dev/null || { echo "bench-http: wrk not found (make bench-http installs it)" >&2; exit 1; }
+for tool in wrk h2load; do
+	command -v $tool >/dev/null || { echo "bench-http: $tool not found (make bench-http installs it)" >&2; exit 1; }
+done
 case " $SERVERS " in *" webserver "*) (cd "$ROOT" && go build -o "$BIN/webserver" ./examples/webserver) ;; esac
 (cd "$HERE" && go build -o "$BIN/baseline" ./baseline)
 CLK=$(getconf CLK_TCK)
@@ -54,8 +59,12 @@ to_ms() {
 		printf "%.3f", n }'
 }
 
-# scenario NAME: run wrk for it against ADDR, print "rps p99ms".
+# scenario NAME SERVER: run it against ADDR, print "rps p99ms".
 scenario() {
+	if [ "$1" = h2c ]; then
+		h2c "$2"
+		return
+	fi
 	local args=(-t"$THREADS" -c"$CONNS" -d"$DUR" --latency)
 	case $1 in
 	health) args+=("http://$ADDR/health") ;;
@@ -74,13 +83,28 @@ scenario() {
 	echo "$rps $(to_ms "$p99")"
 }
 
+# h2c SERVER: h2load on /health over h2c against ADDR, print "rps 0".
+h2c() {
+	if [ "$1" = fasthttp ]; then
+		echo "0 0"
+		return
+	fi
+	local out
+	out=$(h2load -c $((CONNS / 4)) -m 10 -D "${DUR%s}" "http://$ADDR/health" 2>&1)
+	if ! grep -q ' 0 failed, 0 errored, 0 timeout' <<<"$out"; then
+		echo "bench-http: h2c had errors:" >&2; grep -e '^requests:' -e '^status codes:' <<<"$out" >&2
+		echo "0 0"; return
+	fi
+	echo "$(sed -n 's/^finished in [^,]*, \([0-9.]*\) req\/s.*/\1/p' <<<"$out") 0"
+}
+
 printf 'round\tserver\tscenario\treq_per_s\tp99_ms\treq_per_cpu_s\n' >"$OUT"
 for r in $(seq 1 "$REPS"); do
 	for s in $SERVERS; do
 		start "$s"
 		for sc in $SCENARIOS; do
 			t0=$(cpu_ticks)
-			read -r rps p99 < <(scenario "$sc")
+			read -r rps p99 < <(scenario "$sc" "$s")
 			t1=$(cpu_ticks)
 			cpu=$(awk -v a="$t0" -v b="$t1" -v c="$CLK" 'BEGIN { printf "%.3f", (b - a) / c }')
 			per=$(awk -v r="$rps" -v c="$cpu" -v d="${DUR%s}" 'BEGIN { printf "%.0f", (c > 0 ? r * d / c : 0) }')

@@ -1,6 +1,7 @@
 // Command baseline serves the routes that make bench-http measures, on
-// net/http or on fasthttp, so that examples/webserver is compared with
-// both in the same run:
+// net/http (HTTP/1.1 and h2c by prior knowledge) or on fasthttp (HTTP/1.1
+// only), so that examples/webserver is compared with both in the same
+// run:
 //
 //	GET /health      200 text/plain "ok"
 //	GET /slow?ms=N   200 "waited N ms" after N ms (default 1)
@@ -33,7 +34,12 @@ func main() {
 	fmt.Printf("listening on %s\n", ln.Addr())
 	switch *server {
 	case "nethttp":
-		log.Fatal(http.Serve(ln, http.HandlerFunc(serveStd)))
+		// HTTP/1.1, and h2c by prior knowledge on the same port, as the
+		// webserver serves them.
+		srv := &http.Server{Handler: http.HandlerFunc(serveStd), Protocols: new(http.Protocols)}
+		srv.Protocols.SetHTTP1(true)
+		srv.Protocols.SetUnencryptedHTTP2(true)
+		log.Fatal(srv.Serve(ln))
 	case "fasthttp":
 		s := &fasthttp.Server{Handler: serveFast, Name: "baseline"}
 		log.Fatal(s.Serve(ln))
