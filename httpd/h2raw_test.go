@@ -179,7 +179,9 @@ func TestH2CloseCancelsAll(t *testing.T) {
 	recvT(t, p.started)
 	recvT(t, p.started)
 	recvT(t, p.promises)
-	assert.Equal(t, int64(3), ts.Stats().HandlersPending)
+	// The Works start in their handlers, before the server counts their
+	// handles: wait for that too.
+	eventually(t, func() bool { return ts.Stats().HandlersPending == 3 }, "the handlers are not pending")
 	c.nc.Close()
 	recvT(t, p.workEnded)
 	recvT(t, p.workEnded)
