@@ -421,7 +421,7 @@ func (hc *h1conn) dispatch(r *Request) {
 	ls := hc.ls
 	hc.setTimeout(nil)
 	ls.st.requests.Add(1)
-	reply, ok := hc.serve(r)
+	reply, ok := serveRequest(ls.srv.Handler, r)
 	if !ok {
 		ls.st.panics.Add(1)
 		reply = Reply{resp: errResponse(500)}
@@ -440,30 +440,7 @@ func (hc *h1conn) dispatch(r *Request) {
 		hc.pump()
 		return
 	}
-	h := reply.h
-	r.h = h
-	ls.st.handlersPending.Add(1)
-	aio.Adopt(hc.c.Scope(), h)
-	seq := r.seq
-	if h.Loop() == ls.l {
-		h.OnCleanup(func() { hc.handleEnded(r, seq) })
-	} else { // a handle of another loop: its cleanup runs there
-		h.OnCleanup(func() {
-			if ls.l.Post(func() { hc.handleEnded(r, seq) }) != nil {
-				hc.handleEnded(r, seq) // the loop is gone: Post refuses, nothing races
-			}
-		})
-	}
-}
-
-// serve calls the handler, and reports false if it panicked.
-func (hc *h1conn) serve(r *Request) (reply Reply, ok bool) {
-	defer func() {
-		if v := recover(); v != nil {
-			ok = false
-		}
-	}()
-	return hc.ls.srv.Handler.ServeAIO(r), true
+	ls.adoptReply(hc.c.Scope(), r, reply.h, hc.handleEnded)
 }
 
 // handleEnded is the cleanup of r's handle: it has finished. Its response

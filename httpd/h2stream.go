@@ -348,33 +348,10 @@ func (h *h2conn) dispatch(st *h2stream) {
 		h.respond(st)
 		return
 	}
-	hd := reply.h
-	r.h = hd
-	ls.st.handlersPending.Add(1)
-	aio.Adopt(h.c.Scope(), hd)
-	seq := r.seq
-	if hd.Loop() == ls.l {
-		hd.OnCleanup(func() { h.handleEnded(r, seq) })
-	} else { // a handle of another loop: its cleanup runs there
-		hd.OnCleanup(func() {
-			if ls.l.Post(func() { h.handleEnded(r, seq) }) != nil {
-				h.handleEnded(r, seq) // the loop is gone: Post refuses, nothing races
-			}
-		})
-	}
+	ls.adoptReply(h.c.Scope(), r, reply.h, h.handleEnded)
 	if r.stream.p != nil && !st.headersSent && !st.reset {
 		h.startStream(st) // a stream's head goes at once (server-sent events)
 	}
-}
-
-// serveRequest calls the handler, and reports false if it panicked.
-func serveRequest(hd Handler, r *Request) (reply Reply, ok bool) {
-	defer func() {
-		if v := recover(); v != nil {
-			ok = false
-		}
-	}()
-	return hd.ServeAIO(r), true
 }
 
 // handleEnded is the cleanup of r's handle: its response is sent (a
