@@ -30,15 +30,7 @@ type h2Raw struct {
 // SETTINGS (acknowledged).
 func dialH2(t testing.TB, addr string) *h2Raw {
 	t.Helper()
-	nc, err := net.DialTimeout("tcp", addr, waitTimeout)
-	require.NoError(t, err)
-	require.NoError(t, nc.SetDeadline(time.Now().Add(waitTimeout)))
-	t.Cleanup(func() { nc.Close() })
-	c := &h2Raw{t: t, nc: nc, fr: http2.NewFramer(nc, nc)}
-	c.fr.ReadMetaHeaders = hpack.NewDecoder(4096, nil)
-	c.he = hpack.NewEncoder(&c.hb)
-	_, err = io.WriteString(nc, http2.ClientPreface)
-	require.NoError(t, err)
+	c := openH2(t, addr)
 	require.NoError(t, c.fr.WriteSettings())
 	f := c.next()
 	sf, ok := f.(*http2.SettingsFrame)
@@ -47,6 +39,18 @@ func dialH2(t testing.TB, addr string) *h2Raw {
 	require.True(t, ok)
 	assert.Equal(t, uint32(h2MaxStreams), v)
 	require.NoError(t, c.fr.WriteSettingsAck())
+	return c
+}
+
+// openH2 connects and sends the preface alone.
+func openH2(t testing.TB, addr string) *h2Raw {
+	t.Helper()
+	nc := dialRaw(t, addr).Conn
+	c := &h2Raw{t: t, nc: nc, fr: http2.NewFramer(nc, nc)}
+	c.fr.ReadMetaHeaders = hpack.NewDecoder(4096, nil)
+	c.he = hpack.NewEncoder(&c.hb)
+	_, err := io.WriteString(nc, http2.ClientPreface)
+	require.NoError(t, err)
 	return c
 }
 
@@ -323,14 +327,7 @@ func TestH2ProtocolErrors(t *testing.T) {
 	require.NoError(t, c.fr.WriteRawFrame(http2.FrameData, 0, 1, make([]byte, h2MaxFrame+1)))
 	assert.Equal(t, http2.ErrCodeFrameSize, goaway(c))
 
-	// a SETTINGS frame must come first
-	nc, err := net.DialTimeout("tcp", ts.addr, waitTimeout)
-	require.NoError(t, err)
-	defer nc.Close()
-	require.NoError(t, nc.SetDeadline(time.Now().Add(waitTimeout)))
-	c = &h2Raw{t: t, nc: nc, fr: http2.NewFramer(nc, nc)}
-	_, err = io.WriteString(nc, http2.ClientPreface)
-	require.NoError(t, err)
+	c = openH2(t, ts.addr) // a SETTINGS frame must come first
 	require.NoError(t, c.fr.WritePing(false, [8]byte{}))
 	_, ok := c.next().(*http2.SettingsFrame)
 	require.True(t, ok)
