@@ -109,6 +109,14 @@ func (c *h2Raw) response(id uint32) (string, string) {
 	}
 }
 
+// expect reads the response of stream id and checks its status and body.
+func (c *h2Raw) expect(id uint32, status, body string) {
+	c.t.Helper()
+	s, b := c.response(id)
+	assert.Equal(c.t, status, s)
+	assert.Equal(c.t, body, b)
+}
+
 // eof reports whether the server closed the connection: reading ends
 // with EOF or a reset, after frames other than HEADERS and DATA.
 func (c *h2Raw) eof() bool {
@@ -149,9 +157,7 @@ func TestH2ResetCancelsHandler(t *testing.T) {
 	assert.Equal(t, int32(1), p.cancelled.Load())
 
 	c.get(3, "/health") // the connection goes on; nothing of stream 1 comes
-	status, body := c.response(3)
-	assert.Equal(t, "200", status)
-	assert.Equal(t, "ok", body)
+	c.expect(3, "200", "ok")
 	assert.Equal(t, int64(1), ts.Stats().ConnsOpen)
 	ts.atRest(t)
 }
@@ -167,8 +173,7 @@ func TestH2ResetThenResolveSendsNothing(t *testing.T) {
 	eventually(t, func() bool { return ts.Stats().Cancelled == 1 }, "not cancelled")
 	assert.False(t, pr.Resolve(TextResponse(200, "late")))
 	c.get(3, "/health")
-	status, _ := c.response(3) // the first frame after the reset is stream 3's
-	assert.Equal(t, "200", status)
+	c.expect(3, "200", "ok") // the first frame after the reset is stream 3's
 	ts.atRest(t)
 }
 
@@ -220,9 +225,7 @@ func TestH2ClientGoAway(t *testing.T) {
 	assert.Equal(t, uint32(1), ga.LastStreamID)
 	assert.Equal(t, http2.ErrCodeNo, ga.ErrCode)
 	require.True(t, pr.Resolve(TextResponse(200, "done")))
-	status, body := c.response(1)
-	assert.Equal(t, "200", status)
-	assert.Equal(t, "done", body)
+	c.expect(1, "200", "done")
 	assert.True(t, c.eof(), "the connection ends after its last stream")
 	ts.atRest(t)
 	assert.Equal(t, uint64(1), ts.Stats().Cancelled)
@@ -244,13 +247,9 @@ func TestH2RefusedWithoutArena(t *testing.T) {
 	assert.Equal(t, http2.ErrCodeRefusedStream, rst.ErrCode)
 	assert.Equal(t, uint64(1), ts.Stats().Refused)
 	require.True(t, pr.Resolve(TextResponse(200, "done")))
-	status, body := c.response(1)
-	assert.Equal(t, "200", status)
-	assert.Equal(t, "done", body)
+	c.expect(1, "200", "done")
 	c.get(5, "/health") // the encoder indexed these fields: the server's table kept step
-	status, body = c.response(5)
-	assert.Equal(t, "200", status)
-	assert.Equal(t, "ok", body)
+	c.expect(5, "200", "ok")
 	ts.atRest(t)
 }
 
@@ -273,9 +272,7 @@ func TestH2Shutdown(t *testing.T) {
 	assert.Equal(t, uint32(1), ga.LastStreamID)
 	assert.Equal(t, http2.ErrCodeNo, ga.ErrCode)
 	require.True(t, pr.Resolve(TextResponse(200, "finished")))
-	status, body := c.response(1)
-	assert.Equal(t, "200", status)
-	assert.Equal(t, "finished", body)
+	c.expect(1, "200", "finished")
 	assert.True(t, c.eof())
 	require.NoError(t, recvT(t, done))
 	st := ts.Stats()
@@ -315,7 +312,7 @@ func TestH2ProtocolErrors(t *testing.T) {
 
 	c = dialH2(t, ts.addr) // a stream id going down
 	c.get(5, "/health")
-	c.response(5)
+	c.expect(5, "200", "ok")
 	c.get(3, "/health")
 	assert.Equal(t, http2.ErrCodeProtocol, goaway(c))
 
