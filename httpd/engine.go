@@ -20,6 +20,10 @@ type engine interface {
 	streamFull(r *Request) bool
 	// bodyDemand: r's handler wants (more) body bytes: reading may go on.
 	bodyDemand(r *Request)
+	// handleEnded: r's handle has ended (loopState.endHandle), with v, or
+	// err, or cancelled: the engine sends the response that follows (none
+	// when cancelled) and releases r in its turn.
+	handleEnded(r *Request, v Response, err error, cancelled bool)
 	// connScope is the connection's scope: the handles of its requests
 	// are adopted there.
 	connScope() *aio.Scope
@@ -37,21 +41,39 @@ func serveRequest(hd Handler, r *Request) (reply Reply, ok bool) {
 }
 
 // adoptReply takes hd, the handle r's handler replied with: it is counted
-// pending, adopted into the connection's scope sc, and its end, a cleanup
-// on it, calls ended(r, seq) on ls's loop (the engine's handleEnded, which
-// ignores a request that has moved on). On the loop.
-func (ls *loopState) adoptReply(sc *aio.Scope, r *Request, hd *aio.Handle[Response], ended func(*Request, uint64)) {
+// pending and adopted into the connection's scope, and its end, a cleanup
+// on it, runs endHandle on ls's loop. On the loop.
+func (ls *loopState) adoptReply(r *Request, hd *aio.Handle[Response]) {
 	r.h = hd
 	ls.st.handlersPending.Add(1)
-	aio.Adopt(sc, hd)
+	aio.Adopt(r.eng.connScope(), hd)
 	seq := r.seq
 	if hd.Loop() == ls.l {
-		hd.OnCleanup(func() { ended(r, seq) })
+		hd.OnCleanup(func() { ls.endHandle(r, seq) })
 	} else { // a handle of another loop: its cleanup runs there
 		hd.OnCleanup(func() {
-			if ls.l.Post(func() { ended(r, seq) }) != nil {
-				ended(r, seq) // the loop is gone: Post refuses, nothing races
+			if ls.l.Post(func() { ls.endHandle(r, seq) }) != nil {
+				ls.endHandle(r, seq) // the loop is gone: Post refuses, nothing races
 			}
 		})
 	}
+}
+
+// endHandle is the cleanup of r's handle: the handle is done with (its
+// count, its outcome), then the engine sends what it answers. A request
+// that has moved on (another seq, or already ended) is left alone. On the
+// loop.
+func (ls *loopState) endHandle(r *Request, seq uint64) {
+	if r.seq != seq || r.hdone {
+		return
+	}
+	ls.st.handlersPending.Add(-1)
+	hd := r.h
+	r.h, r.hdone = nil, true
+	v, err := hd.Result()
+	cancelled := hd.Status() == aio.Cancelled
+	if cancelled {
+		ls.st.cancelled.Add(1)
+	}
+	r.eng.handleEnded(r, v, err, cancelled)
 }

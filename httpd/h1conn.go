@@ -440,27 +440,15 @@ func (hc *h1conn) dispatch(r *Request) {
 		hc.pump()
 		return
 	}
-	ls.adoptReply(hc.c.Scope(), r, reply.h, hc.handleEnded)
+	ls.adoptReply(r, reply.h)
 }
 
-// handleEnded is the cleanup of r's handle: it has finished. Its response
+// handleEnded: r's handle has finished (loopState.endHandle). Its response
 // is sent (in its turn) before the arena is released; a cancelled handle
 // sends nothing. The arena goes back here unless the response still waits
 // for its turn (then its write releases it): one release, whichever of the
 // two comes last. On the loop.
-func (hc *h1conn) handleEnded(r *Request, seq uint64) {
-	if r.seq != seq || r.hdone {
-		return
-	}
-	ls := hc.ls
-	ls.st.handlersPending.Add(-1)
-	h := r.h
-	r.h, r.hdone = nil, true
-	v, err := h.Result()
-	cancelled := h.Status() == aio.Cancelled
-	if cancelled {
-		ls.st.cancelled.Add(1)
-	}
+func (hc *h1conn) handleEnded(r *Request, v Response, err error, cancelled bool) {
 	switch {
 	case r.written: // the connection is gone
 	case cancelled:

@@ -5,7 +5,6 @@ import (
 	"strconv"
 	"strings"
 
-	"github.com/valkyria/aio"
 	"github.com/valkyria/aio/httpd/internal/h1"
 	"golang.org/x/net/http/httpguts"
 	"golang.org/x/net/http2"
@@ -348,29 +347,17 @@ func (h *h2conn) dispatch(st *h2stream) {
 		h.respond(st)
 		return
 	}
-	ls.adoptReply(h.c.Scope(), r, reply.h, h.handleEnded)
+	ls.adoptReply(r, reply.h)
 	if r.stream.p != nil && !st.headersSent && !st.reset {
 		h.startStream(st) // a stream's head goes at once (server-sent events)
 	}
 }
 
-// handleEnded is the cleanup of r's handle: its response is sent (a
-// cancelled handle sends nothing), and the arena goes back once that is
-// written. On the loop.
-func (h *h2conn) handleEnded(r *Request, seq uint64) {
-	if r.seq != seq || r.hdone {
-		return
-	}
+// handleEnded: r's handle has finished (loopState.endHandle): its
+// response is sent (a cancelled handle sends nothing), and the arena goes
+// back once that is written. On the loop.
+func (h *h2conn) handleEnded(r *Request, v Response, err error, cancelled bool) {
 	st := h.byReq[r]
-	ls := h.ls
-	ls.st.handlersPending.Add(-1)
-	hd := r.h
-	r.h, r.hdone = nil, true
-	v, err := hd.Result()
-	cancelled := hd.Status() == aio.Cancelled
-	if cancelled {
-		ls.st.cancelled.Add(1)
-	}
 	switch {
 	case st == nil || r.written || st.reset: // the stream or the connection is gone
 	case cancelled:
