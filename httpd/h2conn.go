@@ -36,6 +36,8 @@ const (
 	h2ConnWindow   = 1 << 20 // the connection window we grant
 	h2MaxStreams   = 256     // SETTINGS_MAX_CONCURRENT_STREAMS
 	h2MaxWindow    = 1<<31 - 1
+	h2OutKeep      = 64 << 10 // the out buffer a flush keeps; larger, it is let go
+	h2OutFlush     = 32 << 10 // sendData flushes past this, so the buffer stays within h2OutKeep
 )
 
 // h2conn is a connection's HTTP/2 state. Owned by its loop.
@@ -407,7 +409,7 @@ func (h *h2conn) flush() {
 		return
 	}
 	_, _ = h.c.Write(h.out.b)
-	if cap(h.out.b) > 64<<10 {
+	if cap(h.out.b) > h2OutKeep {
 		h.out.b = nil // an idle connection keeps no large buffer
 	} else {
 		h.out.b = h.out.b[:0]

@@ -605,7 +605,7 @@ func (h *h2conn) sendData(st *h2stream) {
 		st.off += int(k)
 		st.sendWin -= k
 		h.sendWin -= k
-		if len(h.out.b) >= 64<<10 {
+		if len(h.out.b) >= h2OutFlush {
 			h.flush() // so that Full tells the truth
 		}
 		if end {
