@@ -87,7 +87,8 @@ func (h *h2conn) onHeaders(f *http2.MetaHeadersFrame) {
 		ls.st.refused.Add(1)
 		return
 	}
-	st := &h2stream{id: id, r: r, clen: clen, sendWin: h.peerInit, recvWin: h2StreamWindow}
+	st := &h2stream{id: id, r: r, clen: clen, sendWin: h.peerInit, recvWin: h2StreamWindow,
+		remoteDone: f.StreamEnded()}
 	h.streams[id] = st
 	h.byReq[r] = st
 	h.hc.setTimeout(nil)
@@ -99,7 +100,6 @@ func (h *h2conn) onHeaders(f *http2.MetaHeadersFrame) {
 		r.body.buffered = true
 		r.hdone = true
 		r.resp = errResponse(431)
-		h.remoteEnd(st, f.StreamEnded())
 		h.respond(st)
 		return
 	}
@@ -107,7 +107,6 @@ func (h *h2conn) onHeaders(f *http2.MetaHeadersFrame) {
 	room := int64(r.arena.Room() / 2)
 	switch {
 	case f.StreamEnded():
-		h.remoteEnd(st, true)
 		r.body.buffered = true
 		h.dispatch(st)
 	case clen >= 0 && clen <= room:
@@ -212,13 +211,6 @@ func h2SetHead(r *Request, f *http2.MetaHeadersFrame) bool {
 	return true
 }
 
-// remoteEnd records whether the client's side of st has ended.
-func (h *h2conn) remoteEnd(st *h2stream, end bool) {
-	if end {
-		st.remoteDone = true
-	}
-}
-
 // onData takes DATA: into the arena while the body is being buffered,
 // else to the handler (or held for it while it does not read).
 func (h *h2conn) onData(f *http2.DataFrame) {
@@ -260,7 +252,9 @@ func (h *h2conn) onData(f *http2.DataFrame) {
 
 // bodyIn takes body bytes p of st (end: the last).
 func (h *h2conn) bodyIn(st *h2stream, p []byte, end bool) {
-	h.remoteEnd(st, end)
+	if end {
+		st.remoteDone = true
+	}
 	r := st.r
 	switch {
 	case r == nil || st.reset || r.body.done: // the request has ended, or will not read: dropped
