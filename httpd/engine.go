@@ -77,3 +77,19 @@ func (ls *loopState) endHandle(r *Request, seq uint64) {
 	}
 	r.eng.handleEnded(r, v, err, cancelled)
 }
+
+// openRequest starts r, a request of eng, under the next seq, and counts
+// its stream open. On the loop.
+func (ls *loopState) openRequest(r *Request, eng engine) {
+	ls.seq++
+	r.start(eng, ls.seq)
+	ls.st.streamsOpen.Add(1)
+}
+
+// closeRequest ends r once its engine is done with it: its scope closes,
+// its stream is counted closed, and its arena goes back. On the loop.
+func (ls *loopState) closeRequest(r *Request) {
+	r.endScope()
+	ls.st.streamsOpen.Add(-1)
+	ls.release(r)
+}

@@ -247,10 +247,8 @@ func (hc *h1conn) onHead(raw []byte) {
 	r := hc.reserved
 	hc.reserved = nil
 	hc.begun = true
-	ls.seq++
-	r.start(hc, ls.seq)
+	ls.openRequest(r, hc)
 	r.setHead(&ls.head, raw)
-	ls.st.streamsOpen.Add(1)
 	h := &r.head
 	r.isHead = string(h.Method) == "HEAD"
 	if h.Close || ls.draining {
@@ -591,9 +589,7 @@ func (hc *h1conn) maybeRelease(r *Request) {
 			hc.unstall(stallBody)
 		}
 	}
-	r.endScope()
-	hc.ls.st.streamsOpen.Add(-1)
-	hc.ls.release(r)
+	hc.ls.closeRequest(r)
 }
 
 // response writing

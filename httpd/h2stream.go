@@ -92,9 +92,7 @@ func (h *h2conn) onHeaders(f *http2.MetaHeadersFrame) {
 	h.streams[id] = st
 	h.byReq[r] = st
 	h.hc.setTimeout(nil)
-	ls.seq++
-	r.start(h, ls.seq)
-	ls.st.streamsOpen.Add(1)
+	ls.openRequest(r, h)
 	if f.Truncated || !h2SetHead(r, f) { // the head is over the limits
 		ls.st.badRequests.Add(1)
 		r.body.buffered = true
@@ -435,9 +433,7 @@ func (h *h2conn) maybeRelease(st *h2stream) {
 	st.buffering = false
 	st.rbuf = nil
 	delete(h.byReq, r)
-	r.endScope()
-	h.ls.st.streamsOpen.Add(-1)
-	h.ls.release(r)
+	h.ls.closeRequest(r)
 	h.maybeClose(st)
 }
 
