@@ -93,3 +93,12 @@ func (ls *loopState) closeRequest(r *Request) {
 	ls.st.streamsOpen.Add(-1)
 	ls.release(r)
 }
+
+// suppress counts r's response as not sent, once, and marks it written:
+// nothing will be. On the loop.
+func (ls *loopState) suppress(r *Request) {
+	if !r.written {
+		r.written = true
+		ls.st.suppressed.Add(1)
+	}
+}

@@ -478,7 +478,7 @@ func (hc *h1conn) pump() {
 	for r := hc.qhead; r != nil && !hc.closed; r = hc.qhead {
 		switch {
 		case r.gone:
-			hc.suppress(r)
+			hc.ls.suppress(r)
 			hc.pop(r)
 			hc.maybeRelease(r)
 			hc.abort() // a response is missing: the ones after it cannot be sent
@@ -532,14 +532,6 @@ func (hc *h1conn) pop(r *Request) {
 	r.next = nil
 	r.written = true
 	hc.nq--
-}
-
-// suppress counts r's response as not sent.
-func (hc *h1conn) suppress(r *Request) {
-	if !r.written {
-		r.written = true
-		hc.ls.st.suppressed.Add(1)
-	}
 }
 
 // abort closes the connection once what is written has reached the
@@ -928,7 +920,7 @@ func (hc *h1conn) onClose(*aio.Conn, error) {
 		next := r.next
 		r.next = nil
 		r.gone = true
-		hc.suppress(r)
+		hc.ls.suppress(r)
 		hc.maybeRelease(r)
 		r = next
 	}

@@ -435,7 +435,7 @@ func (h *h2conn) onClose(c *aio.Conn, err error) {
 		st.reset = true
 		if r := st.r; r != nil {
 			r.gone = true
-			h.suppress(r)
+			h.ls.suppress(r)
 			h.maybeRelease(st)
 		}
 	}

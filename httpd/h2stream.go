@@ -403,21 +403,13 @@ func (h *h2conn) abortStream(st *h2stream) {
 	st.out, st.off = nil, 0
 	if r := st.r; r != nil {
 		r.gone = true
-		h.suppress(r)
+		h.ls.suppress(r)
 		if hd := r.h; hd != nil {
 			hd.Cancel()
 		}
 		h.maybeRelease(st)
 	}
 	h.maybeClose(st)
-}
-
-// suppress counts r's response as not sent.
-func (h *h2conn) suppress(r *Request) {
-	if !r.written {
-		r.written = true
-		h.ls.st.suppressed.Add(1)
-	}
 }
 
 // maybeRelease ends st's request once its response is written (or never
