@@ -31,13 +31,15 @@ import (
 
 // What we advertise, and how we read.
 const (
-	h2MaxFrame     = 16384   // SETTINGS_MAX_FRAME_SIZE: the default, which every client sends within
-	h2StreamWindow = 65535   // the initial stream window we grant (the default)
-	h2ConnWindow   = 1 << 20 // the connection window we grant
-	h2MaxStreams   = 256     // SETTINGS_MAX_CONCURRENT_STREAMS
-	h2MaxWindow    = 1<<31 - 1
-	h2OutKeep      = 64 << 10 // the out buffer a flush keeps; larger, it is let go
-	h2OutFlush     = 32 << 10 // sendData flushes past this, so the buffer stays within h2OutKeep
+	h2DefaultWindow = 65535           // every window's size until SETTINGS or WINDOW_UPDATE change it
+	h2DefaultFrame  = 16384           // the largest frame until SETTINGS_MAX_FRAME_SIZE changes it
+	h2MaxFrame      = h2DefaultFrame  // SETTINGS_MAX_FRAME_SIZE: the default, which every client sends within
+	h2StreamWindow  = h2DefaultWindow // the initial stream window we grant (the default)
+	h2ConnWindow    = 1 << 20         // the connection window we grant
+	h2MaxStreams    = 256             // SETTINGS_MAX_CONCURRENT_STREAMS
+	h2MaxWindow     = 1<<31 - 1
+	h2OutKeep       = 64 << 10 // the out buffer a flush keeps; larger, it is let go
+	h2OutFlush      = 32 << 10 // sendData flushes past this, so the buffer stays within h2OutKeep
 )
 
 // h2conn is a connection's HTTP/2 state. Owned by its loop.
@@ -119,8 +121,8 @@ func h2Preface(data []byte) int {
 func (hc *h1conn) startH2() {
 	ls := hc.ls
 	h := &h2conn{hc: hc, ls: ls, c: hc.c, streams: make(map[uint32]*h2stream),
-		byReq: make(map[*Request]*h2stream), sendWin: 65535, peerInit: 65535,
-		peerMaxFrame: 16384, recvWin: h2ConnWindow}
+		byReq: make(map[*Request]*h2stream), sendWin: h2DefaultWindow,
+		peerInit: h2DefaultWindow, peerMaxFrame: h2DefaultFrame, recvWin: h2ConnWindow}
 	hc.h2 = h
 	hc.rstate = rsDiscard
 	h.fr = http2.NewFramer(&h.out, &h.in)
@@ -134,7 +136,7 @@ func (hc *h1conn) startH2() {
 		http2.Setting{ID: http2.SettingMaxFrameSize, Val: h2MaxFrame},
 		http2.Setting{ID: http2.SettingMaxHeaderListSize, Val: uint32(ls.cfg.MaxHeadBytes)},
 	)
-	_ = h.fr.WriteWindowUpdate(0, h2ConnWindow-65535)
+	_ = h.fr.WriteWindowUpdate(0, h2ConnWindow-h2DefaultWindow)
 	h.flush()
 	hc.setTimeout(&ls.idleQ)
 	_ = hc.c.OnClose(h.onClose)
