@@ -30,14 +30,17 @@ type engine interface {
 	remoteAddr() netip.AddrPort
 }
 
-// serveRequest calls the handler, and reports false if it panicked.
-func serveRequest(hd Handler, r *Request) (reply Reply, ok bool) {
+// serve calls the handler with r, counting the request; a panic is
+// counted and answered 500. On the loop.
+func (ls *loopState) serve(r *Request) (reply Reply) {
+	ls.st.requests.Add(1)
 	defer func() {
 		if v := recover(); v != nil {
-			ok = false
+			ls.st.panics.Add(1)
+			reply = Reply{resp: errResponse(500)}
 		}
 	}()
-	return hd.ServeAIO(r), true
+	return ls.srv.Handler.ServeAIO(r)
 }
 
 // adoptReply takes hd, the handle r's handler replied with: it is counted

@@ -418,12 +418,7 @@ func (hc *h1conn) enqueue(r *Request) {
 func (hc *h1conn) dispatch(r *Request) {
 	ls := hc.ls
 	hc.setTimeout(nil)
-	ls.st.requests.Add(1)
-	reply, ok := serveRequest(ls.srv.Handler, r)
-	if !ok {
-		ls.st.panics.Add(1)
-		reply = Reply{resp: errResponse(500)}
-	}
+	reply := ls.serve(r)
 	if s := &r.stream; s.p != nil && reply.h != s.p.Handle() {
 		s.p.Reject(ErrStreamClosed) // a stream begun and not the reply: dropped
 		if s.started {

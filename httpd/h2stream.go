@@ -317,12 +317,7 @@ func (h *h2conn) bodyDemand(r *Request) {
 // end, a cleanup on it, sends its response and releases the arena.
 func (h *h2conn) dispatch(st *h2stream) {
 	ls, r := h.ls, st.r
-	ls.st.requests.Add(1)
-	reply, ok := serveRequest(ls.srv.Handler, r)
-	if !ok {
-		ls.st.panics.Add(1)
-		reply = Reply{resp: errResponse(500)}
-	}
+	reply := ls.serve(r)
 	if s := &r.stream; s.p != nil && reply.h != s.p.Handle() {
 		s.p.Reject(ErrStreamClosed) // a stream begun and not the reply: dropped
 		s.p = nil
