@@ -32,22 +32,17 @@ func TestFromHTTP(t *testing.T) {
 	ts := startServer(t, m, Config{})
 	c := client(t)
 
-	req, _ := http.NewRequest("GET", ts.url+"/std/bob", nil)
-	req.Header.Set("X-In", "hi")
-	resp, err := c.Do(req)
+	req, err := http.NewRequest("GET", ts.url+"/std/bob", nil)
 	require.NoError(t, err)
-	b, _ := io.ReadAll(resp.Body)
-	resp.Body.Close()
+	req.Header.Set("X-In", "hi")
+	resp, b := do(t, c, req)
 	assert.Equal(t, 202, resp.StatusCode)
 	assert.Equal(t, "bob", resp.Header.Get("X-Name"))
 	assert.Equal(t, "GET /std/bob hi", string(b))
 
 	for _, n := range []int{5, 3 << 20} {
 		body := bytes.Repeat([]byte("0123456789abcdef"), n/16+1)[:n]
-		resp, err = c.Post(ts.url+"/std/echo", "application/octet-stream", bytes.NewReader(body))
-		require.NoError(t, err)
-		got, _ := io.ReadAll(resp.Body)
-		resp.Body.Close()
+		_, got := post(t, c, ts.url+"/std/echo", bytes.NewReader(body))
 		assert.True(t, bytes.Equal(body, got), "%d bytes: %d back", n, len(got))
 	}
 

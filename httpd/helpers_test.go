@@ -61,12 +61,31 @@ func client(t testing.TB) *http.Client {
 // get does a GET and returns the status and body.
 func get(t testing.TB, c *http.Client, url string) (int, string) {
 	t.Helper()
-	resp, err := c.Get(url)
+	req, err := http.NewRequest("GET", url, nil)
+	require.NoError(t, err)
+	resp, b := do(t, c, req)
+	return resp.StatusCode, string(b)
+}
+
+// post does a POST of body and returns the response and its whole body.
+func post(t testing.TB, c *http.Client, url string, body io.Reader) (*http.Response, []byte) {
+	t.Helper()
+	req, err := http.NewRequest("POST", url, body)
+	require.NoError(t, err)
+	req.Header.Set("Content-Type", "application/octet-stream")
+	return do(t, c, req)
+}
+
+// do sends req and returns the response with its whole body read (an
+// error reading it fails the test) and closed.
+func do(t testing.TB, c *http.Client, req *http.Request) (*http.Response, []byte) {
+	t.Helper()
+	resp, err := c.Do(req)
 	require.NoError(t, err)
 	defer resp.Body.Close()
 	b, err := io.ReadAll(resp.Body)
 	require.NoError(t, err)
-	return resp.StatusCode, string(b)
+	return resp, b
 }
 
 // rawConn is a plain TCP connection to the server, for the tests that

@@ -127,10 +127,9 @@ func TestServeBasics(t *testing.T) {
 
 func TestHead(t *testing.T) {
 	ts := startServer(t, testMux(), Config{})
-	resp, err := client(t).Head(ts.url + "/health")
+	req, err := http.NewRequest("HEAD", ts.url+"/health", nil)
 	require.NoError(t, err)
-	b, _ := io.ReadAll(resp.Body)
-	resp.Body.Close()
+	resp, b := do(t, client(t), req)
 	assert.Equal(t, 200, resp.StatusCode)
 	assert.Equal(t, int64(2), resp.ContentLength)
 	assert.Empty(t, b)
@@ -151,11 +150,9 @@ func TestKeepAliveReuse(t *testing.T) {
 		if i%2 == 1 {
 			path = "/slow?ms=1"
 		}
-		req, _ := http.NewRequestWithContext(httptrace.WithClientTrace(t.Context(), trace), "GET", ts.url+path, nil)
-		resp, err := c.Do(req)
+		req, err := http.NewRequestWithContext(httptrace.WithClientTrace(t.Context(), trace), "GET", ts.url+path, nil)
 		require.NoError(t, err)
-		_, _ = io.Copy(io.Discard, resp.Body)
-		resp.Body.Close()
+		resp, _ := do(t, c, req)
 		require.Equal(t, 200, resp.StatusCode)
 	}
 	assert.Equal(t, 9, reused)
@@ -168,19 +165,11 @@ func TestPost(t *testing.T) {
 	for _, n := range []int{0, 1, 100, 20 << 10, 100 << 10, 1 << 20} {
 		body := bytes.Repeat([]byte("abcdefghij"), n/10+1)[:n]
 		// Content-Length
-		resp, err := c.Post(ts.url+"/echo", "application/octet-stream", bytes.NewReader(body))
-		require.NoError(t, err)
-		got, err := io.ReadAll(resp.Body)
-		resp.Body.Close()
-		require.NoError(t, err)
+		resp, got := post(t, c, ts.url+"/echo", bytes.NewReader(body))
 		require.Equal(t, 200, resp.StatusCode, "CL %d", n)
 		require.True(t, bytes.Equal(body, got), "CL %d: %d bytes back", n, len(got))
 		// chunked: a reader of unknown length
-		resp, err = c.Post(ts.url+"/echo", "application/octet-stream", io.MultiReader(bytes.NewReader(body)))
-		require.NoError(t, err)
-		got, err = io.ReadAll(resp.Body)
-		resp.Body.Close()
-		require.NoError(t, err)
+		resp, got = post(t, c, ts.url+"/echo", io.MultiReader(bytes.NewReader(body)))
 		require.Equal(t, 200, resp.StatusCode, "chunked %d", n)
 		require.True(t, bytes.Equal(body, got), "chunked %d: %d bytes back", n, len(got))
 	}

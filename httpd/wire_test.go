@@ -117,12 +117,10 @@ func TestExpectContinue(t *testing.T) {
 		got100 := false
 		trace := &httptrace.ClientTrace{Got100Continue: func() { got100 = true }}
 		body := bytes.Repeat([]byte("x"), n)
-		req, _ := http.NewRequestWithContext(httptrace.WithClientTrace(t.Context(), trace), "POST", ts.url+"/echo", bytes.NewReader(body))
-		req.Header.Set("Expect", "100-continue")
-		resp, err := c.Do(req)
+		req, err := http.NewRequestWithContext(httptrace.WithClientTrace(t.Context(), trace), "POST", ts.url+"/echo", bytes.NewReader(body))
 		require.NoError(t, err)
-		got, _ := io.ReadAll(resp.Body)
-		resp.Body.Close()
+		req.Header.Set("Expect", "100-continue")
+		resp, got := do(t, c, req)
 		assert.Equal(t, 200, resp.StatusCode)
 		assert.Equal(t, n, len(got))
 		assert.True(t, got100, "no 100 Continue for %d bytes", n)
@@ -399,11 +397,7 @@ func TestStreamedEchoBig(t *testing.T) {
 		if chunked {
 			r = io.MultiReader(r)
 		}
-		resp, err := c.Post(ts.url+"/echo", "application/octet-stream", r)
-		require.NoError(t, err)
-		got, err := io.ReadAll(resp.Body)
-		resp.Body.Close()
-		require.NoError(t, err)
+		_, got := post(t, c, ts.url+"/echo", r)
 		require.Equal(t, len(body), len(got))
 		require.True(t, bytes.Equal(body, got), "chunked=%v: bytes differ", chunked)
 	}
