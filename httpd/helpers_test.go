@@ -189,3 +189,9 @@ func (ts *testServer) anyConn(t testing.TB, cond func(hc *h1conn) bool) bool {
 }
 
 func itoa(n int) string { return strconv.Itoa(n) }
+
+// atoi is strconv.Atoi for the test handlers' numbers: 0 when s is not one.
+func atoi(s string) int {
+	n, _ := strconv.Atoi(s)
+	return n
+}

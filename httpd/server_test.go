@@ -60,17 +60,6 @@ func echoHandler(r *Request) Reply {
 	return s.Reply()
 }
 
-func atoi(s string) int {
-	n := 0
-	for _, c := range s {
-		if c < '0' || c > '9' {
-			return 0
-		}
-		n = n*10 + int(c-'0')
-	}
-	return n
-}
-
 func TestServeBasics(t *testing.T) {
 	ts := startServer(t, testMux(), Config{})
 	c := client(t)
