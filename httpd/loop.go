@@ -131,7 +131,6 @@ type connList struct {
 	head, tail *h1conn
 	i          int
 	d          time.Duration
-	n          int
 }
 
 func (q *connList) push(hc *h1conn) {
@@ -146,7 +145,6 @@ func (q *connList) push(hc *h1conn) {
 		q.head = hc
 	}
 	q.tail = hc
-	q.n++
 }
 
 func (q *connList) remove(hc *h1conn) {
@@ -165,5 +163,4 @@ func (q *connList) remove(hc *h1conn) {
 		q.tail = lk.prev
 	}
 	*lk = link{}
-	q.n--
 }
