@@ -265,7 +265,8 @@ func (hc *h1conn) onHead(raw []byte) {
 		hc.pump()
 		return
 	}
-	expect := h.Expect == h1.Expect100Continue
+	// 100 Continue is owed only for a body.
+	r.expect = h.Expect == h1.Expect100Continue && h.Body != h1.BodyNone
 	switch h.Body {
 	case h1.BodyNone:
 		r.body.buffered = true
@@ -278,11 +279,9 @@ func (hc *h1conn) onHead(raw []byte) {
 		if h.ContentLength <= int64(r.arena.Room()/2) {
 			hc.buffering = true
 			r.body.data = r.arena.take(int(h.ContentLength))[:0]
-			r.expect = expect
 			hc.continueBuffering()
 			return
 		}
-		r.expect = expect
 		hc.enqueue(r)
 		hc.dispatch(r)
 	case h1.BodyChunked:
@@ -292,7 +291,6 @@ func (hc *h1conn) onHead(raw []byte) {
 		hc.cur, hc.rstate = r, rsChunked
 		hc.buffering = true
 		r.body.data = r.arena.take(r.arena.Room() / 2)[:0]
-		r.expect = expect
 		hc.continueBuffering()
 	}
 }
