@@ -836,10 +836,7 @@ func (hc *h1conn) unstall(why uint8) {
 
 // onDrain: the write queue has drained.
 func (hc *h1conn) onDrain(*aio.Conn) {
-	if hc.stall == 0 && hc.paused {
-		hc.paused = false
-		_ = hc.c.ResumeRead()
-	}
+	hc.unstall(0) // the queue is no longer Full: resume unless a stall is left
 	if r := hc.qhead; r != nil && r.stream.p != nil && r.stream.started && r.stream.onDrain != nil {
 		r.stream.onDrain()
 	}
