@@ -87,9 +87,6 @@ func Start(t testing.TB, bin string, args ...string) *Proc {
 	return p
 }
 
-// Exited returns a channel closed once the program has exited.
-func (p *Proc) Exited() <-chan struct{} { return p.exited }
-
 // Send sends sig and returns at once: Wait then tells how it ended.
 func (p *Proc) Send(t testing.TB, sig os.Signal) {
 	t.Helper()
