@@ -46,18 +46,17 @@ func (b *Body) OnData(fn func(p []byte, end bool)) {
 	first := b.fn == nil
 	b.fn = fn
 	r, seq := b.r, b.r.seq
-	live := func() bool { return r.seq == seq && !r.released } // the request has not ended
 	switch {
 	case b.buffered:
 		b.done = true
 		_ = r.ls.l.Post(func() {
-			if live() {
+			if r.live(seq) {
 				b.fn(b.data, true)
 			}
 		})
 	case first && b.prefix:
 		_ = r.ls.l.Post(func() {
-			if !live() {
+			if !r.live(seq) {
 				return
 			}
 			b.prefix = false

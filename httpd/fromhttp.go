@@ -156,7 +156,7 @@ func (p *bodyPipe) Read(b []byte) (int, error) {
 
 // resume resumes the body on the loop, if its request still lives.
 func (p *bodyPipe) resume() {
-	if p.r.seq == p.seq && !p.r.released {
+	if p.r.live(p.seq) {
 		p.r.Body().Resume()
 	}
 }

@@ -70,6 +70,11 @@ func (r *Request) start(eng engine, seq uint64) {
 	r.stream = Stream{r: r, pend: r.stream.pend[:0]}
 }
 
+// live reports whether r is still the request numbered seq: it has not
+// ended, and its Request has not gone back to the slab or on to another
+// request. For work posted to the loop that may run after the end.
+func (r *Request) live(seq uint64) bool { return r.seq == seq && !r.released }
+
 // Method returns the request method, as sent ("GET").
 func (r *Request) Method() string { return bytesStr(r.head.Method) }
 
