@@ -187,10 +187,7 @@ func TestPipeCloseWriteAfterPipedBytes(t *testing.T) {
 		got, err := io.ReadAll(up) // to the FIN
 		require.NoError(t, err)
 		require.NoError(t, recv(t, sent))
-		want := make([]byte, k)
-		pattern(want, 0)
-		require.Equal(t, len(want), len(got))
-		require.True(t, bytes.Equal(want, got), "the stream before the FIN")
+		requirePatternPrefix(t, k, got)
 	})
 }
 
@@ -249,6 +246,17 @@ func TestPipeUnusableKernelPipe(t *testing.T) {
 	closedLoopTCP(t, l.closeListener(t, ln))
 }
 
+// requirePatternPrefix requires got, the stream an upstream received up
+// to the FIN, to be the first k bytes of the client's pattern: what the
+// pipe counted as moved before the FIN, no more and no less.
+func requirePatternPrefix(t *testing.T, k int64, got []byte) {
+	t.Helper()
+	want := make([]byte, k)
+	pattern(want, 0)
+	require.Equal(t, len(want), len(got))
+	require.True(t, bytes.Equal(want, got), "the stream before the FIN")
+}
+
 // pipeFDs counts the process's open kernel pipes.
 func pipeFDs(t *testing.T) int {
 	t.Helper()
@@ -286,10 +294,7 @@ func TestPipeCloseKeepsBytesForTheOtherSide(t *testing.T) {
 		got, err := io.ReadAll(up) // to the FIN
 		require.NoError(t, err)
 		<-sent // the client's writes end, failed or not, now that its side closed
-		want := make([]byte, k)
-		pattern(want, 0)
-		require.Equal(t, len(want), len(got))
-		require.True(t, bytes.Equal(want, got), "the stream before the FIN")
+		requirePatternPrefix(t, k, got)
 		require.NoError(t, up.Close())
 		n, err := wait(t, pc.pipe)
 		require.NoError(t, err)
