@@ -67,12 +67,7 @@ func TestWritesOfOneReadKeepOrderAroundALargeOne(t *testing.T) {
 			_, _ = c.Write(p)
 		}
 	})
-	_, err := client.Write([]byte("go"))
-	require.NoError(t, err)
-	got := make([]byte, len(want))
-	_, err = io.ReadFull(client, got)
-	require.NoError(t, err)
-	require.Equal(t, want, string(got))
+	exchange(t, l, client, "go", want)
 }
 
 // A read callback that writes replies and then closes sends them all
@@ -103,13 +98,8 @@ func TestFlushInAReadCallbackCoversHeldWrites(t *testing.T) {
 		h := c.Flush()
 		Finally(h, func() { _, err := h.Result(); flushed <- err })
 	})
-	_, err := client.Write([]byte("go"))
-	require.NoError(t, err)
+	exchange(t, l, client, "go", "one two")
 	require.NoError(t, recv(t, flushed))
-	got := make([]byte, len("one two"))
-	_, err = io.ReadFull(client, got)
-	require.NoError(t, err)
-	require.Equal(t, "one two", string(got))
 }
 
 // Frames that arrive together in one read are answered with one write
