@@ -102,11 +102,28 @@ func mustParse(t *testing.T, s string) *pattern {
 	return p
 }
 
+// relationCase is a pair of patterns and how the first relates to the
+// second.
+type relationCase struct {
+	p1, p2 string
+	want   relationship
+}
+
+// checkRelation checks rel on each case both ways (the second pattern
+// relates to the first inversely), and that the first is equivalent to
+// itself.
+func checkRelation(t *testing.T, cases []relationCase, rel func(p1, p2 *pattern) relationship) {
+	t.Helper()
+	for _, c := range cases {
+		p1, p2 := mustParse(t, c.p1), mustParse(t, c.p2)
+		assert.Equal(t, equivalent, rel(p1, p1), c.p1)
+		assert.Equal(t, c.want, rel(p1, p2), "%s vs %s", c.p1, c.p2)
+		assert.Equal(t, inverseRelationship(c.want), rel(p2, p1), "%s vs %s", c.p2, c.p1)
+	}
+}
+
 func TestCompareMethods(t *testing.T) {
-	for _, c := range []struct {
-		p1, p2 string
-		want   relationship
-	}{
+	checkRelation(t, []relationCase{
 		{"/", "/", equivalent},
 		{"GET /", "GET /", equivalent},
 		{"HEAD /", "HEAD /", equivalent},
@@ -115,18 +132,11 @@ func TestCompareMethods(t *testing.T) {
 		{"GET /", "/", moreSpecific},
 		{"HEAD /", "/", moreSpecific},
 		{"GET /", "HEAD /", moreGeneral},
-	} {
-		p1, p2 := mustParse(t, c.p1), mustParse(t, c.p2)
-		assert.Equal(t, c.want, p1.compareMethods(p2), "%s vs %s", c.p1, c.p2)
-		assert.Equal(t, inverseRelationship(c.want), p2.compareMethods(p1), "%s vs %s", c.p2, c.p1)
-	}
+	}, (*pattern).compareMethods)
 }
 
 func TestComparePaths(t *testing.T) {
-	for _, c := range []struct {
-		p1, p2 string
-		want   relationship
-	}{
+	checkRelation(t, []relationCase{
 		{"/a", "/a", equivalent},
 		{"/a", "/b", disjoint},
 		{"/a", "/", moreSpecific},
@@ -233,12 +243,7 @@ func TestComparePaths(t *testing.T) {
 		{"/{z}/{$}", "/a/{x...}", overlaps},
 		{"/{z}/{$}", "/{z}/{x...}", moreSpecific},
 		{"/a/{z}/{$}", "/{z}/a/", overlaps},
-	} {
-		p1, p2 := mustParse(t, c.p1), mustParse(t, c.p2)
-		assert.Equal(t, equivalent, p1.comparePaths(p1), c.p1)
-		assert.Equal(t, c.want, p1.comparePaths(p2), "%s vs %s", c.p1, c.p2)
-		assert.Equal(t, inverseRelationship(c.want), p2.comparePaths(p1), "%s vs %s", c.p2, c.p1)
-	}
+	}, (*pattern).comparePaths)
 }
 
 var conflictCases = []struct {
