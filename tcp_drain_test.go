@@ -171,7 +171,7 @@ func TestRuntimeShutdownLoopStoppingMeanwhile(t *testing.T) {
 		}
 		l.Stop()
 	}))
-	<-held
+	recv(t, held)
 	done := make(chan error, 1)
 	go func() { done <- rt.Shutdown(testCtx(t)) }()
 	eventually(t, func() bool { return l.qlen.Load() > 0 }, "Shutdown asked the loop to drain")

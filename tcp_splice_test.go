@@ -293,7 +293,7 @@ func TestPipeCloseKeepsBytesForTheOtherSide(t *testing.T) {
 		})
 		got, err := io.ReadAll(up) // to the FIN
 		require.NoError(t, err)
-		<-sent // the client's writes end, failed or not, now that its side closed
+		recv(t, sent) // the client's writes end, failed or not, now that its side closed
 		requirePatternPrefix(t, k, got)
 		require.NoError(t, up.Close())
 		n, err := wait(t, pc.pipe)
