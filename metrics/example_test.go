@@ -9,6 +9,7 @@ import (
 	"net/http"
 	"net/http/httptest"
 	"strings"
+	"time"
 
 	"github.com/valkyria/aio"
 	"github.com/valkyria/aio/metrics"
@@ -23,6 +24,13 @@ func startRuntime() *aio.Runtime {
 	}
 	if _, err := aio.Sleep(l, 0).Wait(context.Background()); err != nil {
 		panic(err)
+	}
+	// The timer's handle completes before the loop publishes the timer
+	// for other goroutines (as it goes to sleep next, at the latest).
+	for deadline := time.Now().Add(time.Minute); l.Stats().TimerLag.Count == 0; time.Sleep(time.Millisecond) {
+		if time.Now().After(deadline) {
+			panic("the loop never published its timer")
+		}
 	}
 	return rt
 }

@@ -43,6 +43,12 @@ func startLoops(t *testing.T, names ...string) *aio.Runtime {
 		_, err = aio.Sleep(l, 0).Wait(ctx)
 		cancel()
 		require.NoError(t, err)
+		// The timer's handle completes before the loop publishes the
+		// timer for other goroutines (as it goes to sleep next, at the
+		// latest): wait until a scrape sees it.
+		for deadline := time.Now().Add(waitTimeout); l.Stats().TimerLag.Count == 0; time.Sleep(time.Millisecond) {
+			require.True(t, time.Now().Before(deadline), "loop %q never published its timer", name)
+		}
 	}
 	return rt
 }
