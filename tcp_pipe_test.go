@@ -186,12 +186,24 @@ func pipedPair(t *testing.T, l *Loop) (*Listener, *net.TCPConn, *net.TCPConn, *H
 	require.NoError(t, err)
 	t.Cleanup(func() { nl.Close() })
 	ln, pipes := proxyTo(t, l, nl.Addr().String(), ConnConfig{})
-	nc := netDial(t, ln)
-	up, err := nl.Accept()
+	nc, up := proxyEnds(t, ln, nl)
+	return ln, nc, up, recv(t, pipes)
+}
+
+// proxyEnds dials ln, a proxy to nl, and accepts the connection the proxy
+// makes to nl: the client's end and the upstream's, each with a deadline
+// of waitTimeout and closed when the test ends. The accept is bounded
+// too: a proxy that never dials fails the test.
+func proxyEnds(t *testing.T, ln *Listener, nl net.Listener) (nc, up *net.TCPConn) {
+	t.Helper()
+	nc = netDial(t, ln)
+	require.NoError(t, nl.(*net.TCPListener).SetDeadline(time.Now().Add(waitTimeout)))
+	c, err := nl.Accept()
 	require.NoError(t, err)
-	t.Cleanup(func() { up.Close() })
+	t.Cleanup(func() { c.Close() })
+	up = c.(*net.TCPConn)
 	require.NoError(t, up.SetDeadline(time.Now().Add(waitTimeout)))
-	return ln, nc, up.(*net.TCPConn), recv(t, pipes)
+	return nc, up
 }
 
 // An error on one side closes both at once and fails the pipe with it.
@@ -330,11 +342,7 @@ func TestPipeCloseOneSideHalfClosesTheOther(t *testing.T) {
 		})
 	})
 	require.NoError(t, err)
-	nc := netDial(t, ln)
-	up, err := nl.Accept()
-	require.NoError(t, err)
-	defer up.Close()
-	require.NoError(t, up.SetDeadline(time.Now().Add(waitTimeout)))
+	nc, up := proxyEnds(t, ln, nl)
 	p := recv(t, pipes)
 	_, err = nc.Write([]byte("last words"))
 	require.NoError(t, err)
