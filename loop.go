@@ -69,7 +69,7 @@ type Loop struct {
 	qlen      atomic.Int64  // len(postQ), for the lock-free emptiness checks
 	state     atomic.Int32  // stateRunning..stateDead, stored under postMu
 	awake     atomic.Bool   // false only while the loop blocks (or is about to) in the poller
-	spinning  atomic.Bool   // the loop spins for posts (Config.Spin)
+	spinning  atomic.Bool   // the loop spins for posts and fds (Config.Spin)
 
 	// ownerG is the goroutine OnLoop compares against: the one allowed to
 	// run loop-owned code. That is the loop goroutine, or a Do body the loop
@@ -106,7 +106,7 @@ type Loop struct {
 	evs        []poll.Event
 	pool       *workPool
 	tcp        tcpLoop // shared read buffer, write chunks and TCP counters
-	busy       bool    // this iteration ran a callback (decides whether to spin)
+	busy       bool    // work ran since the last poll (decides whether to spin)
 	pollFailed bool    // the poller returned an error once (reported once)
 
 	m loopMetrics // iterations, posted callbacks, time by phase, lag (loop_metrics.go)
