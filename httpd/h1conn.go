@@ -375,11 +375,19 @@ func (hc *h1conn) overflow() {
 
 // refuse answers a request the parser refused, once the responses before
 // it are written, and closes the connection.
+//
+// A request line whose version is not HTTP/<digit>.<digit> is not HTTP/1
+// at all: it gets no answer, only the close. A client that does not speak
+// HTTP/1 gets nothing to misparse, and an HTTP/2 client whose preface is
+// wrong sees the close RFC 9113 §3.4 asks for (the port speaks both).
 func (hc *h1conn) refuse(err *h1.Error) {
 	hc.ls.st.badRequests.Add(1)
 	status := 400
 	if err != nil {
 		status = err.Status
+		if err.Reason == h1.ReasonVersion {
+			status = 0 // pump sees no errStatus: the connection just ends
+		}
 	}
 	hc.rstate = rsDiscard
 	hc.closeAft = true

@@ -269,7 +269,7 @@ type Stats struct {
 	Refused             uint64 `json:"refused"`              // times a connection stopped reading for want of an arena, or an HTTP/2 stream was refused
 	ArenaReleases       uint64 `json:"arena_releases"`       // arenas given back
 	Panics              uint64 `json:"panics"`               // handler panics (answered 500)
-	BadRequests         uint64 `json:"bad_requests"`         // requests refused by the parser (4xx, 5xx, then closed)
+	BadRequests         uint64 `json:"bad_requests"`         // requests refused by the parser (4xx, 5xx, then closed; not HTTP/1: closed)
 }
 
 // Stats returns the server's counters, summed over its loops. Any

@@ -60,6 +60,25 @@ func TestRefusals(t *testing.T) {
 	ts.atRest(t)
 }
 
+// A request line whose version is not HTTP/<digit>.<digit> is not HTTP/1:
+// no answer, the connection closes (after the responses owed before it),
+// counted as a bad request. An invalid HTTP/2 preface is one.
+func TestNotHTTP1Closes(t *testing.T) {
+	ts := startServer(t, testMux(), Config{})
+	for _, line := range []string{"INVALID CONNECTION PREFACE\r\n\r\n", "GET / http/1.1\r\nHost: x\r\n\r\n",
+		"GET / HTTP/1.1.1\r\nHost: x\r\n\r\n"} {
+		c := dialRaw(t, ts.addr)
+		c.send(line)
+		assert.True(t, c.closed(), "%q: the connection must close without an answer", line)
+	}
+	c := dialRaw(t, ts.addr)
+	c.send("GET /health HTTP/1.1\r\nHost: x\r\n\r\nPRI * HTTP/2.X\r\n\r\n")
+	assert.Equal(t, "ok", c.read("GET").body)
+	assert.True(t, c.closed(), "nothing after the response owed")
+	assert.Equal(t, uint64(4), ts.Stats().BadRequests)
+	ts.atRest(t)
+}
+
 // Responses go out in request order, whichever finishes first: an async
 // response that is ready early waits for its turn.
 func TestPipelineOrder(t *testing.T) {
