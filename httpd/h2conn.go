@@ -438,6 +438,7 @@ func (h *h2conn) onClose(c *aio.Conn, err error) {
 		if r := st.r; r != nil {
 			r.gone = true
 			h.ls.suppress(r)
+			neverDispatched(st)
 			h.maybeRelease(st)
 		}
 	}

@@ -402,9 +402,19 @@ func (h *h2conn) abortStream(st *h2stream) {
 		if hd := r.h; hd != nil {
 			hd.Cancel()
 		}
+		neverDispatched(st)
 		h.maybeRelease(st)
 	}
 	h.maybeClose(st)
+}
+
+// neverDispatched ends the handler side of a stream whose body was still
+// being buffered: its handler never started, so no handle will end it.
+func neverDispatched(st *h2stream) {
+	if st.buffering {
+		st.buffering = false
+		st.r.hdone = true
+	}
 }
 
 // maybeRelease ends st's request once its response is written (or never
