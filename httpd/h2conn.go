@@ -40,6 +40,7 @@ const (
 	h2MaxWindow     = 1<<31 - 1
 	h2OutKeep       = 64 << 10 // the out buffer a flush keeps; larger, it is let go
 	h2OutFlush      = 32 << 10 // sendData flushes past this, so the buffer stays within h2OutKeep
+	h2ResetMemory   = 32       // the streams reset lately that a connection remembers (h2conn.resets)
 )
 
 // h2conn is a connection's HTTP/2 state. Owned by its loop.
@@ -58,6 +59,13 @@ type h2conn struct {
 	byReq   map[*Request]*h2stream
 	waiting []*h2stream // streams with DATA held by the connection's window or a full write queue
 	lastID  uint32      // the highest stream the client opened
+
+	// The streams reset lately, either side, once forgotten: a ring of
+	// ids, the top bit set on those we reset. Frames the client sent
+	// before our RST_STREAM reached it are ignored (RFC 9113 §5.1 closed,
+	// §5.4.2); frames after its own RST_STREAM are a stream error.
+	resets  [h2ResetMemory]uint32
+	nresets uint32 // resets written in all: the next slot is nresets % h2ResetMemory
 
 	sendWin      int64  // the connection window the client grants us
 	peerInit     int64  // the client's SETTINGS_INITIAL_WINDOW_SIZE
@@ -271,7 +279,10 @@ func (h *h2conn) process(f http2.Frame) {
 	case *http2.GoAwayFrame:
 		h.onGoAway(f)
 	case *http2.PriorityFrame:
-		// accepted and ignored
+		if f.StreamDep == f.StreamID { // a stream cannot depend on itself (RFC 7540 §5.3.1)
+			h.resetStream(f.StreamID, http2.ErrCodeProtocol)
+		}
+		// otherwise accepted and ignored
 	case *http2.PushPromiseFrame, *http2.ContinuationFrame:
 		h.fail(http2.ErrCodeProtocol)
 	}
@@ -348,10 +359,61 @@ func (h *h2conn) onReset(f *http2.RSTStreamFrame) {
 		if f.StreamID > h.lastID {
 			h.fail(http2.ErrCodeProtocol) // an idle stream
 		}
+		h.noteReset(f.StreamID, false)
 		return
 	}
 	st.remoteDone = true
+	st.peerReset = true
+	h.noteReset(st.id, false)
 	h.abortStream(st)
+}
+
+// reset bits in h2conn.resets
+const resetOurs = 1 << 31 // we sent the RST_STREAM
+
+// noteReset remembers that stream id was reset, by us (ours) or by the
+// client, replacing the oldest memory.
+func (h *h2conn) noteReset(id uint32, ours bool) {
+	if ours {
+		id |= resetOurs
+	}
+	h.resets[h.nresets%h2ResetMemory] = id
+	h.nresets++
+}
+
+// lateReset tells whether stream id was reset lately, and whether by us
+// (the latest memory of it counts).
+func (h *h2conn) lateReset(id uint32) (known, ours bool) {
+	for i := range min(h.nresets, h2ResetMemory) {
+		v := h.resets[(h.nresets-1-i)%h2ResetMemory]
+		if v&^resetOurs == id {
+			return true, v&resetOurs != 0
+		}
+	}
+	return false, false
+}
+
+// closedFrame answers DATA or HEADERS on a stream the client may no
+// longer send on (st nil: forgotten, or never opened below lastID). On a
+// stream we reset, it is ignored: the client sent it before our
+// RST_STREAM arrived. On a stream half-closed (remote) it resets the
+// stream; otherwise (the client reset it, or it closed long ago) it is
+// answered with RST_STREAM(STREAM_CLOSED) once, after which the stream
+// counts as reset by us and more frames on it are ignored: a client gets
+// at most one answer per stream it misuses while it is remembered.
+func (h *h2conn) closedFrame(st *h2stream, id uint32) {
+	switch {
+	case st != nil && !st.reset:
+		h.resetStream(id, http2.ErrCodeStreamClosed)
+	case st != nil && !st.peerReset:
+	case st != nil:
+		st.peerReset = false
+		_ = h.fr.WriteRSTStream(id, http2.ErrCodeStreamClosed)
+	default:
+		if known, ours := h.lateReset(id); !known || !ours {
+			h.resetStream(id, http2.ErrCodeStreamClosed)
+		}
+	}
 }
 
 // onGoAway: the client is going away. With an error its streams are

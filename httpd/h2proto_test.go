@@ -43,3 +43,94 @@ func TestH2ResetWhileBuffering(t *testing.T) {
 	eventually(t, func() bool { return ts.Stats().ConnsOpen == 0 }, "the connection is still open")
 	assert.Equal(t, uint64(1), ts.Stats().Requests, "only /health started a handler")
 }
+
+// rst reads the next frame, a RST_STREAM, and returns its stream and code.
+func (c *h2Raw) rst() (uint32, http2.ErrCode) {
+	c.t.Helper()
+	f := c.next()
+	rf, ok := f.(*http2.RSTStreamFrame)
+	require.True(c.t, ok, "not a RST_STREAM: %v", f)
+	return rf.StreamID, rf.ErrCode
+}
+
+// After the client's RST_STREAM, DATA or HEADERS on the stream are a
+// stream error STREAM_CLOSED, answered once (h2spec 5.1/8, 5.1/9); the
+// connection goes on.
+func TestH2FramesAfterClientReset(t *testing.T) {
+	ts := startServer(t, testMux(), Config{})
+	c := dialH2(t, ts.addr)
+	c.open(1, "POST", "/echo", false)
+	require.NoError(t, c.fr.WriteRSTStream(1, http2.ErrCodeCancel))
+	require.NoError(t, c.fr.WriteData(1, true, []byte("late")))
+	id, code := c.rst()
+	assert.Equal(t, uint32(1), id)
+	assert.Equal(t, http2.ErrCodeStreamClosed, code)
+	require.NoError(t, c.fr.WriteData(1, true, []byte("later"))) // answered already: ignored
+	c.get(3, "/health")
+	c.expect(3, "200", "ok")
+
+	c.open(5, "POST", "/echo", false)
+	require.NoError(t, c.fr.WriteRSTStream(5, http2.ErrCodeCancel))
+	c.get(7, "/health")
+	c.expect(7, "200", "ok") // stream 5 is forgotten (its handler never started), remembered as reset
+	c.open(5, "POST", "/echo", true)
+	id, code = c.rst()
+	assert.Equal(t, uint32(5), id)
+	assert.Equal(t, http2.ErrCodeStreamClosed, code)
+	c.get(9, "/health")
+	c.expect(9, "200", "ok")
+	ts.atRest(t)
+}
+
+// Frames on a stream we reset are ignored: the client sent them before
+// our RST_STREAM reached it (RFC 9113 §5.1 closed).
+func TestH2FramesAfterOurReset(t *testing.T) {
+	ts := startServer(t, testMux(), Config{})
+	c := dialH2(t, ts.addr)
+	c.open(1, "POST", "/echo", false, "connection", "x") // malformed: reset by us
+	id, code := c.rst()
+	assert.Equal(t, uint32(1), id)
+	assert.Equal(t, http2.ErrCodeProtocol, code)
+	require.NoError(t, c.fr.WriteData(1, false, []byte("in flight")))
+	c.open(1, "POST", "/echo", true) // trailers
+	c.get(3, "/health")
+	c.expect(3, "200", "ok") // the first frame after the reset is stream 3's
+	ts.atRest(t)
+}
+
+// A stream cannot depend on itself: HEADERS or PRIORITY saying so is a
+// stream error PROTOCOL_ERROR (h2spec 5.3.1/1, 5.3.1/2).
+func TestH2SelfDependency(t *testing.T) {
+	ts := startServer(t, testMux(), Config{})
+	c := dialH2(t, ts.addr)
+	c.hb.Reset()
+	for _, f := range [][2]string{{":method", "GET"}, {":scheme", "http"}, {":authority", "x"}, {":path", "/health"}} {
+		require.NoError(t, c.he.WriteField(hpack.HeaderField{Name: f[0], Value: f[1]}))
+	}
+	require.NoError(t, c.fr.WriteHeaders(http2.HeadersFrameParam{StreamID: 1, BlockFragment: c.hb.Bytes(),
+		EndStream: true, EndHeaders: true, Priority: http2.PriorityParam{StreamDep: 1, Weight: 15}}))
+	id, code := c.rst()
+	assert.Equal(t, uint32(1), id)
+	assert.Equal(t, http2.ErrCodeProtocol, code)
+
+	c.open(3, "POST", "/echo", false)
+	require.NoError(t, c.fr.WritePriority(3, http2.PriorityParam{StreamDep: 3, Weight: 15}))
+	id, code = c.rst()
+	assert.Equal(t, uint32(3), id)
+	assert.Equal(t, http2.ErrCodeProtocol, code)
+
+	c.get(5, "/health") // the header table kept step
+	c.expect(5, "200", "ok")
+	ts.atRest(t)
+	assert.Equal(t, uint64(1), ts.Stats().Requests)
+}
+
+// An HTTP/2 client whose preface is wrong sees the connection close, with
+// no HTTP/1 answer (h2spec 3.5/2).
+func TestH2InvalidPreface(t *testing.T) {
+	ts := startServer(t, testMux(), Config{})
+	c := dialRaw(t, ts.addr)
+	c.send("INVALID CONNECTION PREFACE\r\n\r\n")
+	assert.True(t, c.closed())
+	ts.atRest(t)
+}

@@ -44,6 +44,7 @@ type h2stream struct {
 	localDone   bool // END_STREAM sent
 	remoteDone  bool // the client's END_STREAM or RST_STREAM arrived
 	reset       bool // RST_STREAM sent or received: nothing more is sent
+	peerReset   bool // reset by the client's RST_STREAM (not by ours since)
 	waiting     bool // in h2conn.waiting
 }
 
@@ -52,14 +53,22 @@ func (h *h2conn) onHeaders(f *http2.MetaHeadersFrame) {
 	id := f.StreamID
 	if st := h.streams[id]; st != nil { // trailers: the body's end
 		switch {
+		case f.HasPriority() && f.Priority.StreamDep == id && !st.reset:
+			h.resetStream(id, http2.ErrCodeProtocol) // a stream cannot depend on itself
 		case st.remoteDone:
-			h.resetStream(id, http2.ErrCodeStreamClosed)
+			h.closedFrame(st, id)
 		case !f.StreamEnded():
 			h.fail(http2.ErrCodeProtocol)
 		default:
 			h.bodyIn(st, nil, true)
 		}
 		return
+	}
+	if id%2 == 1 && id <= h.lastID {
+		if known, _ := h.lateReset(id); known {
+			h.closedFrame(nil, id)
+			return
+		}
 	}
 	if id%2 == 0 || id <= h.lastID {
 		h.fail(http2.ErrCodeProtocol)
@@ -68,22 +77,25 @@ func (h *h2conn) onHeaders(f *http2.MetaHeadersFrame) {
 	h.lastID = id
 	ls := h.ls
 	switch {
+	case f.HasPriority() && f.Priority.StreamDep == id:
+		h.resetStream(id, http2.ErrCodeProtocol) // a stream cannot depend on itself
+		return
 	case h.goaway:
-		_ = h.fr.WriteRSTStream(id, http2.ErrCodeRefusedStream)
+		h.resetStream(id, http2.ErrCodeRefusedStream)
 		return
 	case len(h.streams) >= h2MaxStreams:
-		_ = h.fr.WriteRSTStream(id, http2.ErrCodeRefusedStream)
+		h.resetStream(id, http2.ErrCodeRefusedStream)
 		ls.st.refused.Add(1)
 		return
 	}
 	clen, ok := h2CheckRequest(f)
 	if !ok {
-		_ = h.fr.WriteRSTStream(id, http2.ErrCodeProtocol)
+		h.resetStream(id, http2.ErrCodeProtocol)
 		return
 	}
 	r := ls.acquire()
 	if r == nil { // no arena free: refused, the block decoded all the same
-		_ = h.fr.WriteRSTStream(id, http2.ErrCodeRefusedStream)
+		h.resetStream(id, http2.ErrCodeRefusedStream)
 		ls.st.refused.Add(1)
 		return
 	}
@@ -230,7 +242,7 @@ func (h *h2conn) onData(f *http2.DataFrame) {
 		h.fail(http2.ErrCodeProtocol) // an idle stream
 		return
 	case st == nil || st.remoteDone:
-		h.resetStream(f.StreamID, http2.ErrCodeStreamClosed)
+		h.closedFrame(st, f.StreamID)
 		return
 	}
 	st.recvWin -= n
@@ -383,6 +395,7 @@ func (h *h2conn) resetStream(id uint32, code http2.ErrCode) {
 		return
 	}
 	_ = h.fr.WriteRSTStream(id, code)
+	h.noteReset(id, true)
 	if st != nil {
 		st.remoteDone = true // RST closes both sides
 		h.abortStream(st)
