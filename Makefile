@@ -4,7 +4,7 @@ GO ?= go
 PKGS := ./...
 CROSS := darwin/amd64 darwin/arm64 freebsd/amd64 netbsd/amd64 openbsd/amd64 linux/arm64 linux/riscv64 linux/386 linux/arm
 
-.PHONY: all build test race short debug soak vet lint cross bench bench-http fuzz fuzz-short clean tools
+.PHONY: all build test race short debug soak vet lint cross bench bench-http conformance fuzz fuzz-short clean tools
 
 all: build test
 
@@ -81,6 +81,12 @@ bench-http:
 		$$sudo apt-get install -y wrk nghttp2-client || \
 		{ $$sudo apt-get update && $$sudo apt-get install -y wrk nghttp2-client; }; }
 	bench/http/run.sh
+
+# conformance: h2spec in strict mode (146 tests) against examples/webserver
+# on a free port, any failure or skip failing it (.ci/conformance).
+# Installs h2spec, pinned, into .bin with the Go toolchain.
+conformance:
+	GO=$(GO) .ci/conformance
 
 # FUZZ lists the fuzz targets as package:Target:time, the time being that
 # of the short run in make test. The fuzzing runs without the race
