@@ -85,7 +85,10 @@
 //
 // A connection whose first bytes are the HTTP/2 client preface is served
 // by the HTTP/2 engine (RFC 9113; h2c by prior knowledge, on the same
-// port). Each stream is a request with its own arena; with none free the
+// port), and so is one whose HTTP/1.1 request asks for Upgrade: h2c (RFC
+// 7540 §3.2) with a valid HTTP2-Settings and a body, if any, that its
+// arena holds: it is answered 101 and becomes stream 1; any other upgrade
+// request is served as HTTP/1.1. Each stream is a request with its own arena; with none free the
 // stream is refused (REFUSED_STREAM, Stats.Refused) and the connection
 // goes on. A body that fits in half of the arena arrives with the request;
 // a larger one streams, the client's window growing as the handler reads
@@ -93,7 +96,7 @@
 // (RST_STREAM) cancels its handler, which then sends nothing; a GOAWAY
 // with an error cancels them all, one with NO_ERROR lets them finish.
 // Shutdown sends GOAWAY. Push is never used; PRIORITY is ignored. Not yet:
-// Upgrade: h2c, budgets against hostile clients (rapid reset, floods).
+// budgets against hostile clients (rapid reset, floods).
 //
 // # Threading
 //

@@ -422,6 +422,9 @@ func (hc *h1conn) enqueue(r *Request) {
 // its end, a cleanup on it, sends its response and releases the arena.
 // The request has all it waits for from the client: HeaderTimeout stops.
 func (hc *h1conn) dispatch(r *Request) {
+	if hc.upgradeH2(r) { // Upgrade: h2c (h2upgrade.go): r is stream 1 of HTTP/2
+		return
+	}
 	ls := hc.ls
 	hc.setTimeout(nil)
 	reply := ls.serve(r)

@@ -75,6 +75,7 @@ type h2conn struct {
 	lname        []byte // a response field name, lowercased
 
 	settings bool // the client's first SETTINGS arrived
+	preface  bool // the client preface is still to come (after a 101 to h2c: h2upgrade.go)
 	goaway   bool // we sent GOAWAY: no new streams
 	dead     bool // a connection error: nothing more is read or sent
 	closed   bool
@@ -124,9 +125,10 @@ func h2Preface(data []byte) int {
 	return prefaceWhole
 }
 
-// startH2 hands hc's connection, whose preface split has just consumed, to
-// the HTTP/2 engine. On the loop, in hc's frame callback.
-func (hc *h1conn) startH2() {
+// startH2 hands hc's connection, whose preface split has just consumed
+// (or which has just sent a 101 to h2c), to the HTTP/2 engine. On the
+// loop, in hc's frame callback.
+func (hc *h1conn) startH2() *h2conn {
 	ls := hc.ls
 	h := &h2conn{hc: hc, ls: ls, c: hc.c, streams: make(map[uint32]*h2stream),
 		byReq: make(map[*Request]*h2stream), sendWin: h2DefaultWindow,
@@ -154,6 +156,7 @@ func (hc *h1conn) startH2() {
 	if ls.draining {
 		h.drain()
 	}
+	return h
 }
 
 // frameLen returns the payload length in a frame header.
@@ -165,6 +168,17 @@ func frameLen(b []byte) int { return int(b[0])<<16 | int(b[1])<<8 | int(b[2]) }
 // refuses it (FRAME_SIZE_ERROR).
 func (h *h2conn) split(data []byte, _ bool) (int, []byte, error) {
 	n := 0
+	if h.preface { // after an upgrade: the preface leads the first frames
+		switch h2Preface(data) {
+		case prefacePart:
+			return 0, nil, nil
+		case prefaceNo:
+			return 0, nil, errBadPreface
+		}
+		h.preface = false
+		n = h2PrefaceLen
+	}
+	start := n
 	for len(data)-n >= 9 {
 		f := data[n:]
 		l := frameLen(f)
@@ -189,7 +203,7 @@ func (h *h2conn) split(data []byte, _ bool) (int, []byte, error) {
 	if n == 0 {
 		return 0, nil, nil
 	}
-	return n, data[:n], nil
+	return n, data[start:n], nil
 }
 
 // continuationEnd returns the length of the CONTINUATION frames at the
@@ -295,25 +309,7 @@ func (h *h2conn) onSettings(f *http2.SettingsFrame) {
 		return
 	}
 	h.settings = true
-	err := f.ForeachSetting(func(s http2.Setting) error {
-		if err := s.Valid(); err != nil {
-			return err
-		}
-		switch s.ID {
-		case http2.SettingInitialWindowSize:
-			delta := int64(s.Val) - h.peerInit
-			h.peerInit = int64(s.Val)
-			for _, st := range h.streams {
-				st.sendWin += delta
-				if st.sendWin > h2MaxWindow {
-					return http2.ConnectionError(http2.ErrCodeFlowControl)
-				}
-			}
-		case http2.SettingMaxFrameSize:
-			h.peerMaxFrame = int(s.Val)
-		}
-		return nil
-	})
+	err := f.ForeachSetting(h.applySetting)
 	if err != nil {
 		h.readError(err)
 		return
@@ -322,6 +318,28 @@ func (h *h2conn) onSettings(f *http2.SettingsFrame) {
 	for _, st := range h.streams {
 		h.sendData(st)
 	}
+}
+
+// applySetting applies one setting of the client's: from a SETTINGS
+// frame, or from the HTTP2-Settings of an upgrade.
+func (h *h2conn) applySetting(s http2.Setting) error {
+	if err := s.Valid(); err != nil {
+		return err
+	}
+	switch s.ID {
+	case http2.SettingInitialWindowSize:
+		delta := int64(s.Val) - h.peerInit
+		h.peerInit = int64(s.Val)
+		for _, st := range h.streams {
+			st.sendWin += delta
+			if st.sendWin > h2MaxWindow {
+				return http2.ConnectionError(http2.ErrCodeFlowControl)
+			}
+		}
+	case http2.SettingMaxFrameSize:
+		h.peerMaxFrame = int(s.Val)
+	}
+	return nil
 }
 
 // onWindowUpdate opens a window of ours.
