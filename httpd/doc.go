@@ -95,7 +95,11 @@
 // it. Responses respect the client's windows. A stream the client resets
 // (RST_STREAM) cancels its handler, which then sends nothing; a GOAWAY
 // with an error cancels them all, one with NO_ERROR lets them finish.
-// Shutdown sends GOAWAY. Push is never used; PRIORITY is ignored. Not yet:
+// Shutdown sends GOAWAY twice (RFC 9113 §6.8): first with the largest
+// stream id and a PING, then, after the PING's answer or a second, with
+// the last stream taken; the streams taken until then finish. An idle
+// connection closing says GOAWAY first. Push is never used; PRIORITY is
+// ignored. Not yet:
 // budgets against hostile clients (rapid reset, floods).
 //
 // # Threading

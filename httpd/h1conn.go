@@ -873,14 +873,21 @@ func (hc *h1conn) onEOF(c *aio.Conn) {
 	}
 }
 
-// timedOut: the connection's head or idle deadline has passed.
-func (hc *h1conn) timedOut() { hc.c.Close() }
+// timedOut: the connection's head or idle deadline has passed. An
+// HTTP/2 connection says GOAWAY first, and lingers for its client's EOF.
+func (hc *h1conn) timedOut() {
+	if h := hc.h2; h != nil && !h.dead && !h.closed {
+		h.idleClose()
+		return
+	}
+	hc.c.Close()
+}
 
 // drain begins Shutdown for the connection: an idle one closes, a busy one
 // closes after its last response.
 func (hc *h1conn) drain() {
 	if hc.h2 != nil {
-		hc.h2.drain()
+		hc.h2.shutdown()
 		return
 	}
 	switch {

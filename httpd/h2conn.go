@@ -4,6 +4,7 @@ import (
 	"errors"
 	"io"
 	"net/netip"
+	"time"
 
 	"github.com/valkyria/aio"
 	"golang.org/x/net/http2"
@@ -79,6 +80,9 @@ type h2conn struct {
 	goaway   bool // we sent GOAWAY: no new streams
 	dead     bool // a connection error: nothing more is read or sent
 	closed   bool
+
+	shutting  bool                  // Shutdown's first GOAWAY is out: the final one follows (shutdown)
+	shutTimer *aio.Handle[struct{}] // shutting: the bound on the PING round trip
 }
 
 // h2reader is the Framer's reader: the frames split found.
@@ -154,7 +158,7 @@ func (hc *h1conn) startH2() *h2conn {
 	_ = hc.c.OnDrain(h.onDrain)
 	_ = hc.c.OnFrame(h.split, 2*(9+h2MaxFrame)+ls.cfg.MaxHeadBytes, h.onFrame)
 	if ls.draining {
-		h.drain()
+		h.shutdown()
 	}
 	return h
 }
@@ -285,8 +289,11 @@ func (h *h2conn) process(f http2.Frame) {
 	case *http2.WindowUpdateFrame:
 		h.onWindowUpdate(f)
 	case *http2.PingFrame:
-		if !f.IsAck() {
+		switch {
+		case !f.IsAck():
 			_ = h.fr.WritePing(true, f.Data)
+		case h.shutting && f.Data == h2ShutdownPing:
+			h.drain() // the streams sent before the first GOAWAY have arrived
 		}
 	case *http2.RSTStreamFrame:
 		h.onReset(f)
@@ -460,14 +467,68 @@ func (h *h2conn) fail(code http2.ErrCode) {
 	aio.Finally(c.Flush(), func() { c.Close() })
 }
 
-// drain sends GOAWAY(NO_ERROR): the streams open finish, new ones are
-// refused, and the connection ends after the last one. Server.Shutdown
-// and a client's GOAWAY(NO_ERROR).
+// h2ShutdownPing is the PING data of Shutdown's round trip.
+var h2ShutdownPing = [8]byte{'s', 'h', 'u', 't', 'd', 'o', 'w', 'n'}
+
+// h2GoAwayWait bounds the wait between Shutdown's two GOAWAYs when the
+// client does not answer the PING.
+const h2GoAwayWait = time.Second
+
+// shutdown begins Server.Shutdown on the connection, in two steps (RFC
+// 9113 §6.8): GOAWAY(2^31-1, NO_ERROR) tells the client to open no more
+// streams, while those it has already sent are still served; after one
+// PING round trip (they have all arrived then) or h2GoAwayWait, whichever
+// comes first, the final GOAWAY(last stream, NO_ERROR) follows (drain).
+// A connection already ending closes once what it wrote is out.
+func (h *h2conn) shutdown() {
+	switch {
+	case h.closed:
+		return
+	case h.dead: // lingering after an idle GOAWAY, or failing
+		c := h.c
+		aio.Finally(c.Flush(), func() { c.Close() })
+		return
+	case h.goaway || h.shutting:
+		return
+	}
+	h.shutting = true
+	_ = h.fr.WriteGoAway(1<<31-1, http2.ErrCodeNo, nil)
+	_ = h.fr.WritePing(false, h2ShutdownPing)
+	h.flush()
+	h.shutTimer = aio.Delay(h.ls.l, h2GoAwayWait, func() (struct{}, error) {
+		h.shutTimer = nil
+		h.drain()
+		return struct{}{}, nil
+	})
+	aio.Adopt(h.c.Scope(), h.shutTimer) // the connection's end cancels it
+}
+
+// idleClose ends a connection idle for IdleTimeout: GOAWAY(last stream,
+// NO_ERROR) tells the client that no stream of its was lost (one it is
+// opening just now was not processed, and may be retried elsewhere), then
+// FIN; the connection closes at the client's EOF, or when the linger
+// (HeaderTimeout) passes.
+func (h *h2conn) idleClose() {
+	h.goaway = true
+	_ = h.fr.WriteGoAway(h.lastID, http2.ErrCodeNo, nil)
+	h.flush()
+	h.dead = true
+	_ = h.c.CloseWrite()
+	h.hc.setTimeout(&h.ls.headQ)
+}
+
+// drain sends the final GOAWAY(NO_ERROR): the streams open finish, new
+// ones are refused, and the connection ends after the last one.
+// Server.Shutdown's second step, and a client's GOAWAY(NO_ERROR).
 func (h *h2conn) drain() {
 	if h.goaway || h.dead || h.closed {
 		return
 	}
 	h.goaway = true
+	if t := h.shutTimer; t != nil {
+		h.shutTimer = nil
+		t.Cancel()
+	}
 	_ = h.fr.WriteGoAway(h.lastID, http2.ErrCodeNo, nil)
 	h.flush()
 	h.maybeEnd()

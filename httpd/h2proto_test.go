@@ -1,10 +1,13 @@
 package httpd
 
 import (
+	"context"
 	"testing"
+	"time"
 
 	"github.com/stretchr/testify/assert"
 	"github.com/stretchr/testify/require"
+	"github.com/valkyria/aio"
 	"golang.org/x/net/http2"
 	"golang.org/x/net/http2/hpack"
 )
@@ -132,5 +135,95 @@ func TestH2InvalidPreface(t *testing.T) {
 	c := dialRaw(t, ts.addr)
 	c.send("INVALID CONNECTION PREFACE\r\n\r\n")
 	assert.True(t, c.closed())
+	ts.atRest(t)
+}
+
+// frame reads the next frame, whatever it is.
+func (c *h2Raw) frame() http2.Frame {
+	c.t.Helper()
+	f, err := c.fr.ReadFrame()
+	require.NoError(c.t, err)
+	return f
+}
+
+// goAway reads the next frame other than WINDOW_UPDATE, PING and a
+// SETTINGS ack, a GOAWAY, and checks its last stream id and NO_ERROR.
+func (c *h2Raw) goAway(last uint32) {
+	c.t.Helper()
+	f := c.next()
+	ga, ok := f.(*http2.GoAwayFrame)
+	require.True(c.t, ok, "not a GOAWAY: %v", f)
+	assert.Equal(c.t, last, ga.LastStreamID)
+	assert.Equal(c.t, http2.ErrCodeNo, ga.ErrCode)
+}
+
+// promiseThenShutdown starts a server, opens stream 1 on a /promise
+// handler that waits, and starts Shutdown (shutdownInBackground).
+func promiseThenShutdown(t *testing.T) (*testServer, *h2Raw, *aio.Promise[Response], <-chan error) {
+	t.Helper()
+	p := newProbe()
+	ts := startServer(t, p.mux(), Config{})
+	c := dialH2(t, ts.addr)
+	c.get(1, "/promise")
+	pr := recvT(t, p.promises)
+	return ts, c, pr, shutdownInBackground(ts)
+}
+
+// shutdownInBackground runs ts.Shutdown, bounded by waitTimeout, on
+// another goroutine; its result comes on the channel.
+func shutdownInBackground(ts *testServer) <-chan error {
+	done := make(chan error, 1)
+	go func() {
+		ctx, cancel := context.WithTimeout(context.Background(), waitTimeout)
+		defer cancel()
+		done <- ts.Shutdown(ctx)
+	}()
+	return done
+}
+
+// Shutdown's two GOAWAYs: the first, with the largest id, then a PING;
+// a stream opened before the PING's answer is served; the PING's answer
+// brings the final GOAWAY with the last stream, after which new streams
+// are refused; the streams in progress finish, and the connection ends.
+func TestH2ShutdownTwoStep(t *testing.T) {
+	ts, c, pr, done := promiseThenShutdown(t)
+	c.goAway(1<<31 - 1)
+	var ping *http2.PingFrame
+	for ping == nil {
+		if f, ok := c.frame().(*http2.PingFrame); ok && !f.IsAck() {
+			ping = f
+		}
+	}
+	c.get(3, "/health") // between the two GOAWAYs: served
+	require.NoError(t, c.fr.WritePing(true, ping.Data))
+	c.expect(3, "200", "ok")
+	c.goAway(3)
+	c.get(5, "/health") // after the final GOAWAY: refused
+	id, code := c.rst()
+	assert.Equal(t, uint32(5), id)
+	assert.Equal(t, http2.ErrCodeRefusedStream, code)
+	require.True(t, pr.Resolve(TextResponse(200, "finished")))
+	c.expect(1, "200", "finished")
+	assert.True(t, c.eof())
+	require.NoError(t, recvT(t, done))
+	assert.Equal(t, uint64(0), ts.Stats().Cancelled)
+	ts.atRest(t)
+}
+
+// An HTTP/2 connection closed for idling says GOAWAY(last stream,
+// NO_ERROR) first, then FIN.
+func TestH2IdleGoAway(t *testing.T) {
+	ts := startServer(t, testMux(), Config{IdleTimeout: 50 * time.Millisecond})
+	c := dialH2(t, ts.addr)
+	c.get(1, "/health")
+	c.expect(1, "200", "ok")
+	c.goAway(1)
+	assert.True(t, c.eof())
+	require.NoError(t, c.nc.Close())
+	eventually(t, func() bool { return ts.Stats().ConnsOpen == 0 }, "the connection is still open")
+
+	c = dialH2(t, ts.addr) // no stream at all
+	c.goAway(0)
+	assert.True(t, c.eof())
 	ts.atRest(t)
 }
