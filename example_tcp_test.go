@@ -206,3 +206,34 @@ func ExampleListener_Drain() {
 	// HELLO
 	// drained: <nil>
 }
+
+// A write timeout frees a server from a client that asks for a large reply
+// and never reads it: once the kernel has taken none of the queued bytes
+// for the timeout, the connection closes with ErrWriteTimeout (and its
+// scope's work is cancelled). A reader that makes progress, however slow,
+// is not cut.
+func ExampleConn_SetWriteTimeout() {
+	rt, l := start()
+	defer stop(rt)
+
+	ended := make(chan error, 1)
+	reply := make([]byte, 16<<20)
+	ln, err := aio.Listen(l, "127.0.0.1:0", aio.ListenConfig{}, func(c *aio.Conn) {
+		_ = c.SetWriteTimeout(200 * time.Millisecond)
+		_ = c.OnRead(func(c *aio.Conn, _ []byte) { _, _ = c.Write(reply) })
+		_ = c.OnClose(func(_ *aio.Conn, err error) { ended <- err })
+	})
+	if err != nil {
+		panic(err)
+	}
+	defer ln.Close()
+
+	nc, err := net.Dial("tcp", ln.Addr().String())
+	if err != nil {
+		panic(err)
+	}
+	defer nc.Close()
+	_, _ = nc.Write([]byte("GET everything\n")) // and never read
+	fmt.Println(errors.Is(<-ended, aio.ErrWriteTimeout))
+	// Output: true
+}

@@ -45,6 +45,11 @@ var (
 	// written for ConnConfig.IdleTimeout. errors.Is(err, ErrTimeout) holds,
 	// and it is a net.Error whose Timeout is true.
 	ErrIdleTimeout error = &kindError{"aio: tcp idle timeout", []error{ErrTimeout}}
+	// ErrWriteTimeout is the error a Conn closes with when bytes waited to be
+	// sent and the kernel took none of them for ConnConfig.WriteTimeout (the
+	// peer stopped reading). errors.Is(err, ErrTimeout) holds, and it is a
+	// net.Error whose Timeout is true.
+	ErrWriteTimeout error = &kindError{"aio: tcp write timeout", []error{ErrTimeout}}
 	// errConnStopped is what OnClose hears when Loop.Stop closed the
 	// connection: errors.Is(err, ErrStopped) and (as for every handle Stop
 	// ends) errors.Is(err, ErrCancelled) hold.
@@ -122,6 +127,11 @@ type ConnConfig struct {
 	// IdleTimeout closes the connection with ErrIdleTimeout when no byte was
 	// read and none reached the kernel for this long. 0: none.
 	IdleTimeout time.Duration
+	// WriteTimeout closes the connection with ErrWriteTimeout when bytes
+	// wait to be sent (the write queue, or a Pipe's) and the kernel took
+	// none of them for this long: a peer that stopped reading. Progress,
+	// however slow, restarts it. 0: none.
+	WriteTimeout time.Duration
 	// ReadBuffer and WriteBuffer > 0 set the kernel's receive and send
 	// buffer sizes (SO_RCVBUF, SO_SNDBUF; Linux doubles the value and caps
 	// it at net.core.rmem_max/wmem_max) before the connection is
@@ -144,9 +154,9 @@ func (c ConnConfig) withDefaults() (ConnConfig, error) {
 	case c.HighWater < 0 || c.LowWater < 0:
 		return c, fmt.Errorf("aio: tcp: negative water mark (high %d, low %d)",
 			c.HighWater, c.LowWater)
-	case c.ReadTimeout < 0 || c.IdleTimeout < 0:
-		return c, fmt.Errorf("aio: tcp: negative timeout (read %v, idle %v)",
-			c.ReadTimeout, c.IdleTimeout)
+	case c.ReadTimeout < 0 || c.IdleTimeout < 0 || c.WriteTimeout < 0:
+		return c, fmt.Errorf("aio: tcp: negative timeout (read %v, idle %v, write %v)",
+			c.ReadTimeout, c.IdleTimeout, c.WriteTimeout)
 	case c.ReadBuffer < 0 || c.WriteBuffer < 0:
 		return c, fmt.Errorf("aio: tcp: negative buffer size (read %d, write %d)",
 			c.ReadBuffer, c.WriteBuffer)

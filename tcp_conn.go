@@ -121,9 +121,9 @@ func (c *Conn) init(l *Loop, tl *tcpLoop, fd int, cfg ConnConfig, state uint8) {
 	c.l, c.tl, c.fd, c.state = l, tl, fd, state
 	c.hw, c.lw = cfg.HighWater, cfg.LowWater
 	c.readWhileFull = cfg.ReadWhileFull
-	if cfg.ReadTimeout|cfg.IdleTimeout != 0 {
+	if cfg.ReadTimeout|cfg.IdleTimeout|cfg.WriteTimeout != 0 {
 		to := c.timeouts()
-		to.read, to.idle = cfg.ReadTimeout, cfg.IdleTimeout
+		to.read, to.idle, to.write = cfg.ReadTimeout, cfg.IdleTimeout, cfg.WriteTimeout
 	}
 	c.closed.init(l)
 	c.closed.state.Store(uint32(Running))
@@ -248,6 +248,9 @@ func (c *Conn) syncInterest() {
 	}
 	if c.queued.Load() > 0 || c.splicedTo() > 0 {
 		want |= poll.Writable
+		if to := c.to; to != nil && c.ev&poll.Writable == 0 && to.write > 0 {
+			to.lastWrite = c.l.clock() // the write timeout counts from here
+		}
 	}
 	var err error
 	switch {

@@ -4,6 +4,7 @@ import (
 	"fmt"
 	"time"
 
+	"github.com/valkyria/aio/internal/poll"
 	"github.com/valkyria/aio/internal/sock"
 	"golang.org/x/sys/unix"
 )
@@ -127,15 +128,20 @@ func (c *Conn) sockopt(set func() error) error {
 	})
 }
 
-// connTimeouts are a connection's read and idle timeouts: one timer, armed
-// for the earliest deadline. Activity only moves lastRead/lastIO; a timer
-// that fires early re-arms itself, so a busy connection costs no timer-heap
-// work per read. Owned by the loop.
+// connTimeouts are a connection's read, idle and write timeouts: one
+// timer, armed for the earliest deadline. Activity only moves
+// lastRead/lastIO/lastWrite; a timer that fires early re-arms itself, so a
+// busy connection costs no timer-heap work per read or write. A timeout
+// fires on the loop's timer, so it is as precise as the loop's timers (it
+// is not swept at a coarser tick). Owned by the loop.
 type connTimeouts struct {
-	t          timer
-	read, idle time.Duration
-	lastRead   time.Duration // loop clock of the last read, or of reading (re)starting
-	lastIO     time.Duration // loop clock of the last byte read or written
+	t                 timer
+	read, idle, write time.Duration
+	lastRead          time.Duration // loop clock of the last read, or of reading (re)starting
+	lastIO            time.Duration // loop clock of the last byte read or written
+	// lastWrite is the loop clock of the last byte that reached the kernel,
+	// or of bytes starting to wait (Writable interest added).
+	lastWrite time.Duration
 }
 
 // timeouts returns c's timeouts, making them on first use. On the loop (or
@@ -167,6 +173,17 @@ func (c *Conn) SetIdleTimeout(d time.Duration) error {
 	})
 }
 
+// SetWriteTimeout sets ConnConfig.WriteTimeout (0 turns it off): the
+// connection closes with ErrWriteTimeout once bytes have waited to be sent
+// for d with none taken by the kernel; it counts from the call, or from
+// when bytes start to wait. Any goroutine; an error for negative d or a
+// closed connection.
+func (c *Conn) SetWriteTimeout(d time.Duration) error {
+	return c.setTimeout("write", d, func(to *connTimeouts, now time.Duration) {
+		to.write, to.lastWrite = d, now
+	})
+}
+
 // setTimeout sets one of the timeouts and its reference time (set, given
 // the loop's clock), on the loop.
 func (c *Conn) setTimeout(what string, d time.Duration,
@@ -189,7 +206,7 @@ func (c *Conn) startTimeouts() {
 	c.l.checkOnLoop()
 	if to := c.to; to != nil {
 		now := c.l.clock()
-		to.lastRead, to.lastIO = now, now
+		to.lastRead, to.lastIO, to.lastWrite = now, now, now
 		c.armTimeouts()
 	}
 }
@@ -203,6 +220,11 @@ func (c *Conn) deadline(to *connTimeouts) (time.Duration, bool) {
 	}
 	if to.idle > 0 {
 		if d := to.lastIO + to.idle; !ok || d < dl {
+			dl, ok = d, true
+		}
+	}
+	if to.write > 0 && c.ev&poll.Writable != 0 {
+		if d := to.lastWrite + to.write; !ok || d < dl {
 			dl, ok = d, true
 		}
 	}
@@ -248,6 +270,8 @@ func (c *Conn) fire() {
 		c.closeWith(ErrReadTimeout)
 	case to.idle > 0 && now >= to.lastIO+to.idle:
 		c.closeWith(ErrIdleTimeout)
+	case to.write > 0 && c.ev&poll.Writable != 0 && now >= to.lastWrite+to.write:
+		c.closeWith(ErrWriteTimeout)
 	default:
 		c.armTimeouts()
 	}

@@ -182,3 +182,79 @@ func TestTCPBufferSizes(t *testing.T) {
 	require.NoError(t, err)
 	closedLoopTCP(t, l.closeListener(t, ln))
 }
+
+// A peer that stops reading closes the connection with ErrWriteTimeout
+// once the kernel has taken none of the queued bytes for WriteTimeout; a
+// slow but steady reader is not cut (each byte the kernel takes restarts
+// the clock), and the timeout is off while nothing waits to be sent.
+func TestTCPWriteTimeout(t *testing.T) {
+	const wt = 200 * time.Millisecond
+	l := startLoop(t)
+	conns := make(chan *Conn, 2)
+	big := make([]byte, 8<<20)
+	ln, err := Listen(l, "127.0.0.1:0", ListenConfig{Conn: ConnConfig{WriteTimeout: wt, WriteBuffer: 16 << 10}},
+		func(c *Conn) {
+			_ = c.OnRead(func(c *Conn, b []byte) { _ = send(c, big) }) // any byte asks for 8 MiB
+			conns <- c
+		})
+	require.NoError(t, err)
+
+	// Quiet but nothing queued: the write timeout does not run.
+	stuck := netDial(t, ln)
+	sc := recv(t, conns)
+	slow := netDial(t, ln)
+	wc := recv(t, conns)
+	time.Sleep(2 * wt) // the time that must pass without a close, not a synchronisation
+	require.Equal(t, Running, sc.Closed().Status(), "nothing queued: no write timeout")
+
+	// A client that asks and never reads: closed after about wt.
+	start := time.Now()
+	_, err = stuck.Write([]byte{1})
+	require.NoError(t, err)
+	_, err = wait(t, sc.Closed())
+	require.ErrorIs(t, err, ErrWriteTimeout)
+	require.ErrorIs(t, err, ErrTimeout)
+	require.Equal(t, "aio: tcp write timeout", err.Error())
+	require.GreaterOrEqual(t, time.Since(start), wt)
+
+	// A slow, steady reader (64 KiB every wt/8) for 3·wt is not cut.
+	_, err = slow.Write([]byte{1})
+	require.NoError(t, err)
+	buf := make([]byte, 64<<10)
+	for end := time.Now().Add(3 * wt); time.Now().Before(end); {
+		_, err := io.ReadFull(slow, buf)
+		require.NoError(t, err)
+		time.Sleep(wt / 8) // the client's pace, not a synchronisation
+	}
+	require.Equal(t, Running, wc.Closed().Status(), "progress keeps the connection open")
+	require.Positive(t, wc.Buffered(), "the reader was slower than the writer")
+	_, err = wait(t, wc.Closed())
+	require.ErrorIs(t, err, ErrWriteTimeout, "and a stop closes it")
+	require.Zero(t, onLoopValue(t, l, func() int { return l.Stats().Timers }), "no timer is left armed")
+	closedLoopTCP(t, l.closeListener(t, ln))
+}
+
+// SetWriteTimeout on a connection accepted without timeouts works as the
+// configured one does, and 0 turns it off.
+func TestTCPSetWriteTimeout(t *testing.T) {
+	l := startLoop(t)
+	ln, conns := echoListenConns(t, l, "127.0.0.1:0", ListenConfig{Conn: ConnConfig{WriteBuffer: 16 << 10}}, 2)
+	_ = netDial(t, ln)
+	on := recv(t, conns)
+	_ = netDial(t, ln)
+	off := recv(t, conns)
+	require.Error(t, on.SetWriteTimeout(-1))
+	require.NoError(t, on.SetWriteTimeout(100*time.Millisecond))
+	require.NoError(t, off.SetWriteTimeout(50*time.Millisecond))
+	require.NoError(t, off.SetWriteTimeout(0))
+	big := make([]byte, 8<<20)
+	require.NoError(t, send(on, big))
+	require.NoError(t, send(off, big))
+	_, err := wait(t, on.Closed())
+	require.ErrorIs(t, err, ErrWriteTimeout)
+	require.Equal(t, Running, off.Closed().Status(), "a write timeout set to 0 is off")
+	require.ErrorIs(t, on.SetWriteTimeout(time.Second), ErrConnClosed)
+	_, err = wait(t, off.Close())
+	require.NoError(t, err)
+	closedLoopTCP(t, l.closeListener(t, ln))
+}

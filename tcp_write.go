@@ -232,11 +232,12 @@ func (c *Conn) wrote(n int) {
 }
 
 // sent accounts for n bytes that reached the socket, from the queue or
-// not (a Pipe's splice): the counter and the idle timeout.
+// not (a Pipe's splice): the counter, the idle and write timeouts.
 func (c *Conn) sent(n int) {
 	c.tl.bytesOut.Add(uint64(n))
-	if to := c.to; to != nil && to.idle != 0 {
-		to.lastIO = c.l.clock()
+	if to := c.to; to != nil && to.idle|to.write != 0 {
+		now := c.l.clock()
+		to.lastIO, to.lastWrite = now, now
 	}
 }
 
