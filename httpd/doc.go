@@ -72,8 +72,13 @@
 // caches the Date header per loop (made at most once a second), and times
 // out slow heads, the small bodies that come with them and larger bodies
 // that stop coming while their handler reads (Config.HeaderTimeout), and
-// idle connections (Config.IdleTimeout). Its
-// parser (internal/h1) is strict: heads over the limits get 431, targets
+// idle connections (Config.IdleTimeout); those two are swept by a ticker
+// of each loop, so they may run up to a quarter of the shorter one (at
+// most a second) late. A client that stops reading its responses is
+// closed once the kernel has taken none of the bytes waiting for it for
+// Config.WriteTimeout, on HTTP/2 too (the connection's own timer: no
+// sweep), and its requests are cancelled. The engine's parser
+// (internal/h1) is strict: heads over the limits get 431, targets
 // 414, bodies 413, and malformed or ambiguous framing (the smuggling
 // vectors) 400, and after any refusal the connection closes.
 //

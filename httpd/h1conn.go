@@ -108,6 +108,9 @@ func (ls *loopState) accept(c *aio.Conn) {
 	ls.conns.push(hc)
 	ls.st.connsOpen.Add(1)
 	hc.setTimeout(&ls.headQ)
+	if cfg.WriteTimeout > 0 { // the same aio.Conn serves HTTP/2: it holds there too
+		_ = c.SetWriteTimeout(cfg.WriteTimeout)
+	}
 	_ = c.OnClose(hc.onClose)
 	_ = c.OnEOF(hc.onEOF)
 	_ = c.OnDrain(hc.onDrain)
@@ -921,9 +924,12 @@ func (hc *h1conn) setTimeout(q *connList) {
 // onClose: the connection is gone. Every request still queued is gone
 // too: a pending handle is cancelled by the connection's scope, and its
 // cleanup releases its arena; the others are released here.
-func (hc *h1conn) onClose(*aio.Conn, error) {
+func (hc *h1conn) onClose(_ *aio.Conn, err error) {
 	hc.closed = true
 	ls := hc.ls
+	if errors.Is(err, aio.ErrWriteTimeout) {
+		ls.st.writeTimeouts.Add(1)
+	}
 	for r := hc.qhead; r != nil; {
 		next := r.next
 		r.next = nil

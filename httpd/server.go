@@ -20,6 +20,7 @@ const (
 	DefaultMaxFields     = 100
 	DefaultHeaderTimeout = 5 * time.Second
 	DefaultIdleTimeout   = 60 * time.Second
+	DefaultWriteTimeout  = 30 * time.Second
 	DefaultMaxPipeline   = 16
 )
 
@@ -50,6 +51,20 @@ type Config struct {
 	// passes.
 	HeaderTimeout time.Duration
 	IdleTimeout   time.Duration
+
+	// WriteTimeout closes a connection whose response bytes wait to be
+	// sent while the kernel takes none of them for this long (a client
+	// that stopped reading: aio.Conn.SetWriteTimeout), HTTP/1.1 or
+	// HTTP/2, and cancels its requests (Stats.WriteTimeouts). Progress,
+	// however slow, restarts it, so unlike net/http's WriteTimeout (none
+	// by default, and a deadline for the whole response) it never cuts a
+	// long download or an event stream that is being read. The default,
+	// DefaultWriteTimeout (30 s, nginx's send_timeout is 60 s), is far
+	// longer than any live reader stalls with a kernel buffer to fill,
+	// and bounds the time a dead or hostile one holds an arena, a
+	// handler and up to aio.DefaultHighWater of queued bytes. Negative:
+	// none.
+	WriteTimeout time.Duration
 
 	// MaxPipeline bounds the requests of one connection in progress at
 	// once (read and not yet answered): past it, the connection stops
@@ -86,6 +101,9 @@ func (c Config) withDefaults() Config {
 	}
 	if c.IdleTimeout <= 0 {
 		c.IdleTimeout = DefaultIdleTimeout
+	}
+	if c.WriteTimeout == 0 {
+		c.WriteTimeout = DefaultWriteTimeout
 	}
 	c.Listen.ReusePort = true
 	return c
@@ -270,6 +288,7 @@ type Stats struct {
 	ArenaReleases       uint64 `json:"arena_releases"`       // arenas given back
 	Panics              uint64 `json:"panics"`               // handler panics (answered 500)
 	BadRequests         uint64 `json:"bad_requests"`         // requests refused by the parser (4xx, 5xx, then closed; not HTTP/1: closed)
+	WriteTimeouts       uint64 `json:"write_timeouts"`       // connections closed by Config.WriteTimeout
 }
 
 // Stats returns the server's counters, summed over its loops. Any
@@ -290,6 +309,7 @@ func (s *Server) Stats() Stats {
 		st.ArenaReleases += c.releases.Load()
 		st.Panics += c.panics.Load()
 		st.BadRequests += c.badRequests.Load()
+		st.WriteTimeouts += c.writeTimeouts.Load()
 	}
 	return st
 }
