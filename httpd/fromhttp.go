@@ -6,6 +6,7 @@ import (
 	"io"
 	"net/http"
 	"net/url"
+	"strconv"
 	"strings"
 	"sync"
 
@@ -18,8 +19,16 @@ import (
 // events as a native handler's handle: the client going away, Shutdown's
 // deadline. Its body is the request's: buffered, or streamed from the
 // connection with flow control (reading pauses while h does not read).
-// The response is buffered whole and sent when h returns (Flush sends
-// nothing early); a panic in h answers 500.
+//
+// A response up to 64 KiB is buffered and sent whole when h returns, with
+// a Content-Length. One that grows past that, or that h flushes (the
+// ResponseWriter is an http.Flusher, as server-sent events need), streams
+// from there: what h wrote is sent at once, chunked on HTTP/1.1 (or with
+// the Content-Length h set), as DATA on HTTP/2, and so is every later
+// Write, which blocks while the connection cannot take more (so a large
+// body never sits in memory) and fails with ErrStreamClosed once the
+// client has gone away. A panic in h answers 500, or cuts a response that
+// is already streaming.
 //
 // Everything h gets is copied out of the request's arena: h runs on
 // another goroutine and may outlive the request once it is cancelled.
@@ -29,12 +38,17 @@ func FromHTTP(h http.Handler) Handler {
 		if err != nil {
 			return Reply{resp: errResponse(400)}
 		}
+		out := newStreamOut(r) // used only if the response streams
 		return Later(aio.Work(r.Loop(), func(ctx context.Context) (Response, error) {
 			if p, ok := req.Body.(*bodyPipe); ok { // a reader waiting for a client gone must wake
 				defer context.AfterFunc(ctx, func() { _ = p.Close() })()
 			}
-			w := &responseWriter{header: make(http.Header)}
+			w := &responseWriter{header: make(http.Header), ctx: ctx, out: out}
 			h.ServeHTTP(w, req.WithContext(ctx))
+			if w.streaming {
+				out.end(ctx)
+				return Response{}, nil // the stream was the response
+			}
 			return w.response(), nil
 		}))
 	})
@@ -175,11 +189,17 @@ func (p *bodyPipe) Close() error {
 	return nil
 }
 
-// responseWriter buffers a net/http handler's response.
+// responseWriter is the http.ResponseWriter (and http.Flusher) of a
+// FromHTTP handler: it buffers the response, and streams it from its
+// first Flush or once it outgrows streamAt. Used on the handler's
+// goroutine.
 type responseWriter struct {
-	header http.Header
-	status int
-	body   bytes.Buffer
+	header    http.Header
+	status    int
+	body      bytes.Buffer
+	ctx       context.Context
+	out       *streamOut
+	streaming bool // the response went to out
 }
 
 func (w *responseWriter) Header() http.Header { return w.header }
@@ -194,26 +214,70 @@ func (w *responseWriter) Write(b []byte) (int, error) {
 	if w.status == 0 {
 		w.status = 200
 	}
+	if !w.streaming && w.body.Len()+len(b) > streamAt {
+		if err := w.stream(); err != nil {
+			return 0, err
+		}
+	}
+	if w.streaming {
+		return w.out.write(b)
+	}
 	return w.body.Write(b)
 }
 
-// response is the Response of what the handler wrote.
+// Flush sends what was written so far and makes the response stream.
+func (w *responseWriter) Flush() { _ = w.FlushError() }
+
+// FlushError is Flush that reports a client gone (http.ResponseController
+// uses it).
+func (w *responseWriter) FlushError() error {
+	if w.status == 0 {
+		w.status = 200
+	}
+	if !w.streaming {
+		return w.stream()
+	}
+	return w.out.flushErr()
+}
+
+// stream starts streaming the response with what is buffered.
+func (w *responseWriter) stream() error {
+	w.streaming = true
+	first := w.body.Bytes()
+	w.body = bytes.Buffer{} // first is the stream's now
+	return w.out.begin(w.ctx, w.status, w.fields(first, true), first)
+}
+
+// response is the Response of what the handler wrote, buffered whole.
 func (w *responseWriter) response() Response {
 	if w.status == 0 {
 		w.status = 200
 	}
+	return Response{Status: w.status, Header: w.fields(w.body.Bytes(), false), Body: w.body.Bytes()}
+}
+
+// fields are the response's header fields, with a Content-Type sniffed
+// from body when the handler set none; with the handler's Content-Length
+// (if valid) when the response streams: the stream must then be exactly
+// that long.
+func (w *responseWriter) fields(body []byte, streams bool) []Field {
 	var fields []Field
 	for name, values := range w.header {
 		switch http.CanonicalHeaderKey(name) {
-		case "Content-Length", "Transfer-Encoding", "Connection", "Date":
+		case "Content-Length":
+			if n, err := strconv.ParseInt(w.header.Get(name), 10, 64); streams && err == nil && n >= 0 {
+				fields = append(fields, Field{"Content-Length", strconv.FormatInt(n, 10)})
+			}
+			continue
+		case "Transfer-Encoding", "Connection", "Date":
 			continue // the server's own
 		}
 		for _, v := range values {
 			fields = append(fields, Field{name, v})
 		}
 	}
-	if w.header.Get("Content-Type") == "" && w.body.Len() > 0 {
-		fields = append(fields, Field{"Content-Type", http.DetectContentType(w.body.Bytes())})
+	if w.header.Get("Content-Type") == "" && len(body) > 0 {
+		fields = append(fields, Field{"Content-Type", http.DetectContentType(body)})
 	}
-	return Response{Status: w.status, Header: fields, Body: w.body.Bytes()}
+	return fields
 }

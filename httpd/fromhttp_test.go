@@ -1,11 +1,16 @@
 package httpd
 
 import (
+	"bufio"
 	"bytes"
 	"context"
+	"fmt"
 	"io"
 	"net/http"
+	"os/exec"
+	"runtime"
 	"testing"
+	"time"
 
 	"github.com/stretchr/testify/assert"
 	"github.com/stretchr/testify/require"
@@ -52,4 +57,212 @@ func TestFromHTTP(t *testing.T) {
 	raw.Close()
 	assert.ErrorIs(t, recvT(t, ctxDone), context.Canceled)
 	ts.atRest(t)
+}
+
+// streamMux serves net/http handlers that stream: /sse sends an event,
+// flushes, and waits for next before the following one; /big?n= writes n
+// bytes of pattern in 32 KiB writes (with a Content-Length if cl=1);
+// /forever writes until a Write fails, and reports that error and its
+// context's.
+func streamMux(next <-chan struct{}, gone chan<- [2]error) *Mux {
+	m := NewMux()
+	m.Handle("GET /sse", FromHTTP(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		w.Header().Set("Content-Type", "text/event-stream")
+		w.WriteHeader(200)
+		w.(http.Flusher).Flush() // the head goes out before any event
+		for i := range 3 {
+			if i > 0 {
+				select {
+				case <-next:
+				case <-r.Context().Done():
+					return
+				}
+			}
+			_, _ = fmt.Fprintf(w, "data: %d\n\n", i)
+			w.(http.Flusher).Flush()
+		}
+	})))
+	m.Handle("GET /big", FromHTTP(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		n := atoi(r.URL.Query().Get("n"))
+		if r.URL.Query().Get("cl") == "1" {
+			w.Header().Set("Content-Length", itoa(n))
+		}
+		buf := make([]byte, 32<<10)
+		for off := 0; off < n; off += len(buf) {
+			b := buf[:min(len(buf), n-off)]
+			fillPattern(b, off)
+			if _, err := w.Write(b); err != nil {
+				return
+			}
+		}
+	})))
+	m.Handle("GET /forever", FromHTTP(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		buf := make([]byte, 32<<10)
+		for {
+			if _, err := w.Write(buf); err != nil {
+				gone <- [2]error{err, r.Context().Err()}
+				return
+			}
+		}
+	})))
+	return m
+}
+
+// fillPattern fills b with the bytes of a position-dependent pattern from
+// offset off.
+func fillPattern(b []byte, off int) {
+	for i := range b {
+		b[i] = byte((off + i) * 7 >> 3)
+	}
+}
+
+// patternReader checks that what is written to it is the pattern.
+type patternReader struct {
+	off int
+	bad int // offset of the first wrong byte + 1
+}
+
+func (p *patternReader) Write(b []byte) (int, error) {
+	for i, c := range b {
+		if c != byte((p.off+i)*7>>3) && p.bad == 0 {
+			p.bad = p.off + i + 1
+		}
+	}
+	p.off += len(b)
+	return len(b), nil
+}
+
+// A net/http server-sent-events handler streams through FromHTTP: each
+// event reaches the client (HTTP/1.1 and HTTP/2, and curl) before the
+// handler goes on, so before it ends.
+func TestFromHTTPStreamEvents(t *testing.T) {
+	next := make(chan struct{})
+	ts := startServer(t, streamMux(next, nil), Config{})
+	for name, c := range map[string]*http.Client{"h1": client(t), "h2": h2Client(t)} {
+		t.Run(name, func(t *testing.T) {
+			resp, err := c.Get(ts.url + "/sse")
+			require.NoError(t, err)
+			defer resp.Body.Close()
+			assert.Equal(t, "text/event-stream", resp.Header.Get("Content-Type"))
+			assert.Equal(t, int64(-1), resp.ContentLength)
+			br := bufio.NewReader(resp.Body)
+			for i := range 3 {
+				if i > 0 {
+					next <- struct{}{} // the handler waits for this: the event came first
+				}
+				line, err := br.ReadString('\n')
+				require.NoError(t, err)
+				assert.Equal(t, fmt.Sprintf("data: %d\n", i), line)
+				_, err = br.ReadString('\n')
+				require.NoError(t, err)
+			}
+			rest, err := io.ReadAll(br)
+			require.NoError(t, err)
+			assert.Empty(t, rest)
+		})
+	}
+	t.Run("curl", func(t *testing.T) {
+		path, err := exec.LookPath("curl")
+		require.NoError(t, err, "curl is missing: make tools installs it")
+		cmd := exec.CommandContext(t.Context(), path, "-sSN", "--max-time", "10", ts.url+"/sse")
+		out, err := cmd.StdoutPipe()
+		require.NoError(t, err)
+		require.NoError(t, cmd.Start())
+		br := bufio.NewReader(out)
+		for i := range 3 {
+			if i > 0 {
+				next <- struct{}{}
+			}
+			line, err := br.ReadString('\n')
+			require.NoError(t, err)
+			assert.Equal(t, fmt.Sprintf("data: %d\n", i), line)
+			_, _ = br.ReadString('\n')
+		}
+		_, _ = io.Copy(io.Discard, br)
+		require.NoError(t, cmd.Wait())
+	})
+	ts.atRest(t)
+}
+
+// A large net/http response streams byte-exact, chunked or with the
+// Content-Length its handler set, on HTTP/1.1 and HTTP/2, without ever
+// sitting in memory whole: the heap stays far below its size.
+func TestFromHTTPStreamLarge(t *testing.T) {
+	const n = 32 << 20
+	ts := startServer(t, streamMux(nil, nil), Config{})
+	for _, tc := range []struct {
+		name string
+		c    *http.Client
+		cl   string
+	}{{"h1", client(t), "0"}, {"h1 Content-Length", client(t), "1"}, {"h2", h2Client(t), "0"}} {
+		t.Run(tc.name, func(t *testing.T) {
+			runtime.GC()
+			var ms runtime.MemStats
+			runtime.ReadMemStats(&ms)
+			base := ms.HeapAlloc
+			peak := sampleHeap(t)
+			resp, err := tc.c.Get(ts.url + "/big?n=" + itoa(n) + "&cl=" + tc.cl)
+			require.NoError(t, err)
+			defer resp.Body.Close()
+			if tc.cl == "1" {
+				assert.Equal(t, int64(n), resp.ContentLength)
+			} else {
+				assert.Equal(t, int64(-1), resp.ContentLength)
+			}
+			var p patternReader
+			_, err = io.Copy(&p, resp.Body)
+			require.NoError(t, err)
+			assert.Equal(t, n, p.off)
+			assert.Zero(t, p.bad, "first wrong byte at %d", p.bad-1)
+			grew := int64(peak()) - int64(base)
+			t.Logf("heap peak %d KiB above the start for a %d MiB body", grew>>10, n>>20)
+			assert.Less(t, grew, int64(n/2), "the body sat in memory")
+		})
+	}
+	ts.atRest(t)
+}
+
+// sampleHeap samples the live heap every millisecond until the returned
+// function is called, which returns the largest sample.
+func sampleHeap(t *testing.T) func() uint64 {
+	stop, done := make(chan struct{}), make(chan uint64)
+	go func() {
+		var peak uint64
+		var ms runtime.MemStats
+		tick := time.NewTicker(time.Millisecond)
+		defer tick.Stop()
+		for {
+			runtime.ReadMemStats(&ms)
+			peak = max(peak, ms.HeapAlloc)
+			select {
+			case <-stop:
+				done <- peak
+				return
+			case <-tick.C:
+			}
+		}
+	}()
+	return func() uint64 {
+		close(stop)
+		return recvT(t, done)
+	}
+}
+
+// A client that goes away mid-stream cancels the handler's context and
+// unblocks its Write, which fails; everything comes back.
+func TestFromHTTPStreamClientGone(t *testing.T) {
+	gone := make(chan [2]error, 1)
+	ts := startServer(t, streamMux(nil, gone), Config{})
+	raw := dialRaw(t, ts.addr)
+	raw.send("GET /forever HTTP/1.1\r\nHost: x\r\n\r\n")
+	resp := raw.read("HEAD") // the head only: the handler is writing
+	assert.Equal(t, 200, resp.status)
+	_, err := io.ReadFull(raw.br, make([]byte, 1<<20))
+	require.NoError(t, err)
+	raw.Close()
+	errs := recvT(t, gone)
+	assert.ErrorIs(t, errs[0], ErrStreamClosed)
+	assert.ErrorIs(t, errs[1], context.Canceled)
+	ts.atRest(t)
+	assert.Equal(t, uint64(1), ts.Stats().Cancelled)
 }
