@@ -66,9 +66,10 @@
 // The engine (RFC 9112) keeps connections alive (HTTP/1.0 too when asked),
 // serves pipelined requests with responses in request order (at most
 // Config.MaxPipeline in progress, then reading stops), reads bodies with
-// Content-Length or chunked, sends 100 Continue in its turn after the
-// responses before it (for a body small enough for the arena; for a
-// larger one, when the handler reads it), answers HEAD without a body,
+// Content-Length or chunked (a chunked body's trailer: Request.Trailer),
+// sends 100 Continue in its turn after the responses before it (for a
+// body small enough for the arena; for a larger one, when the handler
+// reads it), answers HEAD without a body,
 // caches the Date header per loop (made at most once a second), and times
 // out slow heads, the small bodies that come with them and larger bodies
 // that stop coming while their handler reads (Config.HeaderTimeout), and

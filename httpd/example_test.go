@@ -179,3 +179,36 @@ func ExampleStream() {
 	// Output:
 	// 200 HELLO, STREAM
 }
+
+// A chunked request body may end with trailer fields, here a checksum the
+// client computed while sending: the handler reads them once the body has
+// ended.
+func ExampleRequest_Trailer() {
+	mux := httpd.NewMux()
+	mux.HandleFunc("POST /upload", func(r *httpd.Request) httpd.Reply {
+		p := aio.NewPromise[httpd.Response](r.Loop())
+		n := 0
+		r.Body().OnData(func(b []byte, end bool) {
+			n += len(b)
+			if end {
+				p.Resolve(httpd.TextResponse(200, fmt.Sprintf("%d bytes, sum %s", n, r.Trailer("X-Sum"))))
+			}
+		})
+		return httpd.Later(p.Handle())
+	})
+	url, stop := serve(mux)
+	defer stop()
+
+	req, _ := http.NewRequest("POST", url+"/upload", io.MultiReader(strings.NewReader("hello")))
+	req.Trailer = http.Header{"X-Sum": {"532"}} // sent after the body: chunked
+	tr := &http.Transport{}
+	defer tr.CloseIdleConnections()
+	resp, err := (&http.Client{Transport: tr}).Do(req)
+	if err != nil {
+		panic(err)
+	}
+	defer resp.Body.Close()
+	b, _ := io.ReadAll(resp.Body)
+	fmt.Println(string(b))
+	// Output: 5 bytes, sum 532
+}

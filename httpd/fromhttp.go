@@ -79,10 +79,24 @@ func httpRequest(r *Request) (*http.Request, error) {
 	if r.body.length < 0 {
 		req.TransferEncoding = []string{"chunked"}
 	}
+	for v := range r.HeaderValues("Trailer") { // the declared names, as net/http has them
+		for _, name := range strings.Split(v, ",") {
+			if name = strings.TrimSpace(name); name != "" {
+				if req.Trailer == nil {
+					req.Trailer = make(http.Header)
+				}
+				req.Trailer[http.CanonicalHeaderKey(name)] = nil
+			}
+		}
+	}
 	if b, ok := r.Body().Bytes(); ok {
 		req.Body = io.NopCloser(bytes.NewReader(bytes.Clone(b)))
+		req.Trailer = trailerOf(r, req.Trailer)
 	} else {
-		req.Body = newBodyPipe(r)
+		if req.Trailer == nil && r.body.length < 0 {
+			req.Trailer = make(http.Header) // filled in place: the handler has a copy of req
+		}
+		req.Body = newBodyPipe(r, req)
 	}
 	if r.routed {
 		req.Pattern = strings.Clone(r.Pattern())
@@ -100,6 +114,7 @@ type bodyPipe struct {
 	l   *aio.Loop
 	r   *Request // used on the loop only, while the request of seq lives
 	seq uint64
+	req *http.Request // its Trailer map is filled on the loop at the end, before Read sees it
 
 	mu     sync.Mutex
 	cond   sync.Cond
@@ -115,8 +130,22 @@ const (
 	pipeLow  = 64 << 10
 )
 
-func newBodyPipe(r *Request) *bodyPipe {
-	p := &bodyPipe{l: r.ls.l, r: r, seq: r.seq}
+// trailerOf adds r's trailer fields (copies) to h, made if nil and
+// needed, and returns it.
+func trailerOf(r *Request, h http.Header) http.Header {
+	for name, value := range r.Trailers() {
+		if h == nil {
+			h = make(http.Header)
+		}
+		h.Add(name, strings.Clone(value))
+	}
+	return h
+}
+
+// newBodyPipe makes req's body, streamed from r's; at its end, req.Trailer
+// gets r's trailer (as net/http's, it is complete once Read returns EOF).
+func newBodyPipe(r *Request, req *http.Request) *bodyPipe {
+	p := &bodyPipe{l: r.ls.l, r: r, seq: r.seq, req: req}
 	p.cond.L = &p.mu
 	r.Body().OnData(p.onData)
 	return p
@@ -129,6 +158,9 @@ func (p *bodyPipe) onData(b []byte, end bool) {
 	if !p.closed && len(b) > 0 {
 		p.chunks = append(p.chunks, bytes.Clone(b))
 		p.n += len(b)
+	}
+	if end && !p.end && p.req.Trailer != nil {
+		trailerOf(p.r, p.req.Trailer) // the map the handler's request shares
 	}
 	p.end = p.end || end
 	if p.n > pipeHigh && !p.end && !p.paused {

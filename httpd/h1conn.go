@@ -189,6 +189,9 @@ func (hc *h1conn) split(data []byte, atEOF bool) (int, []byte, error) {
 		if p == nil {
 			p = data[:0]
 		}
+		if r.dec.Done() {
+			hc.ls.keepTrailer(r.dec.Trailer) // views into data: copied while it is valid
+		}
 		hc.tok = tokBody
 		return n, p, nil
 	default: // rsDiscard
@@ -334,7 +337,8 @@ func (hc *h1conn) nextHead() {
 func (hc *h1conn) onBody(p []byte) {
 	r := hc.cur
 	var end bool
-	if hc.rstate == rsBody {
+	chunked := hc.rstate == rsChunked
+	if !chunked {
 		hc.remaining -= int64(len(p))
 		end = hc.remaining == 0
 	} else {
@@ -348,6 +352,9 @@ func (hc *h1conn) onBody(p []byte) {
 		hc.buffering = false
 		r.expect = false // the client sent the body without waiting
 		r.arena.shrink(r.body.data)
+		if chunked {
+			r.setTrailer()
+		}
 		r.body.buffered = true
 		hc.cur = nil
 		hc.nextHead()
@@ -359,6 +366,9 @@ func (hc *h1conn) onBody(p []byte) {
 		hc.cur = nil
 		hc.nextHead()
 		_ = hc.c.SetReadTimeout(0) // the body is in (timeBody)
+		if chunked {
+			r.setTrailer()
+		}
 	}
 	if len(p) > 0 || end {
 		r.body.deliver(p, end)

@@ -25,6 +25,9 @@ type loopState struct {
 	head   h1.Head    // the head Parse fills, copied into the request's arena at once
 	wbuf   []byte     // a response head (and small body) is built here, then written
 	fields []h1.Field // the response's fields, as h1 takes them
+	// A chunked body's trailer, from split to the body's end (trailer.go).
+	tbuf    []byte
+	tfields []h1.Field
 
 	conns   connList // every open connection
 	waiters connList // connections waiting for an arena, oldest first

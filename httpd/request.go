@@ -37,6 +37,9 @@ type Request struct {
 	stream Stream
 	dec    h1.ChunkedDecoder // a chunked body's
 	routed bool              // params hold a Mux match
+	// trailer is the chunked body's trailer (trailer.go): views into the
+	// arena, once the body has ended.
+	trailer []h1.Field
 
 	// The request's scope, made by Scope on first use.
 	scope  *aio.Scope
@@ -67,6 +70,8 @@ func (r *Request) start(eng engine, seq uint64) {
 	r.replied, r.written, r.hdone, r.gone = false, false, false, false
 	r.expect, r.isHead, r.closeAf, r.released = false, false, false, false
 	r.body = Body{r: r}
+	clear(r.trailer)
+	r.trailer = r.trailer[:0]
 	r.stream = Stream{r: r, pend: r.stream.pend[:0]}
 }
 

@@ -1,0 +1,83 @@
+package httpd
+
+import (
+	"iter"
+
+	"github.com/valkyria/aio/httpd/internal/h1"
+	"golang.org/x/net/http/httpguts"
+)
+
+// Trailers of HTTP/1.1 chunked request bodies. The chunked decoder's
+// fields are views into the read buffer, valid only while split looks at
+// it: split copies them into the loop's scratch (keepTrailer), and the
+// body's end moves them into the request's arena (setTrailer), from
+// where Request.Trailer serves them until the request ends.
+
+// keepTrailer copies fields, a chunked body's trailer that split has just
+// decoded, into the loop's scratch, but for the fields a trailer may not
+// carry. On the loop.
+func (ls *loopState) keepTrailer(fields []h1.Field) {
+	b, kept := ls.tbuf[:0], ls.tfields[:0]
+	for _, f := range fields {
+		if !httpguts.ValidTrailerHeader(bytesStr(f.Name)) {
+			continue // framing, routing and the like cannot come after the body (RFC 9110, 6.5.1)
+		}
+		b = append(b, f.Name...)
+		b = append(b, f.Value...)
+		kept = append(kept, f)
+	}
+	ls.tbuf, ls.tfields = b, kept
+	off := 0
+	for i := range ls.tfields {
+		f := &ls.tfields[i]
+		n, v := len(f.Name), len(f.Value)
+		f.Name, f.Value = b[off:off+n:off+n], b[off+n:off+n+v:off+n+v]
+		off += n + v
+	}
+}
+
+// setTrailer moves the trailer kept in the loop's scratch into r's arena
+// (the heap if the arena has no room left). On the loop, at the body's
+// end.
+func (r *Request) setTrailer() {
+	ls := r.ls
+	if len(ls.tfields) == 0 {
+		return
+	}
+	b := r.arena.Alloc(len(ls.tbuf))
+	copy(b, ls.tbuf)
+	off := 0
+	for _, f := range ls.tfields {
+		n, v := len(f.Name), len(f.Value)
+		r.trailer = append(r.trailer, h1.Field{Name: b[off : off+n : off+n], Value: b[off+n : off+n+v : off+n+v]})
+		off += n + v
+	}
+	clear(ls.tfields)
+	ls.tfields, ls.tbuf = ls.tfields[:0], ls.tbuf[:0]
+}
+
+// Trailer returns the value of the first trailer field called name
+// (case-insensitive), or "": the fields a chunked HTTP/1.1 body sent after
+// its last chunk. They are known once the whole body has arrived: for a
+// body that streams, after OnData's last call. Views into the arena, as
+// the head's are.
+func (r *Request) Trailer(name string) string {
+	for _, f := range r.trailer {
+		if h1.EqualFold(f.Name, name) {
+			return bytesStr(f.Value)
+		}
+	}
+	return ""
+}
+
+// Trailers yields every trailer field, name as sent and value, in order
+// (see Trailer).
+func (r *Request) Trailers() iter.Seq2[string, string] {
+	return func(yield func(string, string) bool) {
+		for _, f := range r.trailer {
+			if !yield(bytesStr(f.Name), bytesStr(f.Value)) {
+				return
+			}
+		}
+	}
+}
