@@ -188,7 +188,7 @@ func TestFromHTTPStreamEvents(t *testing.T) {
 // Content-Length its handler set, on HTTP/1.1 and HTTP/2, without ever
 // sitting in memory whole: the heap stays far below its size.
 func TestFromHTTPStreamLarge(t *testing.T) {
-	const n = 32 << 20
+	const n = 16 << 20
 	ts := startServer(t, streamMux(nil, nil), Config{})
 	for _, tc := range []struct {
 		name string
