@@ -72,14 +72,16 @@ cross:
 bench:
 	$(GO) run ./cmd/loopbench
 
-# bench-http: examples/webserver beside net/http and fasthttp under wrk, in
-# one run (bench/http/run.sh: REPS rounds of DUR seconds, CONNS, THREADS;
-# the table goes to bench/http/results.tsv). Installs wrk and h2load
-# (nghttp2-client) if they are missing.
+# bench-http: examples/webserver beside net/http, fasthttp and nghttpd under
+# wrk and h2load, in one run (bench/http/run.sh: REPS rounds of DUR seconds,
+# CONNS, THREADS, H2CONNS; the table goes to bench/http/results.tsv).
+# Installs wrk, h2load (nghttp2-client) and nghttpd (nghttp2-server) if
+# they are missing.
 bench-http:
-	@command -v wrk >/dev/null && command -v h2load >/dev/null || { sudo=$$(command -v sudo || true); \
-		$$sudo apt-get install -y wrk nghttp2-client || \
-		{ $$sudo apt-get update && $$sudo apt-get install -y wrk nghttp2-client; }; }
+	@command -v wrk >/dev/null && command -v h2load >/dev/null && command -v nghttpd >/dev/null || \
+		{ sudo=$$(command -v sudo || true); \
+		$$sudo apt-get install -y wrk nghttp2-client nghttp2-server || \
+		{ $$sudo apt-get update && $$sudo apt-get install -y wrk nghttp2-client nghttp2-server; }; }
 	bench/http/run.sh
 
 # conformance: h2spec in strict mode (146 tests) against examples/webserver

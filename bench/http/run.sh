@@ -1,48 +1,92 @@
 #!/usr/bin/env bash
-# bench/http/run.sh: examples/webserver beside net/http and fasthttp under
-# wrk, in one run, on this machine's loopback. What make bench-http runs.
+# bench/http/run.sh: examples/webserver beside net/http, fasthttp and
+# nghttpd under wrk and h2load, in one run, on this machine's loopback.
+# What make bench-http runs.
 #
+# Servers:
+#   webserver   examples/webserver, one loop per CPU (its default)
+#   webserver1  examples/webserver -loops 1: one loop, to set beside nghttpd
+#   nethttp     net/http, HTTP/1.1 and h2c (bench/http/baseline)
+#   fasthttp    fasthttp, HTTP/1.1 only (bench/http/baseline)
+#   nghttpd     nghttpd --no-tls -n 1: nghttp2's single-threaded C server,
+#               /health a file "ok"; HTTP/2 only
 # Scenarios (wrk -t$THREADS -c$CONNS -d$DUR --latency):
 #   health     GET /health
 #   pipelined  GET /health, 16 requests pipelined per write (pipeline.lua)
 #   slow       GET /slow?ms=1 (an asynchronous handler: a loop timer)
-#   h2c        GET /health over HTTP/2 by prior knowledge, with h2load
-#              (-c$CONNS/4 clients, 10 streams each, for $DUR; fasthttp has
-#              no HTTP/2 and h2load no percentiles: those cells read 0)
+# and over HTTP/2 by prior knowledge (h2load -c$H2CONNS -m10 -t1 -D $DUR;
+# h2load has no percentiles: their p99 reads 0):
+#   h2c        GET /health
+#   h2slow     GET /slow?ms=1
+# A server runs only the scenarios it can serve (webserver1 and nghttpd
+# the HTTP/2 ones, nghttpd not h2slow, fasthttp not HTTP/2); the table
+# leaves out the cells not run.
 # Each round runs every server once per scenario, servers interleaved, and
 # the table gives the medians over REPS rounds: requests/s, p99 latency,
-# requests per CPU-second of the server process, and webserver's ratios.
+# requests per CPU-second of the server process, and the ratios of
+# webserver to nethttp and fasthttp and of webserver1 to nghttpd.
 # A run with non-2xx responses or socket errors is reported and counts 0.
 set -euo pipefail
 HERE=$(cd "$(dirname "$0")" && pwd)
 ROOT=$(cd "$HERE/../.." && pwd)
-REPS=${REPS:-3} DUR=${DUR:-8s} CONNS=${CONNS:-64} THREADS=${THREADS:-2}
+REPS=${REPS:-3} DUR=${DUR:-8s} CONNS=${CONNS:-64} THREADS=${THREADS:-2} H2CONNS=${H2CONNS:-16}
 OUT=${OUT:-$HERE/results.tsv}
-SERVERS=${SERVERS:-webserver nethttp fasthttp}
-SCENARIOS=${SCENARIOS:-health pipelined slow h2c}
+SERVERS=${SERVERS:-webserver webserver1 nethttp fasthttp nghttpd}
+SCENARIOS=${SCENARIOS:-health pipelined slow h2c h2slow}
 BIN=$(mktemp -d)
 PID=
 cleanup() { [ -n "$PID" ] && kill "$PID" 2>/dev/null; rm -rf "$BIN"; }
 trap cleanup EXIT
 
-for tool in wrk h2load; do
+tools="wrk h2load"
+case " $SERVERS " in *" nghttpd "*) tools="$tools nghttpd" ;; esac
+for tool in $tools; do
 	command -v $tool >/dev/null || { echo "bench-http: $tool not found (make bench-http installs it)" >&2; exit 1; }
 done
-case " $SERVERS " in *" webserver "*) (cd "$ROOT" && go build -o "$BIN/webserver" ./examples/webserver) ;; esac
+case " $SERVERS " in *" webserver"*) (cd "$ROOT" && go build -o "$BIN/webserver" ./examples/webserver) ;; esac
 (cd "$HERE" && go build -o "$BIN/baseline" ./baseline)
+mkdir "$BIN/www" && printf ok >"$BIN/www/health" # nghttpd's /health
 CLK=$(getconf CLK_TCK)
+
+# runs SERVER SCENARIO: whether SERVER serves SCENARIO.
+runs() {
+	case $1:$2 in
+	fasthttp:h2*) return 1 ;;
+	webserver1:h2* | nghttpd:h2c) return 0 ;;
+	webserver1:* | nghttpd:*) return 1 ;;
+	esac
+}
+
+# free_port: a loopback port nothing listens on (nghttpd takes no port 0).
+free_port() {
+	local p
+	while :; do
+		p=$((20000 + RANDOM % 20000))
+		(exec 3<>"/dev/tcp/127.0.0.1/$p") 2>/dev/null || { echo "$p"; return; }
+	done
+}
 
 # start NAME: start a server on a free port; sets PID and ADDR.
 start() {
 	local log=$BIN/$1.out
+	local port=
 	case $1 in
 	webserver) "$BIN/webserver" -addr 127.0.0.1:0 >"$log" 2>"$BIN/$1.err" & ;;
+	webserver1) "$BIN/webserver" -loops 1 -addr 127.0.0.1:0 >"$log" 2>"$BIN/$1.err" & ;;
+	nghttpd)
+		port=$(free_port)
+		nghttpd --no-tls -n 1 -d "$BIN/www" "$port" >"$log" 2>"$BIN/$1.err" &
+		;;
 	*) "$BIN/baseline" -server "$1" -addr 127.0.0.1:0 >"$log" 2>"$BIN/$1.err" & ;;
 	esac
 	PID=$!
 	for _ in $(seq 1 100); do
-		ADDR=$(sed -n 's/^listening on //p' "$log")
-		[ -n "$ADDR" ] && return 0
+		if [ -n "$port" ]; then
+			(exec 3<>"/dev/tcp/127.0.0.1/$port") 2>/dev/null && { ADDR=127.0.0.1:$port; return 0; }
+		else
+			ADDR=$(sed -n 's/^listening on //p' "$log")
+			[ -n "$ADDR" ] && return 0
+		fi
 		sleep 0.1
 	done
 	echo "bench-http: $1 did not print 'listening on'" >&2; cat "$BIN/$1.err" >&2; exit 1
@@ -61,10 +105,10 @@ to_ms() {
 
 # scenario NAME SERVER: run it against ADDR, print "rps p99ms".
 scenario() {
-	if [ "$1" = h2c ]; then
-		h2c "$2"
-		return
-	fi
+	case $1 in
+	h2c) h2c /health; return ;;
+	h2slow) h2c "/slow?ms=1"; return ;;
+	esac
 	local args=(-t"$THREADS" -c"$CONNS" -d"$DUR" --latency)
 	case $1 in
 	health) args+=("http://$ADDR/health") ;;
@@ -83,14 +127,10 @@ scenario() {
 	echo "$rps $(to_ms "$p99")"
 }
 
-# h2c SERVER: h2load on /health over h2c against ADDR, print "rps 0".
+# h2c PATH: h2load on PATH over h2c against ADDR, print "rps 0".
 h2c() {
-	if [ "$1" = fasthttp ]; then
-		echo "0 0"
-		return
-	fi
 	local out
-	out=$(h2load -c $((CONNS / 4)) -m 10 -D "${DUR%s}" "http://$ADDR/health" 2>&1)
+	out=$(h2load -c "$H2CONNS" -m 10 -t 1 -D "${DUR%s}" "http://$ADDR$1" 2>&1)
 	if ! grep -q ' 0 failed, 0 errored, 0 timeout' <<<"$out"; then
 		echo "bench-http: h2c had errors:" >&2; grep -e '^requests:' -e '^status codes:' <<<"$out" >&2
 		echo "0 0"; return
@@ -103,6 +143,7 @@ for r in $(seq 1 "$REPS"); do
 	for s in $SERVERS; do
 		start "$s"
 		for sc in $SCENARIOS; do
+			runs "$s" "$sc" || continue
 			t0=$(cpu_ticks)
 			read -r rps p99 < <(scenario "$sc" "$s")
 			t1=$(cpu_ticks)
@@ -115,7 +156,7 @@ for r in $(seq 1 "$REPS"); do
 done
 
 echo
-echo "medians over $REPS rounds (wrk -t$THREADS -c$CONNS -d$DUR); ratios are webserver's"
+echo "medians over $REPS rounds (wrk -t$THREADS -c$CONNS -d$DUR; h2load -c$H2CONNS -m10 -t1 -D ${DUR%s})"
 awk -F'\t' -v scs="$SCENARIOS" -v svs="$SERVERS" '
 NR > 1 { k = $3 FS $2; n[k]++; rps[k, n[k]] = $4; p99[k, n[k]] = $5; per[k, n[k]] = $6 }
 function med(a, k, c,   i, j, t, v) { for (i = 1; i <= c; i++) v[i] = a[k, i] + 0
@@ -127,11 +168,14 @@ END {
 	for (i = 1; i <= nsc; i++) {
 		delete R; delete P
 		for (j = 1; j <= nsv; j++) { k = sc[i] FS sv[j]
+			if (!n[k]) continue
 			R[sv[j]] = med(rps, k, n[k]); P[sv[j]] = med(per, k, n[k])
 			printf "%-10s %-10s %12.0f %9.2f %12.0f\n", sc[i], sv[j], R[sv[j]], med(p99, k, n[k]), P[sv[j]] }
-		if (!("webserver" in R)) continue
-		for (j = 1; j <= nsv; j++) if (sv[j] != "webserver" && R[sv[j]] > 0 && P[sv[j]] > 0)
-			printf "%-10s webserver / %s: %.2fx req/s, %.2fx req per CPU-s\n", sc[i], sv[j],
-				R["webserver"] / R[sv[j]], P["webserver"] / P[sv[j]]
+		ratio(sc[i], "webserver", "nethttp"); ratio(sc[i], "webserver", "fasthttp")
+		ratio(sc[i], "webserver1", "nghttpd")
 	}
+}
+function ratio(s, a, b) {
+	if ((a in R) && (b in R) && R[b] > 0 && P[b] > 0)
+		printf "%-10s %s / %s: %.2fx req/s, %.2fx req per CPU-s\n", s, a, b, R[a] / R[b], P[a] / P[b]
 }' "$OUT"
