@@ -516,8 +516,8 @@ func (h *h2conn) writeHeaders(st *h2stream, status int, hdr []Field, clen int64,
 		return false
 	}
 	h.hb.b = h.hb.b[:0]
-	var num [20]byte
-	h.field(":status", bytesStr(strconv.AppendInt(num[:0], int64(status), 10)))
+	num := h.num[:0] // a local array would escape through the encoder's interface
+	h.field(":status", bytesStr(strconv.AppendInt(num, int64(status), 10)))
 	for _, f := range hdr {
 		name, ok := h.lower(f.Name)
 		switch {
@@ -531,7 +531,7 @@ func (h *h2conn) writeHeaders(st *h2stream, status int, hdr []Field, clen int64,
 		h.field(name, f.Value)
 	}
 	if clen >= 0 {
-		h.field("content-length", bytesStr(strconv.AppendInt(num[:0], clen, 10)))
+		h.field("content-length", bytesStr(strconv.AppendInt(num, clen, 10)))
 	}
 	h.field("date", bytesStr(h.ls.dateValue()))
 	block := h.hb.b
