@@ -88,7 +88,7 @@ func startHead(r *Request) {
 			e.pump()
 		}
 	case *h2conn:
-		if st := e.byReq[r]; st != nil && !st.headersSent && !st.reset && !e.closed && !e.dead {
+		if st := r.h2s; st != nil && !st.headersSent && !st.reset && !e.closed && !e.dead {
 			e.startStream(st)
 			e.flush()
 		}

@@ -57,7 +57,6 @@ type h2conn struct {
 	hb  h2writer       // the header block being encoded
 
 	streams map[uint32]*h2stream
-	byReq   map[*Request]*h2stream
 	waiting []*h2stream // streams with DATA held by the connection's window or a full write queue
 	lastID  uint32      // the highest stream the client opened
 
@@ -137,8 +136,7 @@ func h2Preface(data []byte) int {
 func (hc *h1conn) startH2() *h2conn {
 	ls := hc.ls
 	h := &h2conn{hc: hc, ls: ls, c: hc.c, streams: make(map[uint32]*h2stream),
-		byReq: make(map[*Request]*h2stream), sendWin: h2DefaultWindow,
-		peerInit: h2DefaultWindow, peerMaxFrame: h2DefaultFrame, recvWin: h2ConnWindow}
+		sendWin: h2DefaultWindow, peerInit: h2DefaultWindow, peerMaxFrame: h2DefaultFrame, recvWin: h2ConnWindow}
 	hc.h2 = h
 	hc.rstate = rsDiscard
 	h.fr = http2.NewFramer(&h.out, &h.in)

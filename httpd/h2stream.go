@@ -102,7 +102,7 @@ func (h *h2conn) onHeaders(f *http2.MetaHeadersFrame) {
 	st := &h2stream{id: id, r: r, clen: clen, sendWin: h.peerInit, recvWin: h2StreamWindow,
 		remoteDone: f.StreamEnded()}
 	h.streams[id] = st
-	h.byReq[r] = st
+	r.h2s = st
 	h.hc.setTimeout(nil)
 	ls.openRequest(r, h)
 	if f.Truncated || !h2SetHead(r, f) { // the head is over the limits
@@ -312,7 +312,7 @@ func (h *h2conn) credit(st *h2stream) {
 }
 
 func (h *h2conn) bodyDemand(r *Request) {
-	st := h.byReq[r]
+	st := r.h2s
 	if st == nil || h.closed || !r.body.ready() || len(st.rbuf) == 0 && !st.rend {
 		return
 	}
@@ -356,7 +356,7 @@ func (h *h2conn) dispatch(st *h2stream) {
 // response is sent (a cancelled handle sends nothing), and the arena goes
 // back once that is written. On the loop.
 func (h *h2conn) handleEnded(r *Request, v Response, err error, cancelled bool) {
-	st := h.byReq[r]
+	st := r.h2s
 	switch {
 	case st == nil || r.written || st.reset: // the stream or the connection is gone
 	case cancelled:
@@ -442,7 +442,7 @@ func (h *h2conn) maybeRelease(st *h2stream) {
 	st.r = nil
 	st.buffering = false
 	st.rbuf = nil
-	delete(h.byReq, r)
+	r.h2s = nil
 	h.ls.closeRequest(r)
 	h.maybeClose(st)
 }
@@ -677,7 +677,7 @@ func (h *h2conn) startStream(st *h2stream) {
 var errBadStreamHeader = errors.New("httpd: invalid stream header field")
 
 func (h *h2conn) streamWrite(r *Request, p []byte) error {
-	st := h.byReq[r]
+	st := r.h2s
 	if st == nil || st.reset || h.closed || h.dead {
 		return ErrStreamClosed
 	}
@@ -709,7 +709,7 @@ func (h *h2conn) streamWrite(r *Request, p []byte) error {
 }
 
 func (h *h2conn) streamEnd(r *Request) {
-	st := h.byReq[r]
+	st := r.h2s
 	if st == nil || st.reset || h.closed || h.dead {
 		return
 	}
@@ -729,7 +729,7 @@ func (h *h2conn) streamEnd(r *Request) {
 }
 
 func (h *h2conn) streamFull(r *Request) bool {
-	st := h.byReq[r]
+	st := r.h2s
 	if st == nil {
 		return false
 	}

@@ -50,6 +50,7 @@ type Request struct {
 	next     *Request              // the connection's queue of requests
 	resp     Response              // the response to send, once replied
 	h        *aio.Handle[Response] // the handler's handle, while it runs
+	h2s      *h2stream             // the HTTP/2 stream, until the request ends (h2stream.go)
 	seq      uint64                // the request's number on its loop: tells a stale cleanup
 	replied  bool                  // resp is set (or the request ends without one: gone)
 	written  bool                  // the response is written, or will never be
