@@ -46,6 +46,30 @@ type h2stream struct {
 	reset       bool // RST_STREAM sent or received: nothing more is sent
 	peerReset   bool // reset by the client's RST_STREAM (not by ours since)
 	waiting     bool // in h2conn.waiting
+	closed      bool // forgotten by its connection: in loopState.h2free, or garbage
+}
+
+// newH2Stream returns a closed stream to reuse, or a new one.
+func (ls *loopState) newH2Stream() *h2stream {
+	if n := len(ls.h2free); n > 0 {
+		st := ls.h2free[n-1]
+		ls.h2free[n-1] = nil
+		ls.h2free = ls.h2free[:n-1]
+		return st
+	}
+	return new(h2stream)
+}
+
+// freeH2Stream keeps st, closed, for a new stream: as many as the loop
+// has arenas, the streams that can have requests at once. Its state stays
+// as it was (the code that closed it may still look at it, as it would at
+// garbage) until newH2Stream hands it out: only a new stream's HEADERS,
+// never within the call that closed it, does that. What it holds goes.
+func (ls *loopState) freeH2Stream(st *h2stream) {
+	st.rbuf, st.out, st.off = nil, nil, 0
+	if len(ls.h2free) < ls.cfg.Arenas {
+		ls.h2free = append(ls.h2free, st)
+	}
 }
 
 // onHeaders opens a stream (or ends one with trailers).
@@ -99,7 +123,8 @@ func (h *h2conn) onHeaders(f *http2.MetaHeadersFrame) {
 		ls.st.refused.Add(1)
 		return
 	}
-	st := &h2stream{id: id, r: r, clen: clen, sendWin: h.peerInit, recvWin: h2StreamWindow,
+	st := ls.newH2Stream()
+	*st = h2stream{id: id, r: r, clen: clen, sendWin: h.peerInit, recvWin: h2StreamWindow,
 		remoteDone: f.StreamEnded()}
 	h.streams[id] = st
 	r.h2s = st
@@ -449,10 +474,14 @@ func (h *h2conn) maybeRelease(st *h2stream) {
 
 // maybeClose forgets st once both sides are done and its request ended.
 func (h *h2conn) maybeClose(st *h2stream) {
-	if st.r != nil || !st.remoteDone || !st.reset && !st.localDone {
+	if st.r != nil || st.closed || !st.remoteDone || !st.reset && !st.localDone {
 		return
 	}
+	st.closed = true // the callers may still look at it: this stops a second close
 	delete(h.streams, st.id)
+	if !st.waiting { // h.waiting still holds one that is
+		h.ls.freeH2Stream(st)
+	}
 	if len(h.streams) == 0 && !h.closed {
 		if h.goaway {
 			h.maybeEnd()

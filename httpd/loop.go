@@ -29,6 +29,8 @@ type loopState struct {
 	tbuf    []byte
 	tfields []h1.Field
 
+	h2free []*h2stream // closed HTTP/2 streams, for new ones (h2stream.go)
+
 	conns   connList // every open connection
 	waiters connList // connections waiting for an arena, oldest first
 	headQ   connList // connections whose request head has begun, by deadline
