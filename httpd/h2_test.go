@@ -158,10 +158,11 @@ func TestH2ConcurrentStreams(t *testing.T) {
 }
 
 // An 8 MiB body echoed byte-exact: it streams through both directions'
-// flow control.
+// flow control, both sides' WINDOW_UPDATEs counted on the wire (the
+// Transport grants 4 MiB per stream, the server 64 KiB).
 func TestH2LargeEcho(t *testing.T) {
 	ts := startServer(t, h2Mux(), Config{})
-	c := h2Client(t)
+	c, in, out := h2SniffClient(t)
 	body := make([]byte, 8<<20)
 	for i := range body {
 		body[i] = byte(i * 7 >> 3)
@@ -170,6 +171,12 @@ func TestH2LargeEcho(t *testing.T) {
 	assert.Equal(t, 200, resp.StatusCode)
 	assert.True(t, bytes.Equal(body, []byte(got)), "the echo differs (%d bytes back)", len(got))
 	ts.atRest(t)
+	sc, ss := in.counts(http2.FrameWindowUpdate)
+	cc, cs := out.counts(http2.FrameWindowUpdate)
+	t.Logf("WINDOW_UPDATE from the server: %d conn, %d stream; from the client: %d conn, %d stream", sc, ss, cc, cs)
+	assert.Greater(t, ss, len(body)/h2StreamWindow/2, "the server gives the stream's window back as it reads")
+	assert.Greater(t, sc, len(body)/h2ConnWindow/2, "and the connection's")
+	assert.Positive(t, cs, "the client gives the stream's window back as it reads")
 }
 
 // The HTTP/1.1 port serves HTTP/1.1 and HTTP/2 side by side.
