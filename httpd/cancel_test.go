@@ -226,18 +226,7 @@ func fdCount() int {
 // TestMain).
 func TestStressRandomDisconnects(t *testing.T) {
 	p := newProbe()
-	go func() { // drain the probes' channels
-		for {
-			select {
-			case <-p.started:
-			case <-p.workEnded:
-			case pr := <-p.promises:
-				pr.Resolve(TextResponse(200, "p"))
-			case <-t.Context().Done():
-				return
-			}
-		}
-	}()
+	p.drain(t)
 	ts := startServer(t, p.mux(), Config{Arenas: 64})
 	fds := fdCount()
 	total := 10000
@@ -289,14 +278,40 @@ func TestStressRandomDisconnects(t *testing.T) {
 		})
 	}
 	wg.Wait()
+	st := ts.atBaseline(t, fds)
+	t.Logf("%d answered; %+v", done.Load(), st)
+}
+
+// drain empties the probe's channels, resolving its promises, until the
+// test ends: for tests whose clients do not wait for them.
+func (p *probe) drain(t *testing.T) {
+	go func() {
+		for {
+			select {
+			case <-p.started:
+			case <-p.workEnded:
+			case pr := <-p.promises:
+				pr.Resolve(TextResponse(200, "p"))
+			case <-t.Context().Done():
+				return
+			}
+		}
+	}()
+}
+
+// atBaseline waits until the server is at rest with no connection open and
+// no more fds than fds (-1: unknown), checks that every request's arena
+// came back, and returns the stats.
+func (ts *testServer) atBaseline(t *testing.T, fds int) Stats {
+	t.Helper()
 	ts.atRest(t)
 	eventually(t, func() bool { return ts.Stats().ConnsOpen == 0 }, "connections still open: %+v", ts.Stats())
 	if fds >= 0 {
 		eventually(t, func() bool { return fdCount() <= fds }, "fds: %d, was %d", fdCount(), fds)
 	}
 	st := ts.Stats()
-	t.Logf("%d answered; %+v", done.Load(), st)
 	assert.Equal(t, st.ArenaReleases, st.Requests)
+	return st
 }
 
 // A handler's handle may live on another loop (Later): its response is
