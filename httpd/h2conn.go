@@ -74,7 +74,9 @@ type h2conn struct {
 	recvUnacked  int64  // bytes received and not yet given back
 	lname        []byte // a response field name, lowercased
 
-	num [20]byte // a number in a response head, encoded at once
+	num     [20]byte // a number in a response head, encoded at once
+	dateRaw []byte   // the Date value dateEnc encodes
+	dateEnc []byte   // the Date field, encoded
 
 	settings bool // the client's first SETTINGS arrived
 	preface  bool // the client preface is still to come (after a 101 to h2c: h2upgrade.go)

@@ -562,7 +562,7 @@ func (h *h2conn) writeHeaders(st *h2stream, status int, hdr []Field, clen int64,
 	if clen >= 0 {
 		h.field("content-length", bytesStr(strconv.AppendInt(num, clen, 10)))
 	}
-	h.field("date", bytesStr(h.ls.dateValue()))
+	h.date()
 	block := h.hb.b
 	first := true
 	for first || len(block) > 0 {
@@ -585,6 +585,23 @@ func (h *h2conn) writeHeaders(st *h2stream, status int, hdr []Field, clen int64,
 // keeps neither string: views are fine.
 func (h *h2conn) field(name, value string) {
 	_ = h.enc.WriteField(hpack.HeaderField{Name: name, Value: value})
+}
+
+// date encodes the Date field. Its encoding is kept while the value stays
+// (a second): Huffman-coding it was a few per cent of a small response's
+// time. The encoder has no dynamic table and Date never comes first in a
+// block (where a table size update would be), so the bytes do not depend
+// on the block they go in.
+func (h *h2conn) date() {
+	d := h.ls.dateValue()
+	if string(d) == string(h.dateRaw) {
+		h.hb.b = append(h.hb.b, h.dateEnc...)
+		return
+	}
+	n := len(h.hb.b)
+	h.field("date", bytesStr(d))
+	h.dateEnc = append(h.dateEnc[:0], h.hb.b[n:]...)
+	h.dateRaw = append(h.dateRaw[:0], d...)
 }
 
 // lower returns name in lowercase (a view of a scratch buffer when it had
