@@ -143,6 +143,7 @@ func (hc *h1conn) startH2() *h2conn {
 	hc.rstate = rsDiscard
 	h.fr = http2.NewFramer(&h.out, &h.in)
 	h.fr.SetMaxReadFrameSize(h2MaxFrame)
+	h.fr.SetReuseFrames() // a DataFrame is done with when onData returns
 	h.fr.MaxHeaderListSize = uint32(ls.cfg.MaxHeadBytes)
 	h.fr.ReadMetaHeaders = hpack.NewDecoder(4096, nil)
 	h.enc = hpack.NewEncoder(&h.hb)
