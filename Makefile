@@ -78,7 +78,7 @@ bench:
 # Installs wrk, h2load (nghttp2-client) and nghttpd (nghttp2-server) if
 # they are missing.
 bench-http:
-	@command -v wrk >/dev/null && command -v h2load >/dev/null && command -v nghttpd >/dev/null || \
+	@PATH=$$PATH:/usr/sbin; command -v wrk >/dev/null && command -v h2load >/dev/null && command -v nghttpd >/dev/null || \
 		{ sudo=$$(command -v sudo || true); \
 		$$sudo apt-get install -y wrk nghttp2-client nghttp2-server || \
 		{ $$sudo apt-get update && $$sudo apt-get install -y wrk nghttp2-client nghttp2-server; }; }

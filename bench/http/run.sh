@@ -27,6 +27,7 @@
 # webserver to nethttp and fasthttp and of webserver1 to nghttpd.
 # A run with non-2xx responses or socket errors is reported and counts 0.
 set -euo pipefail
+PATH=$PATH:/usr/sbin # where Debian puts nghttpd, outside a user's PATH
 HERE=$(cd "$(dirname "$0")" && pwd)
 ROOT=$(cd "$HERE/../.." && pwd)
 REPS=${REPS:-3} DUR=${DUR:-8s} CONNS=${CONNS:-64} THREADS=${THREADS:-2} H2CONNS=${H2CONNS:-16}
