@@ -77,6 +77,7 @@ type h2conn struct {
 	num     [20]byte // a number in a response head, encoded at once
 	dateRaw []byte   // the Date value dateEnc encodes
 	dateEnc []byte   // the Date field, encoded
+	lim     h2limits // the budgets against hostile clients (h2limits.go)
 
 	settings bool // the client's first SETTINGS arrived
 	preface  bool // the client preface is still to come (after a 101 to h2c: h2upgrade.go)
@@ -159,7 +160,7 @@ func (hc *h1conn) startH2() *h2conn {
 	_ = hc.c.OnClose(h.onClose)
 	_ = hc.c.OnEOF(h.onEOF)
 	_ = hc.c.OnDrain(h.onDrain)
-	_ = hc.c.OnFrame(h.split, 2*(9+h2MaxFrame)+ls.cfg.MaxHeadBytes, h.onFrame)
+	_ = hc.c.OnFrame(h.split, h.readMax(), h.onFrame)
 	if ls.draining {
 		h.shutdown()
 	}
@@ -174,6 +175,9 @@ func frameLen(b []byte) int { return int(b[0])<<16 | int(b[1])<<8 | int(b[2]) }
 // longer than we read is passed on as its header alone: the Framer
 // refuses it (FRAME_SIZE_ERROR).
 func (h *h2conn) split(data []byte, _ bool) (int, []byte, error) {
+	if h.lim.flood {
+		return h.splitFlood(data, 0) // the connection is ending: nothing more is read
+	}
 	n := 0
 	if h.preface { // after an upgrade: the preface leads the first frames
 		switch h2Preface(data) {
@@ -199,6 +203,9 @@ func (h *h2conn) split(data []byte, _ bool) (int, []byte, error) {
 		}
 		if t := http2.FrameType(f[3]); (t == http2.FrameHeaders || t == http2.FramePushPromise) &&
 			http2.Flags(f[4])&http2.FlagHeadersEndHeaders == 0 {
+			if h.blockTooLong(f) {
+				return h.splitFlood(data, n)
+			}
 			k := continuationEnd(f[end:])
 			if k < 0 {
 				break
@@ -240,6 +247,9 @@ func continuationEnd(b []byte) int {
 
 // onFrame reads the frames split found.
 func (h *h2conn) onFrame(_ *aio.Conn, frames []byte) {
+	if h.lim.flood {
+		h.calm()
+	}
 	h.in.b = frames
 	for len(h.in.b) > 0 && !h.dead && !h.closed {
 		f, err := h.fr.ReadFrame()
@@ -294,7 +304,9 @@ func (h *h2conn) process(f http2.Frame) {
 	case *http2.PingFrame:
 		switch {
 		case !f.IsAck():
-			_ = h.fr.WritePing(true, f.Data)
+			if h.spendControl() {
+				_ = h.fr.WritePing(true, f.Data)
+			}
 		case h.shutting && f.Data == h2ShutdownPing:
 			h.drain() // the streams sent before the first GOAWAY have arrived
 		}
@@ -322,6 +334,9 @@ func (h *h2conn) onSettings(f *http2.SettingsFrame) {
 	err := f.ForeachSetting(h.applySetting)
 	if err != nil {
 		h.readError(err)
+		return
+	}
+	if !h.spendControl() {
 		return
 	}
 	_ = h.fr.WriteSettingsAck()
@@ -388,6 +403,9 @@ func (h *h2conn) onReset(f *http2.RSTStreamFrame) {
 			h.fail(http2.ErrCodeProtocol) // an idle stream
 		}
 		h.noteReset(f.StreamID, false)
+		return
+	}
+	if !h.spendReset() {
 		return
 	}
 	st.remoteDone = true

@@ -128,7 +128,9 @@ func (h *h2conn) onHeaders(f *http2.MetaHeadersFrame) {
 		remoteDone: f.StreamEnded()}
 	h.streams[id] = st
 	r.h2s = st
-	h.hc.setTimeout(nil)
+	if !h.lim.stalled {
+		h.hc.setTimeout(nil)
+	}
 	ls.openRequest(r, h)
 	if f.Truncated || !h2SetHead(r, f) { // the head is over the limits
 		ls.st.badRequests.Add(1)
@@ -416,7 +418,7 @@ func (h *h2conn) resetStream(id uint32, code http2.ErrCode) {
 		return
 	}
 	st := h.streams[id]
-	if st != nil && st.reset {
+	if st != nil && st.reset || !h.spendRST(code) {
 		return
 	}
 	_ = h.fr.WriteRSTStream(id, code)
@@ -483,6 +485,7 @@ func (h *h2conn) maybeClose(st *h2stream) {
 		h.ls.freeH2Stream(st)
 	}
 	if len(h.streams) == 0 && !h.closed {
+		h.lim.stalled = false // nothing waits: the idle timeout is the idle one
 		if h.goaway {
 			h.maybeEnd()
 		} else {
@@ -641,6 +644,7 @@ func (h *h2conn) sendData(st *h2stream) {
 		}
 		k := min(int64(n), st.sendWin, h.sendWin, int64(h.peerMaxFrame))
 		if k <= 0 || h.c.Full() {
+			h.stall()
 			if k > 0 || h.sendWin <= 0 {
 				h.wait(st) // the connection's window or its write queue: any stream's turn
 			}
@@ -651,6 +655,7 @@ func (h *h2conn) sendData(st *h2stream) {
 		st.off += int(k)
 		st.sendWin -= k
 		h.sendWin -= k
+		h.unstall()
 		if len(h.out.b) >= h2OutFlush {
 			h.flush() // so that Full tells the truth
 		}

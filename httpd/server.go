@@ -289,6 +289,7 @@ type Stats struct {
 	Panics              uint64 `json:"panics"`               // handler panics (answered 500)
 	BadRequests         uint64 `json:"bad_requests"`         // requests refused by the parser (4xx, 5xx, then closed; not HTTP/1: closed)
 	WriteTimeouts       uint64 `json:"write_timeouts"`       // connections closed by Config.WriteTimeout
+	Abusive             uint64 `json:"abusive"`              // HTTP/2 connections ended for a hostile client's flood: GOAWAY(ENHANCE_YOUR_CALM)
 }
 
 // Stats returns the server's counters, summed over its loops. Any
@@ -310,6 +311,7 @@ func (s *Server) Stats() Stats {
 		st.Panics += c.panics.Load()
 		st.BadRequests += c.badRequests.Load()
 		st.WriteTimeouts += c.writeTimeouts.Load()
+		st.Abusive += c.abusive.Load()
 	}
 	return st
 }

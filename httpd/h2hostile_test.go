@@ -1,0 +1,412 @@
+package httpd
+
+import (
+	"errors"
+	"net"
+	"runtime"
+	"strings"
+	"sync/atomic"
+	"testing"
+	"time"
+
+	"github.com/stretchr/testify/assert"
+	"github.com/stretchr/testify/require"
+	"github.com/valkyria/aio"
+	"golang.org/x/net/http2"
+	"golang.org/x/net/http2/hpack"
+)
+
+// Hostile HTTP/2 clients (h2limits.go): each is ended, or refused, within
+// a budget, while a well-behaved client beside it is served, and every
+// arena and handler comes back.
+
+// hostileMux is testMux with a large buffered body (/big, the same bytes
+// every time) and a streamed one that writes while its Stream is not Full
+// (/pump, which reports what it wrote before it had to stop).
+func hostileMux(big []byte, pumped *atomic.Int64) *Mux {
+	m := testMux()
+	m.HandleFunc("GET /big", func(r *Request) Reply { return Bytes(200, big) })
+	m.HandleFunc("GET /pump", func(r *Request) Reply {
+		s := r.Stream(200, nil)
+		chunk := make([]byte, 16<<10)
+		var pump func()
+		pump = func() {
+			for !s.Full() {
+				if _, err := s.Write(chunk); err != nil {
+					return
+				}
+				if pumped.Add(int64(len(chunk))) >= 4<<20 {
+					s.End()
+					return
+				}
+			}
+		}
+		s.OnDrain(pump)
+		pump()
+		return s.Reply()
+	})
+	return m
+}
+
+// served checks that a second, well-behaved client is answered.
+func served(t *testing.T, ts *testServer) {
+	t.Helper()
+	c := dialH2(t, ts.addr)
+	c.get(1, "/health")
+	c.expect(1, "200", "ok")
+	c.nc.Close()
+}
+
+// calmed reads until the server closes the connection and returns the
+// code of the GOAWAY it sent, -1 when the close (a reset, as the client
+// had sent bytes the server never read) took it away.
+func calmed(t *testing.T, c *h2Raw) http2.ErrCode {
+	t.Helper()
+	code := http2.ErrCode(1 << 31)
+	for {
+		f, err := c.fr.ReadFrame()
+		if err != nil {
+			var ne net.Error
+			require.False(t, errors.As(err, &ne) && ne.Timeout(), "the server did not close the connection")
+			return code
+		}
+		if ga, ok := f.(*http2.GoAwayFrame); ok {
+			code = ga.ErrCode
+		}
+	}
+}
+
+// assertCalm checks a GOAWAY code from calmed: ENHANCE_YOUR_CALM, or none.
+func assertCalm(t *testing.T, code http2.ErrCode) {
+	t.Helper()
+	if code != 1<<31 {
+		assert.Equal(t, http2.ErrCodeEnhanceYourCalm, code)
+	}
+}
+
+// flood writes frames with write (n of them at most, or until the
+// connection fails) on a goroutine of its own; wait for it with the
+// returned channel, which gives the number written.
+func flood(c *h2Raw, n int, write func(i int) error) <-chan int {
+	done := make(chan int, 1)
+	go func() {
+		i := 0
+		for ; i < n; i++ {
+			if write(i) != nil {
+				break
+			}
+		}
+		done <- i
+	}()
+	return done
+}
+
+// Rapid reset (CVE-2023-44487): streams opened and reset at once spend the
+// reset budget; past it, GOAWAY(ENHANCE_YOUR_CALM) and the connection
+// closes. Every handler started was cancelled and its arena is back.
+func TestH2RapidReset(t *testing.T) {
+	ts := startServer(t, testMux(), Config{})
+	c := dialH2(t, ts.addr)
+	done := flood(c, 3*h2ResetBurst, func(i int) error {
+		id := uint32(2*i + 1)
+		c.head("/slow?ms=10000")
+		if err := c.fr.WriteHeaders(http2.HeadersFrameParam{StreamID: id, BlockFragment: c.hb.Bytes(),
+			EndStream: true, EndHeaders: true}); err != nil {
+			return err
+		}
+		return c.fr.WriteRSTStream(id, http2.ErrCodeCancel)
+	})
+	assertCalm(t, calmed(t, c))
+	recvT(t, done)
+	ts.atRest(t)
+	st := ts.Stats()
+	assert.Equal(t, uint64(1), st.Abusive)
+	// A reset stream counts against the concurrent streams until its
+	// handler has ended: some were refused, which spends the budget too.
+	spent := st.Cancelled + st.Refused
+	assert.GreaterOrEqual(t, spent, uint64(h2ResetBurst))
+	assert.LessOrEqual(t, spent, uint64(h2ResetBurst+h2ResetRate*int(waitTimeout/time.Second)+1))
+	assert.Equal(t, st.Requests, st.Cancelled)
+	served(t, ts)
+	ts.atRest(t)
+}
+
+// Resets below the budget cost nothing else: the connection goes on.
+func TestH2ResetsWithinBudget(t *testing.T) {
+	ts := startServer(t, testMux(), Config{})
+	c := dialH2(t, ts.addr)
+	for i := range h2ResetBurst / 2 {
+		id := uint32(2*i + 1)
+		c.get(id, "/slow?ms=10000")
+		require.NoError(t, c.fr.WriteRSTStream(id, http2.ErrCodeCancel))
+	}
+	ts.atRest(t)
+	// A reset stream counts against the concurrent ones until its handler
+	// has ended: some were refused. Then the connection goes on.
+	id := uint32(h2ResetBurst + 1)
+	c.get(id, "/health")
+	for {
+		f := c.next()
+		if rst, ok := f.(*http2.RSTStreamFrame); ok && rst.StreamID < id && rst.ErrCode == http2.ErrCodeRefusedStream {
+			continue
+		}
+		mh, ok := f.(*http2.MetaHeadersFrame)
+		require.True(t, ok, "unexpected frame %v", f)
+		assert.Equal(t, id, mh.StreamID)
+		assert.Equal(t, "200", mh.PseudoValue("status"))
+		break
+	}
+	assert.Equal(t, uint64(0), ts.Stats().Abusive)
+}
+
+// head begins a header block of a GET of path in c.hb.
+func (c *h2Raw) head(path string) {
+	c.t.Helper()
+	c.hb.Reset()
+	for _, f := range [][2]string{{":method", "GET"}, {":scheme", "http"}, {":authority", "x"}, {":path", path}} {
+		require.NoError(c.t, c.he.WriteField(hpack.HeaderField{Name: f[0], Value: f[1]}))
+	}
+}
+
+// writeBlockStart writes a HEADERS frame of a GET without END_HEADERS.
+func (c *h2Raw) writeBlockStart(id uint32) {
+	c.t.Helper()
+	c.head("/health")
+	require.NoError(c.t, c.fr.WriteHeaders(http2.HeadersFrameParam{StreamID: id,
+		BlockFragment: c.hb.Bytes(), EndStream: true}))
+}
+
+// A CONTINUATION flood, of many frames or of many bytes, ends the
+// connection (GOAWAY(ENHANCE_YOUR_CALM)) as soon as the frame headers show
+// it, never buffering more than the bound: the server reads on and drops.
+func TestH2ContinuationFlood(t *testing.T) {
+	for _, tc := range []struct {
+		name string
+		size int
+	}{{"empty frames", 0}, {"large frames", h2MaxFrame}} {
+		t.Run(tc.name, func(t *testing.T) {
+			ts := startServer(t, testMux(), Config{})
+			c := dialH2(t, ts.addr)
+			c.writeBlockStart(1)
+			frag := make([]byte, tc.size) // zeros: indexed field 0, an HPACK error if it were decoded
+			done := flood(c, 10000, func(int) error { return c.fr.WriteContinuation(1, false, frag) })
+			assertCalm(t, calmed(t, c))
+			recvT(t, done)
+			assert.Equal(t, uint64(1), ts.Stats().Abusive)
+			ts.atRest(t)
+			served(t, ts)
+		})
+	}
+}
+
+// A header block in a few CONTINUATION frames, within the bounds, is a
+// request like any other.
+func TestH2ContinuationWithinBounds(t *testing.T) {
+	ts := startServer(t, testMux(), Config{})
+	c := dialH2(t, ts.addr)
+	c.head("/health")
+	require.NoError(t, c.he.WriteField(hpack.HeaderField{Name: "x-long", Value: strings.Repeat("v", 12<<10)}))
+	block := c.hb.Bytes()
+	k := len(block) / 4
+	require.NoError(t, c.fr.WriteHeaders(http2.HeadersFrameParam{StreamID: 1, BlockFragment: block[:k], EndStream: true}))
+	for i := 1; i < 4; i++ {
+		end := (i + 1) * k
+		if i == 3 {
+			end = len(block)
+		}
+		require.NoError(t, c.fr.WriteContinuation(1, i == 3, block[i*k:end]))
+	}
+	c.expect(1, "200", "ok")
+	assert.Equal(t, uint64(0), ts.Stats().Abusive)
+	ts.atRest(t)
+}
+
+// An HPACK bomb: a block of 12 KiB that names one 4 KiB entry of the
+// dynamic table 8000 times (32 MB decoded) is answered 431 without the
+// expansion being allocated (not even the fields' list: unbounded, it
+// takes over 1 MiB); the block was decoded to its end, so the table is in
+// step and the connection goes on.
+func TestH2HPACKBomb(t *testing.T) {
+	ts := startServer(t, testMux(), Config{})
+	c := dialH2(t, ts.addr)
+	c.head("/health")
+	bomb := hpack.HeaderField{Name: "x-bomb", Value: strings.Repeat("b", 4000)}
+	for range 8000 {
+		require.NoError(t, c.he.WriteField(bomb)) // the first adds it to the table, the others name it
+	}
+	require.Less(t, c.hb.Len(), h2MaxFrame)
+	var before, after runtime.MemStats
+	runtime.ReadMemStats(&before)
+	require.NoError(t, c.fr.WriteHeaders(http2.HeadersFrameParam{StreamID: 1, BlockFragment: c.hb.Bytes(),
+		EndStream: true, EndHeaders: true}))
+	c.expect(1, "431", statusBody(431))
+	runtime.ReadMemStats(&after)
+	assert.Less(t, after.TotalAlloc-before.TotalAlloc, uint64(512<<10), "the expansion was allocated")
+	c.get(3, "/health")
+	c.expect(3, "200", "ok")
+	assert.Equal(t, uint64(0), ts.Stats().Abusive)
+	ts.atRest(t)
+}
+
+// controlFlood sends n control frames (write) and never reads: the
+// server's queue for the connection stays bounded, and the connection is
+// ended with ENHANCE_YOUR_CALM; another client is served meanwhile.
+func controlFlood(t *testing.T, write func(c *h2Raw) error) {
+	// A small kernel buffer, so that the kernel does not take all the
+	// client leaves unread.
+	ts := startServer(t, testMux(), Config{Listen: aio.ListenConfig{Conn: aio.ConnConfig{WriteBuffer: 16 << 10}}})
+	c := dialH2(t, ts.addr)
+	done := flood(c, 100000, func(int) error { return write(c) })
+	var most int
+	deadline := time.Now().Add(waitTimeout)
+	for ts.Stats().Abusive == 0 {
+		require.True(t, time.Now().Before(deadline), "the connection was not ended; most queued %d", most)
+		ts.anyConn(t, func(hc *h1conn) bool {
+			if hc.h2 != nil {
+				most = max(most, hc.c.Buffered())
+			}
+			return false
+		})
+	}
+	served(t, ts)
+	c.nc.Close()
+	recvT(t, done)
+	assert.Equal(t, uint64(1), ts.Stats().Abusive)
+	assert.Less(t, most, 64<<10+17*h2MaxQueuedControl, "the control queue grew past its bound")
+	t.Logf("most queued: %d bytes", most)
+	eventually(t, func() bool { return ts.Stats().ConnsOpen == 0 }, "the connection is still open")
+	ts.atRest(t)
+}
+
+// A client that sends 100k PINGs and reads none of the answers.
+func TestH2PingFlood(t *testing.T) {
+	controlFlood(t, func(c *h2Raw) error { return c.fr.WritePing(false, [8]byte{1}) })
+}
+
+// A client that sends 100k SETTINGS and reads none of the answers.
+func TestH2SettingsFlood(t *testing.T) {
+	controlFlood(t, func(c *h2Raw) error { return c.fr.WriteSettings() })
+}
+
+// A client that grants no window (INITIAL_WINDOW_SIZE 0, no WINDOW_UPDATE)
+// to many large responses: a buffered body waits as itself (no copy), a
+// streamed one stops at Full, and the stall ends the connection after the
+// idle timeout; another client is served meanwhile.
+func TestH2ZeroWindow(t *testing.T) {
+	big := make([]byte, 1<<20)
+	var pumped atomic.Int64
+	ts := startServer(t, hostileMux(big, &pumped), Config{IdleTimeout: 300 * time.Millisecond})
+	c := openH2(t, ts.addr)
+	require.NoError(t, c.fr.WriteSettings(http2.Setting{ID: http2.SettingInitialWindowSize, Val: 0}))
+	const n = 32
+	for i := range n {
+		c.get(uint32(2*i+1), "/big")
+	}
+	c.get(2*n+1, "/pump")
+	heads := 0
+	for heads < n+1 {
+		if _, ok := c.next().(*http2.MetaHeadersFrame); ok {
+			heads++
+		}
+	}
+	eventually(t, func() bool { return pumped.Load() > 0 }, "the stream did not write")
+	ts.onLoop(t, func() {
+		for hc := ts.loopStates()[0].conns.head; hc != nil; hc = hc.links[linkAll].next {
+			if hc.h2 == nil {
+				continue
+			}
+			for _, st := range hc.h2.streams {
+				if st.id <= 2*n {
+					assert.Same(t, &big[0], &st.out[0], "a waiting body was copied")
+				}
+			}
+		}
+	})
+	assert.LessOrEqual(t, pumped.Load(), int64(streamPendMax+16<<10), "the stream wrote past Full")
+	served(t, ts)
+	assert.True(t, c.eof(), "the stalled connection was not ended")
+	ts.atRest(t)
+	assert.Equal(t, int64(0), ts.Stats().ConnsOpen)
+}
+
+// Past SETTINGS_MAX_CONCURRENT_STREAMS a stream is refused with
+// REFUSED_STREAM (RFC 9113 §5.1.2 allows PROTOCOL_ERROR too; REFUSED_STREAM
+// tells the client that nothing was processed and it may retry), after
+// its header block is decoded: the table stays in step.
+func TestH2TooManyStreams(t *testing.T) {
+	ts := startServer(t, testMux(), Config{})
+	c := dialH2(t, ts.addr)
+	for i := range h2MaxStreams {
+		c.get(uint32(2*i+1), "/slow?ms=10000")
+	}
+	eventually(t, func() bool { return ts.Stats().StreamsOpen == h2MaxStreams }, "the streams are not open")
+	over := uint32(2*h2MaxStreams + 1)
+	c.get(over, "/health?refused") // a new field, in both tables
+	rst, ok := c.next().(*http2.RSTStreamFrame)
+	require.True(t, ok, "no RST_STREAM")
+	assert.Equal(t, over, rst.StreamID)
+	assert.Equal(t, http2.ErrCodeRefusedStream, rst.ErrCode)
+	assert.Equal(t, uint64(1), ts.Stats().Refused)
+
+	require.NoError(t, c.fr.WriteRSTStream(1, http2.ErrCodeCancel))
+	eventually(t, func() bool { return ts.Stats().StreamsOpen == h2MaxStreams-1 }, "stream 1 is still open")
+	c.get(over+2, "/health?refused") // named from the table now
+	c.expect(over+2, "200", "ok")
+	c.nc.Close()
+	ts.atRest(t)
+	assert.Equal(t, uint64(0), ts.Stats().Abusive)
+}
+
+// Frames on the wrong stream or in the wrong state end the connection
+// with GOAWAY and the code RFC 9113 gives, beyond those of
+// TestH2ProtocolErrors.
+func TestH2WrongStreamOrState(t *testing.T) {
+	ts := startServer(t, testMux(), Config{})
+	for _, tc := range []struct {
+		name string
+		send func(c *h2Raw) error
+		code http2.ErrCode
+	}{
+		{"DATA on an idle stream", func(c *h2Raw) error { return c.fr.WriteData(1, true, []byte("x")) },
+			http2.ErrCodeProtocol},
+		{"DATA on stream 0", func(c *h2Raw) error {
+			return c.fr.WriteRawFrame(http2.FrameData, http2.FlagDataEndStream, 0, []byte("x"))
+		}, http2.ErrCodeProtocol},
+		{"RST_STREAM on an idle stream", func(c *h2Raw) error { return c.fr.WriteRSTStream(1, http2.ErrCodeCancel) },
+			http2.ErrCodeProtocol},
+		{"WINDOW_UPDATE on an idle stream", func(c *h2Raw) error { return c.fr.WriteWindowUpdate(1, 1) },
+			http2.ErrCodeProtocol},
+		{"CONTINUATION without HEADERS", func(c *h2Raw) error { return c.fr.WriteContinuation(1, true, nil) },
+			http2.ErrCodeProtocol},
+		{"a PING inside a header block", func(c *h2Raw) error {
+			c.writeBlockStart(1)
+			return c.fr.WritePing(false, [8]byte{})
+		}, http2.ErrCodeProtocol},
+		{"PUSH_PROMISE from a client", func(c *h2Raw) error {
+			return c.fr.WritePushPromise(http2.PushPromiseParam{StreamID: 1, PromiseID: 2, EndHeaders: true})
+		}, http2.ErrCodeProtocol},
+		{"PING on a stream", func(c *h2Raw) error {
+			return c.fr.WriteRawFrame(http2.FramePing, 0, 1, make([]byte, 8))
+		}, http2.ErrCodeProtocol},
+		{"SETTINGS on a stream", func(c *h2Raw) error {
+			return c.fr.WriteRawFrame(http2.FrameSettings, 0, 1, nil)
+		}, http2.ErrCodeProtocol},
+		{"INITIAL_WINDOW_SIZE past 2^31-1", func(c *h2Raw) error {
+			return c.fr.WriteSettings(http2.Setting{ID: http2.SettingInitialWindowSize, Val: 1 << 31})
+		}, http2.ErrCodeFlowControl},
+		{"a HEADERS frame on stream 0", func(c *h2Raw) error {
+			return c.fr.WriteRawFrame(http2.FrameHeaders, http2.FlagHeadersEndHeaders, 0, []byte{0x82})
+		}, http2.ErrCodeProtocol},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			c := dialH2(t, ts.addr)
+			require.NoError(t, tc.send(c))
+			ga, ok := c.next().(*http2.GoAwayFrame)
+			require.True(t, ok, "no GOAWAY")
+			assert.Equal(t, tc.code, ga.ErrCode)
+			assert.True(t, c.eof())
+		})
+	}
+	ts.atRest(t)
+	assert.Equal(t, uint64(0), ts.Stats().Abusive)
+}
