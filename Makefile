@@ -96,7 +96,8 @@ conformance:
 # seed corpora run under it with the other tests. A failing input is
 # written to the package's testdata/fuzz, where go test replays it.
 FUZZ := ./httpd/internal/h1:FuzzParseRequest:10s ./httpd/internal/h1:FuzzChunked:5s \
-	./httpd/internal/route:FuzzRouteMatch:5s ./httpd/internal/route:FuzzRoutePatterns:5s
+	./httpd/internal/route:FuzzRouteMatch:5s ./httpd/internal/route:FuzzRoutePatterns:5s \
+	./httpd:FuzzH2Frames:5s
 
 # fuzz: every fuzz target for FUZZTIME each. Not part of test.
 FUZZTIME ?= 5m
