@@ -410,3 +410,33 @@ func TestH2WrongStreamOrState(t *testing.T) {
 	ts.atRest(t)
 	assert.Equal(t, uint64(0), ts.Stats().Abusive)
 }
+
+// A stalled stream reset by its client no longer holds the connection to
+// the stall's timeout: a stream beside it, whose handler takes longer,
+// is still answered.
+func TestH2StallEndsWithItsStream(t *testing.T) {
+	p := newProbe()
+	m := p.mux()
+	big := make([]byte, 1<<20)
+	m.HandleFunc("GET /big", func(r *Request) Reply { return Bytes(200, big) })
+	const idle = 100 * time.Millisecond
+	ts := startServer(t, m, Config{IdleTimeout: idle})
+	c := openH2(t, ts.addr)
+	require.NoError(t, c.fr.WriteSettings(http2.Setting{ID: http2.SettingInitialWindowSize, Val: 0}))
+	c.get(1, "/promise")
+	pr := recvT(t, p.promises)
+	c.get(3, "/big")
+	f := c.next()
+	if _, ok := f.(*http2.SettingsFrame); ok {
+		f = c.next() // the server's SETTINGS came first
+	}
+	mh, ok := f.(*http2.MetaHeadersFrame)
+	require.True(t, ok && mh.StreamID == 3, "no response head for stream 3: %v", f)
+	require.NoError(t, c.fr.WriteRSTStream(3, http2.ErrCodeCancel))
+	eventually(t, func() bool { return ts.Stats().StreamsOpen == 1 }, "stream 3 is still open")
+	time.Sleep(3 * idle) // what must not happen: the stall's timeout closing the connection
+	require.True(t, pr.Resolve(TextResponse(200, "done")))
+	require.NoError(t, c.fr.WriteSettings(http2.Setting{ID: http2.SettingInitialWindowSize, Val: 1 << 16}))
+	c.expect(1, "200", "done")
+	ts.atRest(t)
+}

@@ -181,6 +181,21 @@ func (h *h2conn) stall() {
 	}
 }
 
+// streamGone: a stream was forgotten: if no stream left has DATA waiting,
+// the connection is stalled no more (with none left, the caller puts it
+// on the idle timeout). Looks at every stream, but only while stalled.
+func (h *h2conn) streamGone() {
+	if !h.lim.stalled {
+		return
+	}
+	for _, st := range h.streams {
+		if len(st.out) > st.off && !st.reset {
+			return
+		}
+	}
+	h.unstall()
+}
+
 // unstall: DATA went out: the stall's timeout is off.
 func (h *h2conn) unstall() {
 	if h.lim.stalled {

@@ -481,11 +481,11 @@ func (h *h2conn) maybeClose(st *h2stream) {
 	}
 	st.closed = true // the callers may still look at it: this stops a second close
 	delete(h.streams, st.id)
+	h.streamGone()
 	if !st.waiting { // h.waiting still holds one that is
 		h.ls.freeH2Stream(st)
 	}
 	if len(h.streams) == 0 && !h.closed {
-		h.lim.stalled = false // nothing waits: the idle timeout is the idle one
 		if h.goaway {
 			h.maybeEnd()
 		} else {
