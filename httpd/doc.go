@@ -105,8 +105,21 @@
 // stream id and a PING, then, after the PING's answer or a second, with
 // the last stream taken; the streams taken until then finish. An idle
 // connection closing says GOAWAY first. Push is never used; PRIORITY is
-// ignored. Not yet:
-// budgets against hostile clients (rapid reset, floods).
+// ignored.
+//
+// Hostile clients meet budgets whose defaults are nghttp2's and x/net's
+// (h2limits.go): streams reset, by the client or for its errors, and
+// streams refused past SETTINGS_MAX_CONCURRENT_STREAMS (256) spend a
+// token bucket of 1000 refilled at 33 a second (rapid reset); a header
+// block of more than 8 CONTINUATION frames or twice Config.MaxHeadBytes
+// is refused before it is buffered; more than 1000 PING, SETTINGS or
+// RST_STREAM answers queued behind a client that does not read end the
+// connection. Past a budget the connection gets GOAWAY(ENHANCE_YOUR_CALM)
+// and closes, counted in Stats.Abusive. The decoded header list is bounded
+// by Config.MaxHeadBytes (SETTINGS_MAX_HEADER_LIST_SIZE), so an HPACK bomb
+// is answered 431 without being expanded; and a response held by a client
+// that grants no window puts the connection on Config.IdleTimeout until
+// DATA moves again.
 //
 // # Threading
 //

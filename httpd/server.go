@@ -47,8 +47,9 @@ type Config struct {
 	// 100 Continue, if it waited for one); for a larger body, which
 	// streams to its handler, it is the longest the client may pause while
 	// the handler reads. IdleTimeout is how long a kept-alive connection
-	// may wait for its next request. The connection is closed when one
-	// passes.
+	// may wait for its next request, and how long an HTTP/2 connection
+	// may hold a response that waits for the client's window or reading
+	// (no DATA goes out). The connection is closed when one passes.
 	HeaderTimeout time.Duration
 	IdleTimeout   time.Duration
 
