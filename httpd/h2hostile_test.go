@@ -140,9 +140,11 @@ func TestH2ResetsWithinBudget(t *testing.T) {
 		c.get(id, "/slow?ms=10000")
 		require.NoError(t, c.fr.WriteRSTStream(id, http2.ErrCodeCancel))
 	}
-	ts.atRest(t)
 	// A reset stream counts against the concurrent ones until its handler
 	// has ended: some were refused. Then the connection goes on.
+	eventually(t, func() bool { st := ts.Stats(); return st.Requests+st.Refused == h2ResetBurst/2 },
+		"the streams were not all read")
+	ts.atRest(t)
 	id := uint32(h2ResetBurst + 1)
 	c.get(id, "/health")
 	for {
