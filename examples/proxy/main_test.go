@@ -275,13 +275,16 @@ func testShutdownIdle(t *testing.T, bin string) {
 func testShutdownLetsStreamFinish(t *testing.T, bin string) {
 	p := blackbox.Start(t, bin, "-listen", "127.0.0.1:0", "-upstream", echoUpstream(t), "-loops", "2", "-grace", "1h")
 	nc := dial(t, p.Addr)
-	const first, total = 1 << 20, 8 << 20
-	src := io.LimitReader(stream(2), total)
-	_, err := io.CopyN(nc, src, first)
-	require.NoError(t, err)
+	// The first MiB comes back before the signal: the proxy has accepted
+	// the client and dialed the upstream. (Sent alone, it could still be in
+	// the kernel's backlog, whose connections the closing listener resets.)
+	const first, rest = 1 << 20, 7 << 20
+	go func() { _ = send(nc, 2, first) }()
+	require.NoError(t, expect(nc, 2, first))
+	src := io.LimitReader(stream(3), rest)
 	got := make(chan error, 1)
 	go func() {
-		err := expect(nc, 2, total)
+		err := expect(nc, 3, rest)
 		if err == nil {
 			err = expectEOF(nc)
 		}
@@ -297,7 +300,7 @@ func testShutdownLetsStreamFinish(t *testing.T, bin string) {
 		}
 		return err != nil
 	}, timeout, time.Millisecond, "the proxy still accepts")
-	_, err = io.Copy(nc, src) // the rest, after the shutdown began
+	_, err := io.Copy(nc, src) // the rest, after the shutdown began
 	require.NoError(t, err)
 	require.NoError(t, nc.CloseWrite())
 	require.NoError(t, <-got)
