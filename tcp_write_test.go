@@ -222,20 +222,25 @@ func readBack(t *testing.T, nc net.Conn, total int) {
 }
 
 // ReadWhileFull gives the two directions independent flow control: an echo
-// server whose queue is far above high water goes on reading, so a client
-// that sends everything before it reads anything finishes; Full is set
-// meanwhile and OnDrain runs once the client reads.
+// server whose queue is far above high water goes on reading, so it reads
+// a client's whole stream while that client reads nothing; Full is set
+// meanwhile and OnDrain runs once the client reads. The echo's socket
+// buffers are small so that the kernel cannot take the echo in their stead:
+// with the system's (4 MiB of send buffer on Linux) the server could read
+// half the stream with its queue empty, and the client's sends could end
+// before it read more.
 func TestTCPReadWhileFull(t *testing.T) {
 	const hw, total = 64 << 10, 8 << 20
 	l := startLoop(t)
-	var fullSeen atomic.Int64
+	readAll := make(chan bool, 1) // Full once the server has read the whole stream
 	drained := make(chan bool, 1)
-	cfg := ListenConfig{Conn: ConnConfig{HighWater: hw, ReadWhileFull: true}}
+	cfg := ListenConfig{Conn: ConnConfig{HighWater: hw, ReadWhileFull: true, WriteBuffer: peerBuffer}}
+	read := 0 // owned by the loop
 	ln, err := Listen(l, "127.0.0.1:0", cfg, func(c *Conn) {
 		_ = c.OnRead(func(c *Conn, b []byte) {
 			_ = send(c, b)
-			if c.Full() {
-				fullSeen.Add(1)
+			if read += len(b); read == total {
+				readAll <- c.Full()
 			}
 		})
 		_ = c.OnDrain(func(c *Conn) {
@@ -247,8 +252,10 @@ func TestTCPReadWhileFull(t *testing.T) {
 	})
 	require.NoError(t, err)
 	nc := netDial(t, ln)
-	require.NoError(t, recv(t, sendAll(nc, total)), "the server stopped reading")
-	require.Positive(t, fullSeen.Load(), "the queue never went above high water")
+	require.NoError(t, nc.SetReadBuffer(peerBuffer))
+	sent := sendAll(nc, total)
+	require.True(t, recv(t, readAll), "the whole echo fit in the kernel: the queue never went above high water")
+	require.NoError(t, recv(t, sent))
 	readBack(t, nc, total)
 	require.False(t, recv(t, drained), "OnDrain ran with the queue still Full")
 	closedLoopTCP(t, l.closeListener(t, ln))
