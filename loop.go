@@ -155,6 +155,10 @@ type Stats struct {
 	TCPBytesOut    uint64 // bytes written to the kernel by connections
 	TCPWriteQueued int    // bytes written by the program and not yet taken by the kernel, over all connections
 
+	// TLS (tls*.go): handshakes of the loop's TLS connections, accepted and dialed.
+	TLSHandshakes      uint64 // handshakes that ended well
+	TLSHandshakeErrors uint64 // handshakes that failed, timed out, or were cut short by a close or Stop
+
 	// Loop health (loop_metrics.go).
 	Time LoopTime // where the loop's time went: busy by phase, and idle
 	// PostLag: how long posted callbacks waited before the loop started on

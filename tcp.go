@@ -1,6 +1,7 @@
 package aio
 
 import (
+	"crypto/tls"
 	"errors"
 	"fmt"
 	"net"
@@ -196,6 +197,18 @@ type ListenConfig struct {
 	AcceptBatch int
 	// Conn is applied to every accepted connection.
 	Conn ConnConfig
+	// TLS, when set, makes the listener serve TLS with it (tls.go): each
+	// accepted connection first runs its handshake on the loop, and the
+	// accept callback gets it only once the handshake ended well; its
+	// reads and writes are plaintext (see Conn.TLS). A handshake that
+	// fails or times out closes the connection (Stats.TLSHandshakeErrors
+	// counts it). Share one Config across loops and listeners so that
+	// session tickets resume anywhere. Do not change it once passed.
+	TLS *tls.Config
+	// HandshakeTimeout bounds a TLS handshake, from accept to its end: a
+	// client that stalls is closed with ErrHandshakeTimeout. 0 means
+	// DefaultHandshakeTimeout; negative means none.
+	HandshakeTimeout time.Duration
 }
 
 func (c ListenConfig) withDefaults() (ListenConfig, error) {
@@ -228,6 +241,8 @@ type tcpLoop struct {
 	bytesIn   atomic.Uint64
 	bytesOut  atomic.Uint64
 	queued    atomic.Int64
+	tlsDone   atomic.Uint64 // TLS handshakes that ended well
+	tlsFailed atomic.Uint64 // TLS handshakes that failed, timed out or were cut short
 
 	// Owned by the loop.
 	refs   int         // listeners and connections alive: the buffer is held while > 0
@@ -237,6 +252,7 @@ type tcpLoop struct {
 	iov    sock.Iovecs // writev scratch (platforms that make the system call directly)
 	drain  *drainJob   // Runtime.Shutdown's drain of every connection, once started
 	writes uint64      // write system calls made (tests read it on the loop)
+	tls    *tlsLoop    // TLS scratch (tls.go), from the first TLS connection
 }
 
 // readBufs recycles read buffers between loops, and for a loop whose last
@@ -269,6 +285,7 @@ func (t *tcpLoop) free() {
 		readBufs.Put(t.buf)
 		t.buf = nil
 		t.chunks = nil
+		t.tls = nil
 		t.freePipes()
 	}
 }
@@ -286,6 +303,8 @@ func tcpStats(l *Loop, s *Stats) {
 	s.TCPBytesIn = t.bytesIn.Load()
 	s.TCPBytesOut = t.bytesOut.Load()
 	s.TCPWriteQueued = int(t.queued.Load())
+	s.TLSHandshakes = t.tlsDone.Load()
+	s.TLSHandshakeErrors = t.tlsFailed.Load()
 }
 
 // chunkSize is the capacity of the chunks small writes are copied into, so

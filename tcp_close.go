@@ -19,6 +19,9 @@ func (c *Conn) CloseWrite() *Handle[struct{}] {
 		l.runLater(func() { c.closeWrite(h) })
 		return h
 	}
+	if t := c.tls; t != nil {
+		t.closeNotify() // close_notify goes before the FIN
+	}
 	switch {
 	case c.state != connOpen:
 		return Fail[struct{}](l, ErrConnClosed)
@@ -52,6 +55,15 @@ func (c *Conn) closeWrite(h *Handle[struct{}]) {
 			h.settle(struct{}{}, nil)
 		}
 		return
+	}
+	if t := c.tls; t != nil {
+		t.closeNotify() // close_notify goes before the FIN
+		if c.state != connOpen {
+			if h != nil {
+				h.settle(struct{}{}, ErrConnClosed)
+			}
+			return
+		}
 	}
 	c.wshut.Store(true)
 	if h != nil {
@@ -132,6 +144,11 @@ func (c *Conn) closeWith(err error) {
 	if c.state == connClosed {
 		return
 	}
+	if c.tls != nil && err == nil && c.state == connOpen {
+		if c.tlsClosing(); c.state == connClosed {
+			return // writing close_notify failed and closed it
+		}
+	}
 	was := c.state
 	c.state = connClosed
 	c.gone.Store(true)
@@ -191,6 +208,9 @@ func (c *Conn) closeWith(err error) {
 	}
 	if s := c.scope.Load(); s != nil {
 		s.close()
+	}
+	if t := c.tls; t != nil {
+		t.closeHandshake()
 	}
 	if d := c.dial; d != nil {
 		c.dial = nil

@@ -2,6 +2,7 @@ package aio
 
 import (
 	"fmt"
+	"math"
 	"net/netip"
 	"sync/atomic"
 
@@ -52,7 +53,9 @@ type Conn struct {
 	// The addresses are set before the connection is handed out (to the
 	// accept callback, or by Dial's handle) and never change.
 	laddr, raddr netip.AddrPort
-	hw, lw       int // water marks; immutable
+	// The water marks; immutable. int32: 8 bytes less keep the size class
+	// (see below) with the tls pointer.
+	hw, lw int32
 
 	gone   atomic.Bool           // closed; written on the loop, read anywhere
 	wshut  atomic.Bool           // CloseWrite was called; written on the loop, read anywhere
@@ -97,6 +100,7 @@ type Conn struct {
 	dial *dialNode // the Dial handle, while connecting
 	ln   *Listener // the listener that accepted it, nil if dialed; immutable
 	pipe *pipeNode // the Pipe it belongs to, from the pipe's start
+	tls  *tlsConn  // TLS state (tls.go), set before the program sees the connection
 }
 
 // newConn makes the Conn that owns fd and routes fd's readiness to it. The
@@ -119,7 +123,7 @@ func newConn(l *Loop, tl *tcpLoop, fd int, cfg ConnConfig, state uint8) *Conn {
 // something else (Dial's handle).
 func (c *Conn) init(l *Loop, tl *tcpLoop, fd int, cfg ConnConfig, state uint8) {
 	c.l, c.tl, c.fd, c.state = l, tl, fd, state
-	c.hw, c.lw = cfg.HighWater, cfg.LowWater
+	c.hw, c.lw = int32(min(cfg.HighWater, math.MaxInt32)), int32(min(cfg.LowWater, math.MaxInt32))
 	c.readWhileFull = cfg.ReadWhileFull
 	if cfg.ReadTimeout|cfg.IdleTimeout|cfg.WriteTimeout != 0 {
 		to := c.timeouts()
@@ -271,6 +275,9 @@ func (c *Conn) syncInterest() {
 	c.armTimeouts()
 	if c.fr != nil && c.fr.held {
 		c.resumeFrames() // reading may go on: deliver what the framer held back
+	}
+	if t := c.tls; t != nil && t.parked {
+		t.resume() // likewise what crypto/tls holds
 	}
 }
 

@@ -36,6 +36,10 @@ func (c *Conn) drain() {
 	if c.state != connOpen || c.draining {
 		return
 	}
+	if t := c.tls; t != nil && !t.done {
+		c.closeWith(nil) // mid-handshake: nothing of the program's to finish
+		return
+	}
 	c.draining = true
 	if !c.scope.Load().busy() {
 		c.drainIdle()

@@ -295,6 +295,10 @@ func (ln *Listener) serve(fd int, peer netip.AddrPort) {
 	ln.tl.accepted.Add(1)
 	ln.tl.open.Add(1)
 	c.startTimeouts()
+	if ln.cfg.TLS != nil {
+		ln.serveTLS(c) // the callback gets it after the handshake (tls_listen.go)
+		return
+	}
 	ln.deliver(c)
 }
 

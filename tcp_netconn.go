@@ -305,7 +305,7 @@ func (v *netConn) Write(b []byte) (int, error) {
 		}
 		// The queue's bytes and those on their way to it, against the
 		// high-water mark: onDrain, or the post arriving, wakes this.
-		if v.pending+c.Buffered() > c.hw {
+		if v.pending+c.Buffered() > int(c.hw) {
 			v.wcond.Wait()
 			continue
 		}

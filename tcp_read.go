@@ -89,6 +89,13 @@ func (c *Conn) readSome() {
 		switch {
 		case err == nil && n > 0:
 			c.read(n)
+			if t := c.tls; t != nil {
+				t.input(buf[:n]) // ciphertext: tls.go delivers the plaintext
+				if n < len(buf) || !c.reading() {
+					return
+				}
+				continue
+			}
 			c.cork = corkArmed
 			c.callRead(buf[:n])
 			c.uncork()
@@ -97,6 +104,10 @@ func (c *Conn) readSome() {
 				return
 			}
 		case err == nil:
+			if t := c.tls; t != nil {
+				t.inputEOF() // the plaintext's end is tls.go's to tell
+				return
+			}
 			c.gotEOF()
 			return
 		case errnoIs(err, unix.EAGAIN):

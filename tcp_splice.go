@@ -93,7 +93,7 @@ func (kp kpipe) close() {
 // CloseWrite, as it always has). On the loop.
 func (d *pipeDir) splices() bool {
 	dst := d.dst
-	return sock.SpliceSupported && !d.noSplice && d.held == 0 && d.src.fr == nil &&
+	return sock.SpliceSupported && !d.noSplice && d.held == 0 && d.src.fr == nil && d.src.tls == nil && dst.tls == nil &&
 		dst.state == connOpen && dst.queued.Load() == 0 && !dst.wshut.Load()
 }
 
@@ -116,7 +116,7 @@ func (d *pipeDir) pull() {
 			}
 			d.kp = kp
 		}
-		want := min(d.kp.size, d.dst.hw)
+		want := min(d.kp.size, int(d.dst.hw))
 		n, err := spliceFn(d.kp.w, src.fd, want)
 		switch {
 		case err == nil && n > 0:

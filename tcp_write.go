@@ -181,6 +181,9 @@ func (c *Conn) write(b []byte, owned bool) (queued bool, err error) {
 	case len(b) == 0:
 		return false, nil
 	}
+	if t := c.tls; t != nil && !t.raw {
+		return t.write(b) // plaintext: tls.go encrypts it and comes back raw
+	}
 	if len(b) >= chunkSize {
 		// A large write is not copied to wait: what waits goes first.
 		if c.uncork(); c.state != connOpen {
@@ -298,7 +301,7 @@ func (c *Conn) enqueue(b []byte, owned bool) {
 		c.update() // the queue was empty: ask for Writable
 	}
 	c.tl.queued.Add(int64(n))
-	if !c.full.Load() && int(c.queued.Load()) > c.hw {
+	if !c.full.Load() && int(c.queued.Load()) > int(c.hw) {
 		c.full.Store(true)
 		if !c.readWhileFull {
 			c.held = true // stop reading until the queue drains
@@ -353,7 +356,7 @@ func (c *Conn) flush() {
 	}
 	// The drain is news before the FIN that may follow and close the
 	// connection: a program that pauses a source on Full hears it.
-	if c.full.Load() && left <= c.lw {
+	if c.full.Load() && left <= int(c.lw) {
 		c.full.Store(false)
 		if c.held {
 			c.held = false

@@ -1,0 +1,427 @@
+package aio
+
+import (
+	"context"
+	"crypto/tls"
+	"errors"
+	"fmt"
+	"io"
+	"net"
+	"time"
+
+	"golang.org/x/sys/unix"
+)
+
+// TLS on the loop with the standard, unmodified crypto/tls, and no
+// goroutine per connection. A TLS connection is a Conn like any other
+// whose OnRead (and OnFrame) deliver plaintext and whose Write and Close
+// take plaintext; underneath, a tls.Conn runs over tlsConn, a net.Conn
+// view of the Conn that crypto/tls reads ciphertext from and writes
+// ciphertext to.
+//
+// The handshake cannot be resumed after a would-block (its state lives on
+// its own stack and crypto/tls keeps its first error), so it runs where it
+// can suspend: a Do coroutine on the loop, whose reads Await the
+// connection's next bytes. Once it is done the coroutine ends and the
+// record layer is driven straight from the read path: the loop's read
+// buffer is lent to tlsConn, tls.Conn.Read is called until tlsConn
+// reports a would-block (a net.Error whose Temporary is true, which
+// crypto/tls retries instead of keeping), and the plaintext goes to the
+// read callback. Writes are encrypted by tls.Conn.Write, whose records are
+// gathered in the loop's scratch and written to the Conn's queue as one
+// write: crypto/tls treats any error or short count from its conn as
+// final, so the view accepts every byte, and the write queue (and so
+// HighWater, Full and OnDrain) counts ciphertext.
+//
+// Pitfalls the design avoids (see issue 13): a handshake suspended in its
+// coroutine holds crypto/tls's handshake and input locks, so the
+// connection reaches no callback of the program before the handshake ended
+// (a server's accept callback runs after it; a client's Dial handle
+// completes after it); HandshakeContext gets context.Background (a
+// cancellable context makes crypto/tls close the conn from another
+// goroutine) and cancellation goes through the Do handle; close_notify is
+// written before the FIN; clients keep RenegotiateNever (a renegotiation
+// would run a handshake inside Read); a KeyUpdate makes Read write, which
+// the view allows at any time.
+
+// DefaultHandshakeTimeout is the TLS handshake timeout of a listener or a
+// Dialer whose HandshakeTimeout is 0.
+const DefaultHandshakeTimeout = 10 * time.Second
+
+// errWouldBlock is what tlsConn's Read returns when it has no ciphertext
+// left outside a handshake: crypto/tls keeps partial records and retries.
+var errWouldBlock net.Error = wouldBlock{}
+
+type wouldBlock struct{}
+
+func (wouldBlock) Error() string   { return "aio: tls: no ciphertext buffered" }
+func (wouldBlock) Timeout() bool   { return true }
+func (wouldBlock) Temporary() bool { return true }
+
+// errTLSNotReady is the error of a plaintext write made before the
+// handshake ended (only the library's own code could try).
+var errTLSNotReady = errors.New("aio: tls write before the handshake ended")
+
+// ErrHandshakeTimeout is the error a TLS connection closes with when its
+// handshake did not end within the handshake timeout. errors.Is(err,
+// ErrTimeout) holds, and it is a net.Error whose Timeout is true.
+var ErrHandshakeTimeout error = &kindError{"aio: tls handshake timeout", []error{ErrTimeout}}
+
+// tlsConn is a TLS connection's state (Conn.tls) and the net.Conn that
+// crypto/tls sees. Owned by the loop.
+type tlsConn struct {
+	c  *Conn     // immutable
+	tc *tls.Conn // immutable
+
+	// Ciphertext received and not yet taken by crypto/tls: in (the
+	// connection's own copy: the handshake's bytes, or what was left when
+	// reading paused) first, then lent (the loop's read buffer, during a
+	// read).
+	in   []byte
+	lent []byte
+	eof  bool // the peer's FIN was read
+
+	co   *Co               // the handshake's coroutine while it runs
+	wait *Handle[struct{}] // what the handshake awaits: the next bytes, or the FIN
+	hs   *Handle[struct{}] // the handshake, with its timeout, while it runs
+	// onDone runs on the loop when the handshake ended: the accept
+	// callback of a server, the Dial's completion of a client.
+	onDone func(t *tlsConn, err error)
+
+	done     bool // the handshake ended well: plaintext flows
+	raw      bool // a write of ciphertext is in progress: Conn.write takes bytes as they are
+	batch    bool // gather ciphertext in the loop's scratch (during a plaintext write)
+	notified bool // close_notify was written
+	parked   bool // pumping stopped with reading off: resume when it is on again
+}
+
+// tlsLoop is a loop's TLS scratch (tcpLoop.tls), made with its first TLS
+// connection. Owned by the loop.
+type tlsLoop struct {
+	plain []byte // plaintext read from crypto/tls, handed to read callbacks
+	out   []byte // ciphertext of one plaintext write, written as one
+}
+
+// tlsScratchMax bounds the ciphertext gathered before it is written: a
+// large plaintext write goes out in steps of this, not as one copy.
+const tlsScratchMax = 256 << 10
+
+func (t *tcpLoop) tlsScratch() *tlsLoop {
+	if t.tls == nil {
+		t.tls = &tlsLoop{plain: make([]byte, ReadBufferSize)}
+	}
+	return t.tls
+}
+
+// startTLS makes c a TLS connection and starts the handshake in a Do
+// coroutine; onDone runs when it ends. On the loop, before c has a reader.
+func (c *Conn) startTLS(cfg *tls.Config, server bool, timeout time.Duration, onDone func(*tlsConn, error)) {
+	c.l.checkOnLoop()
+	t := &tlsConn{c: c, onDone: onDone}
+	if server {
+		t.tc = tls.Server(t, cfg)
+	} else {
+		t.tc = tls.Client(t, cfg)
+	}
+	c.tls = t
+	c.onRead = dropRead // reading on: readSome hands the bytes to t
+	c.update()
+	if timeout == 0 {
+		timeout = DefaultHandshakeTimeout
+	}
+	hs := Do(c.l, t.handshake)
+	if timeout > 0 {
+		hs = Within(hs, timeout)
+	}
+	t.hs = hs
+	hs.register(t)
+}
+
+// handshake is the Do body of the handshake.
+func (t *tlsConn) handshake(co *Co) (struct{}, error) {
+	t.co = co
+	defer func() { t.co = nil }()
+	// Background: a cancellable context would make crypto/tls close the
+	// conn from a goroutine of its own. Cancellation reaches the Await in
+	// Read instead.
+	return struct{}{}, t.tc.HandshakeContext(context.Background())
+}
+
+// inputDone runs on the loop when the handshake (with its timeout) ended.
+func (t *tlsConn) inputDone() {
+	c := t.c
+	hs := t.hs
+	t.hs = nil
+	_, err := hs.Result()
+	switch {
+	case c.state != connOpen && err == nil:
+		err = ErrConnClosed
+	case errors.Is(err, ErrTimeout):
+		err = ErrHandshakeTimeout
+	}
+	if err != nil {
+		c.tl.tlsFailed.Add(1)
+		if c.state == connOpen {
+			c.closeWith(fmt.Errorf("aio: tls handshake %s: %w", c.raddr, err))
+		}
+		t.in = nil
+		done := t.onDone
+		t.onDone = nil
+		done(t, err)
+		return
+	}
+	c.tl.tlsDone.Add(1)
+	t.done = true
+	if len(t.in) == 0 {
+		t.in = nil // an idle connection keeps no buffer
+	}
+	c.onRead = nil // the program's reader comes next
+	t.parked = true
+	c.update()
+	done := t.onDone
+	t.onDone = nil
+	done(t, nil)
+}
+
+// closeHandshake ends a handshake in progress, as the connection closes:
+// the Await in Read returns, and the handshake fails. On the loop.
+func (t *tlsConn) closeHandshake() {
+	if h := t.wait; h != nil {
+		t.wait = nil
+		h.settle(struct{}{}, ErrConnClosed)
+	}
+}
+
+// input takes b, ciphertext just read into the loop's read buffer. On the
+// loop, from readSome.
+func (t *tlsConn) input(b []byte) {
+	if !t.done {
+		t.in = append(t.in, b...)
+		t.wake()
+		return
+	}
+	t.lent = b
+	t.pump()
+	if len(t.lent) > 0 { // reading stopped: keep the rest
+		t.in = append(t.in, t.lent...)
+	}
+	t.lent = nil
+}
+
+// inputEOF takes the peer's FIN. On the loop, from readSome.
+func (t *tlsConn) inputEOF() {
+	t.eof = true
+	if !t.done {
+		t.wake()
+		return
+	}
+	t.pump()
+}
+
+// wake resumes the handshake waiting for bytes.
+func (t *tlsConn) wake() {
+	if h := t.wait; h != nil {
+		t.wait = nil
+		h.settle(struct{}{}, nil)
+	}
+}
+
+// pump reads plaintext from crypto/tls, out of the ciphertext it has, and
+// hands it to the read callback, while the connection reads. On the loop.
+func (t *tlsConn) pump() {
+	c := t.c
+	t.parked = false
+	buf := c.tl.tlsScratch().plain
+	for {
+		if !c.reading() {
+			t.parked = c.state == connOpen
+			return
+		}
+		n := 0
+		var err error
+		for n < len(buf) && err == nil {
+			var m int
+			m, err = t.tc.Read(buf[n:])
+			n += m
+		}
+		if n > 0 {
+			c.cork = corkArmed
+			c.callRead(buf[:n])
+			c.uncork()
+			c.cork = corkNone
+		}
+		switch {
+		case err == nil:
+		case err == errWouldBlock:
+			if c.state == connOpen && !c.reading() {
+				t.parked = true
+			}
+			return
+		case errors.Is(err, io.EOF): // close_notify, or a FIN between records
+			// crypto/tls keeps returning io.EOF, so an EOF that arrives
+			// while reading is off waits for reading to resume.
+			if c.reading() {
+				c.gotEOF() // the plaintext stream ends as a plain one does
+			} else {
+				t.parked = c.state == connOpen
+			}
+			return
+		default:
+			if c.state == connOpen {
+				c.closeWith(c.ioError("tls read", err))
+			}
+			return
+		}
+	}
+}
+
+// resume pumps again once reading is back on after it stopped with
+// plaintext possibly buffered. On the loop, from syncInterest.
+func (t *tlsConn) resume() {
+	if t.parked && t.done && t.c.reading() {
+		t.parked = false
+		c := t.c
+		c.l.jobs.push(job{t: funcTask(func() {
+			if c.state == connOpen && c.reading() {
+				t.pump()
+			}
+		})})
+	}
+}
+
+// write encrypts plaintext b and queues the ciphertext on the connection.
+// On the loop, from Conn.write.
+func (t *tlsConn) write(b []byte) (bool, error) {
+	c := t.c
+	if !t.done {
+		return false, errTLSNotReady
+	}
+	s := c.tl.tlsScratch()
+	t.batch = true
+	_, err := t.tc.Write(b)
+	t.batch = false
+	queued := t.flushScratch(s)
+	if err != nil && c.state == connOpen {
+		c.closeWith(c.ioError("tls write", err))
+	}
+	if c.state != connOpen {
+		return queued, ErrConnClosed
+	}
+	return queued, err
+}
+
+// flushScratch writes the ciphertext gathered in s. It reports whether
+// any of it was queued.
+func (t *tlsConn) flushScratch(s *tlsLoop) bool {
+	if len(s.out) == 0 {
+		return false
+	}
+	t.raw = true
+	queued, _ := t.c.write(s.out, false) // an error closes the connection
+	t.raw = false
+	s.out = s.out[:0]
+	return queued
+}
+
+// closeNotify writes close_notify once, after a handshake that ended
+// well. On the loop, before a FIN.
+func (t *tlsConn) closeNotify() {
+	c := t.c
+	if !t.done || t.notified || c.state != connOpen || c.wshut.Load() {
+		return
+	}
+	t.notified = true
+	_ = t.tc.CloseWrite() // through Write: an error closes the connection
+}
+
+// Read is net.Conn's, for crypto/tls: the ciphertext received. During the
+// handshake it waits (in the coroutine) for more; after it, it reports a
+// would-block.
+func (t *tlsConn) Read(p []byte) (int, error) {
+	for len(t.in) == 0 && len(t.lent) == 0 {
+		switch {
+		case t.eof:
+			return 0, io.EOF
+		case t.c.state != connOpen:
+			return 0, ErrConnClosed
+		case t.co == nil:
+			return 0, errWouldBlock
+		}
+		h := runningHandle(t.c.l)
+		t.wait = h
+		if _, err := Await(t.co, h); err != nil {
+			t.wait = nil
+			return 0, err
+		}
+	}
+	if len(t.in) > 0 {
+		n := copy(p, t.in)
+		t.in = t.in[n:]
+		if len(t.in) == 0 {
+			t.in = nil
+		}
+		return n, nil
+	}
+	n := copy(p, t.lent)
+	t.lent = t.lent[n:]
+	return n, nil
+}
+
+// Write is net.Conn's, for crypto/tls: ciphertext, all of it taken (a
+// short count or an error would be final for crypto/tls).
+func (t *tlsConn) Write(p []byte) (int, error) {
+	c := t.c
+	if t.batch {
+		s := c.tl.tls
+		if len(s.out)+len(p) > tlsScratchMax {
+			t.flushScratch(s)
+		}
+		s.out = append(s.out, p...)
+		return len(p), nil
+	}
+	t.raw = true
+	_, err := c.write(p, false)
+	t.raw = false
+	if err != nil {
+		return 0, err
+	}
+	return len(p), nil
+}
+
+// Close is net.Conn's: crypto/tls calls it from tls.Conn.Close, which the
+// library does not call; the connection closes through Conn.
+func (t *tlsConn) Close() error { return nil }
+
+func (t *tlsConn) LocalAddr() net.Addr              { return net.TCPAddrFromAddrPort(t.c.laddr) }
+func (t *tlsConn) RemoteAddr() net.Addr             { return net.TCPAddrFromAddrPort(t.c.raddr) }
+func (t *tlsConn) SetDeadline(time.Time) error      { return nil }
+func (t *tlsConn) SetReadDeadline(time.Time) error  { return nil }
+func (t *tlsConn) SetWriteDeadline(time.Time) error { return nil }
+
+// TLS reports the state of a TLS connection's handshake: its version,
+// cipher suite, negotiated protocol (ALPN), server name, peer
+// certificates and whether it resumed a session. ok is false for a plain
+// TCP connection. A connection reaches the program after its handshake,
+// so the state is complete. Any goroutine.
+func (c *Conn) TLS() (state tls.ConnectionState, ok bool) {
+	t := c.tls
+	if t == nil {
+		return tls.ConnectionState{}, false
+	}
+	return t.tc.ConnectionState(), true
+}
+
+// tlsClosing is the TLS side of a graceful close: close_notify, then the
+// FIN (shutdown, a half-close) before the fd is closed, so that the alert
+// reaches the peer ahead of anything abortive. What is still queued is
+// dropped by the close, the alert with it. On the loop, from closeWith.
+func (c *Conn) tlsClosing() {
+	t := c.tls
+	t.closeNotify()
+	c.uncork() // in a read callback the alert may wait in the queue: send it
+	if c.state == connOpen && t.notified && !c.wdone && c.queued.Load() == 0 {
+		if unix.Shutdown(c.fd, unix.SHUT_WR) == nil {
+			c.wdone = true
+		}
+	}
+}
