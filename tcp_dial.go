@@ -2,10 +2,12 @@ package aio
 
 import (
 	"context"
+	"crypto/tls"
 	"errors"
 	"fmt"
 	"net"
 	"net/netip"
+	"time"
 
 	"github.com/valkyria/aio/internal/poll"
 	"github.com/valkyria/aio/internal/sock"
@@ -56,6 +58,18 @@ type Dialer struct {
 	LocalAddr netip.AddrPort
 	// Conn is applied to the connection.
 	Conn ConnConfig
+	// TLS, when set, makes the dial a TLS client's (tls_dial.go): the
+	// handle completes once the handshake ended well, and the
+	// connection's reads and writes are plaintext (see Conn.TLS). Server
+	// name (from the address's host when ServerName is empty), ALPN
+	// (NextProtos) and verification are the Config's, as with
+	// crypto/tls. Renegotiation stays off whatever Renegotiation says.
+	TLS *tls.Config
+	// HandshakeTimeout bounds a TLS dial, the connect and the handshake
+	// together: the handle fails with an error for which errors.Is(err,
+	// ErrTimeout) holds. 0 means DefaultHandshakeTimeout;
+	// negative means none.
+	HandshakeTimeout time.Duration
 }
 
 // Dial is Dial with d's options. A nil d is the zero Dialer. Any goroutine.
@@ -65,6 +79,9 @@ func (d *Dialer) Dial(l *Loop, addr string) *Handle[*Conn] {
 		o = *d
 	}
 	_, h := dial(l, addr, o.Conn, o.LocalAddr)
+	if o.TLS != nil {
+		return dialTLS(nil, l, addr, h, &o)
+	}
 	return h
 }
 
@@ -89,15 +106,17 @@ func (d *Dialer) DialContext(ctx context.Context, l *Loop, addr string) *Handle[
 		return Fail[*Conn](l, dialCtxError(ctx, addr))
 	}
 	n, h := dial(l, addr, o.Conn, o.LocalAddr)
-	if n == nil || ctx.Done() == nil {
-		return h
+	if n != nil && ctx.Done() != nil {
+		// Tied as Bind ties a handle, but the dial fails with ctx's error
+		// instead of being cancelled; the tie is undone when the dial ends.
+		h.watch(stopAfter(context.AfterFunc(ctx, func() {
+			err := dialCtxError(ctx, addr)
+			l.runInline(func() { n.abort(err) })
+		})))
 	}
-	// Tied as Bind ties a handle, but the dial fails with ctx's error
-	// instead of being cancelled; the tie is undone when the dial ends.
-	h.watch(stopAfter(context.AfterFunc(ctx, func() {
-		err := dialCtxError(ctx, addr)
-		l.runInline(func() { n.abort(err) })
-	})))
+	if o.TLS != nil && n != nil {
+		return dialTLS(ctx, l, addr, h, &o)
+	}
 	return h
 }
 

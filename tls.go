@@ -113,11 +113,11 @@ func (t *tcpLoop) tlsScratch() *tlsLoop {
 	return t.tls
 }
 
-// startTLS makes c a TLS connection and starts the handshake in a Do
-// coroutine; onDone runs when it ends. On the loop, before c has a reader.
-func (c *Conn) startTLS(cfg *tls.Config, server bool, timeout time.Duration, onDone func(*tlsConn, error)) {
+// setupTLS makes c a TLS connection, reading for its handshake. On the
+// loop, before the program sees c.
+func (c *Conn) setupTLS(cfg *tls.Config, server bool) *tlsConn {
 	c.l.checkOnLoop()
-	t := &tlsConn{c: c, onDone: onDone}
+	t := &tlsConn{c: c}
 	if server {
 		t.tc = tls.Server(t, cfg)
 	} else {
@@ -126,15 +126,30 @@ func (c *Conn) startTLS(cfg *tls.Config, server bool, timeout time.Duration, onD
 	c.tls = t
 	c.onRead = dropRead // reading on: readSome hands the bytes to t
 	c.update()
-	if timeout == 0 {
-		timeout = DefaultHandshakeTimeout
-	}
+	return t
+}
+
+// startTLS makes c a TLS connection and starts the handshake in a Do
+// coroutine, bounded by timeout; onDone runs when it ends. On the loop,
+// before the program sees c.
+func (c *Conn) startTLS(cfg *tls.Config, server bool, timeout time.Duration, onDone func(*tlsConn, error)) {
+	t := c.setupTLS(cfg, server)
+	t.onDone = onDone
 	hs := Do(c.l, t.handshake)
-	if timeout > 0 {
+	if timeout = handshakeTimeout(timeout); timeout > 0 {
 		hs = Within(hs, timeout)
 	}
 	t.hs = hs
 	hs.register(t)
+}
+
+// handshakeTimeout applies the default to a configured timeout: 0 is the
+// default, negative none.
+func handshakeTimeout(d time.Duration) time.Duration {
+	if d == 0 {
+		return DefaultHandshakeTimeout
+	}
+	return d
 }
 
 // handshake is the Do body of the handshake.
@@ -149,38 +164,44 @@ func (t *tlsConn) handshake(co *Co) (struct{}, error) {
 
 // inputDone runs on the loop when the handshake (with its timeout) ended.
 func (t *tlsConn) inputDone() {
-	c := t.c
 	hs := t.hs
 	t.hs = nil
 	_, err := hs.Result()
-	switch {
-	case c.state != connOpen && err == nil:
-		err = ErrConnClosed
-	case errors.Is(err, ErrTimeout):
+	if errors.Is(err, ErrTimeout) {
 		err = ErrHandshakeTimeout
+	}
+	err = t.ended(err)
+	done := t.onDone
+	t.onDone = nil
+	done(t, err)
+}
+
+// ended takes the handshake's outcome: counted, and either plaintext may
+// flow (the program's reader comes next) or the connection is closed with
+// the error, which it returns wrapped. On the loop.
+func (t *tlsConn) ended(err error) error {
+	c := t.c
+	if c.state != connOpen && err == nil {
+		err = ErrConnClosed
 	}
 	if err != nil {
 		c.tl.tlsFailed.Add(1)
+		err = fmt.Errorf("aio: tls handshake %s: %w", c.raddr, err)
 		if c.state == connOpen {
-			c.closeWith(fmt.Errorf("aio: tls handshake %s: %w", c.raddr, err))
+			c.closeWith(err)
 		}
 		t.in = nil
-		done := t.onDone
-		t.onDone = nil
-		done(t, err)
-		return
+		return err
 	}
 	c.tl.tlsDone.Add(1)
 	t.done = true
 	if len(t.in) == 0 {
 		t.in = nil // an idle connection keeps no buffer
 	}
-	c.onRead = nil // the program's reader comes next
+	c.onRead = nil
 	t.parked = true
 	c.update()
-	done := t.onDone
-	t.onDone = nil
-	done(t, nil)
+	return nil
 }
 
 // closeHandshake ends a handshake in progress, as the connection closes:

@@ -1,0 +1,70 @@
+package aio
+
+import (
+	"context"
+	"crypto/tls"
+	"net"
+)
+
+// dialTLS is the TLS client's part of Dial: a Do whose body awaits the
+// connection (dialing, h) and then runs the handshake itself, so that
+// cancelling the handle withdraws from the dial or ends the handshake at
+// its next read, and the connection is the program's only once the
+// handshake ended well. ctx (nil for none), done before the handshake
+// ended, closes the connection and fails the handle with ctx's error.
+// Any goroutine.
+func dialTLS(ctx context.Context, l *Loop, addr string, h *Handle[*Conn], d *Dialer) *Handle[*Conn] {
+	cfg := clientConfig(d.TLS, addr)
+	hs := Do(l, func(co *Co) (*Conn, error) {
+		c, err := Await(co, h)
+		if err != nil {
+			if v, e := h.Result(); e == nil && v != nil {
+				v.closeWith(ErrCancelled) // established as the Await was cancelled
+			}
+			return nil, err
+		}
+		t := c.setupTLS(cfg, false)
+		if ctx != nil && ctx.Done() != nil {
+			stop := context.AfterFunc(ctx, func() {
+				l.runLater(func() {
+					if !t.done {
+						c.closeWith(dialCtxError(ctx, addr))
+					}
+				})
+			})
+			defer stop()
+		}
+		_, err = t.handshake(co)
+		if ctx != nil && err != nil && ctx.Err() != nil {
+			err = dialCtxError(ctx, addr)
+		}
+		if err = t.ended(err); err != nil {
+			return nil, err
+		}
+		return c, nil
+	})
+	if timeout := handshakeTimeout(d.HandshakeTimeout); timeout > 0 {
+		// The dial's own time counts too: the timeout bounds the whole.
+		hs = Within(hs, timeout)
+	}
+	return hs
+}
+
+// clientConfig returns the Config a client dials addr with: cfg, or a
+// copy with ServerName taken from addr's host (as tls.Dial does) and
+// renegotiation off (a renegotiation would run a handshake inside a read
+// on the loop).
+func clientConfig(cfg *tls.Config, addr string) *tls.Config {
+	needName := cfg.ServerName == "" && !cfg.InsecureSkipVerify
+	if !needName && cfg.Renegotiation == tls.RenegotiateNever {
+		return cfg
+	}
+	cfg = cfg.Clone()
+	cfg.Renegotiation = tls.RenegotiateNever
+	if needName {
+		if host, _, err := net.SplitHostPort(addr); err == nil {
+			cfg.ServerName = host
+		}
+	}
+	return cfg
+}
