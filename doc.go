@@ -199,6 +199,13 @@
 // take a net.Conn, [Conn.NetConn] is a blocking view of a connection, with
 // deadlines, whose Write waits while the write queue is full.
 //
+// TLS is the standard crypto/tls on the loop, without a goroutine per
+// connection: ListenConfig.TLS makes a listener hand over connections whose
+// handshake ended, and Dialer.TLS makes Dial's handle complete after it;
+// their reads and writes are plaintext, with the same callbacks,
+// backpressure (counting ciphertext), timeouts, scope and drain, and
+// [Conn.TLS] tells the ALPN protocol and the rest of the handshake.
+//
 // # Errors
 //
 // Outcomes are matched with errors.Is: [ErrCancelled] for a cancelled handle,
