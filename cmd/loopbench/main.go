@@ -71,6 +71,11 @@
 //	                each); gostd: io.Copy each way on net.
 //	tcp-idle        memory per idle connection: 10,000 connections held open
 //	                from a child process; HeapInuse+StackInuse delta / 10,000.
+//	tls             crypto/tls served on one loop (ListenConfig.TLS) against a
+//	                goroutine per connection, the same crypto/tls clients in a
+//	                child process: tls-handshake (full TLS 1.3 handshakes, 16
+//	                clients), tls-echo (16 conns, 16 KiB messages, p99 in
+//	                config), tls-idle (memory per idle TLS connection, 2,000).
 //	                (The TCP workloads are described in more detail in tcp.go
 //	                and proxy.go. A -percore row is how the runtime is
 //	                deployed: loops = cores, GOMAXPROCS of them.)

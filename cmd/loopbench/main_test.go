@@ -36,6 +36,7 @@ func tiny() options {
 	o.Timeout = 20 * time.Second
 	o.TCPConns = 500
 	o.TCPIdle = 100
+	o.TLSIdle = 20
 	return o
 }
 
@@ -54,6 +55,7 @@ var wantRows = []string{
 	"tcp-echo/aio", "tcp-echo-2loops/aio", "tcp-echo-percore/aio", "tcp-echo/gostd",
 	"tcp-proxy/aio", "tcp-proxy-percore/aio", "tcp-proxy/gostd",
 	"tcp-idle/aio", "tcp-idle/gostd",
+	"tls-handshake/aio", "tls-handshake/gostd", "tls-echo/aio", "tls-echo/gostd", "tls-idle/aio", "tls-idle/gostd",
 }
 
 func TestWorkloadsTiny(t *testing.T) {

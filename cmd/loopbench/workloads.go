@@ -25,6 +25,7 @@ type options struct {
 	Timeout   time.Duration // longest any single wait may take before it counts as a hang
 	TCPConns  int           // tcp-pound: connections (no flag: tcp.go)
 	TCPIdle   int           // tcp-idle: idle connections held (no flag: tcp.go)
+	TLSIdle   int           // tls-idle: idle TLS connections held (no flag: tls.go)
 	// CPUProfile is the file -cpuprofile writes the run's CPU profile to
 	// ("": none).
 	CPUProfile string
@@ -43,6 +44,7 @@ func defaultOptions() options {
 		Timeout:   60 * time.Second,
 		TCPConns:  20_000,
 		TCPIdle:   10_000,
+		TLSIdle:   2000,
 	}
 }
 
@@ -69,6 +71,7 @@ var workloads = []workload{
 	{name: "tcp-echo", aliases: []string{"tcp-echo-2loops", "tcp-echo-percore"}, run: runTCPEcho},
 	{name: "tcp-proxy", aliases: []string{"tcp-proxy-percore"}, run: runTCPProxy},
 	{name: "tcp-idle", run: runTCPIdle},
+	{name: "tls", aliases: []string{"tls-handshake", "tls-echo", "tls-idle"}, run: runTLS},
 }
 
 // selectWorkloads resolves a comma list of names ("" or "all" for every

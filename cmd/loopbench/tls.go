@@ -1,0 +1,346 @@
+package main
+
+import (
+	"crypto/ecdsa"
+	"crypto/elliptic"
+	"crypto/rand"
+	"crypto/tls"
+	"crypto/x509"
+	"errors"
+	"fmt"
+	"io"
+	"math/big"
+	"net"
+	"os"
+	"slices"
+	"strconv"
+	"strings"
+	"sync"
+	"sync/atomic"
+	"time"
+
+	"github.com/valkyria/aio"
+)
+
+// ---- tls-handshake, tls-echo, tls-idle ----
+//
+// The standard crypto/tls served on one aio loop (ListenConfig.TLS) against
+// crypto/tls with a goroutine per connection, both driven by the same
+// crypto/tls clients in a child process, so that the CPU and memory
+// figures are the server's alone. Full handshakes (no resumption) with an
+// ECDSA P-256 certificate, TLS 1.3.
+
+const (
+	tlsClientEnv   = "LOOPBENCH_TLS_CLIENT"
+	tlsHSConns     = 16       // handshaking clients at once
+	tlsEchoConns   = 16       // echoing connections
+	tlsEchoMsg     = 16 << 10 // echo message size
+	tlsEchoBufSize = 32 << 10 // gostd echo's read buffer (io.Copy's)
+)
+
+func init() {
+	if v := os.Getenv(tlsClientEnv); v != "" {
+		os.Exit(tlsClient(v))
+	}
+}
+
+// tlsClient is the child's main: "mode addr conns duration". handshake
+// and echo run for duration and print "done ops seconds p99ns"; idle
+// connects conns, does one round trip on each, prints "ready" and holds
+// them until stdin closes.
+func tlsClient(spec string) int {
+	f := strings.Fields(spec)
+	if len(f) != 4 {
+		fmt.Println("error bad spec", spec)
+		return 2
+	}
+	mode, addr := f[0], f[1]
+	conns, _ := strconv.Atoi(f[2])
+	d, _ := time.ParseDuration(f[3])
+	cfg := &tls.Config{InsecureSkipVerify: true}
+	dial := func() (*tls.Conn, error) {
+		c, err := tls.Dial("tcp", addr, cfg)
+		if err != nil {
+			return nil, err
+		}
+		_ = c.SetDeadline(time.Now().Add(time.Minute))
+		return c, nil
+	}
+	roundTrip := func(c *tls.Conn, msg, buf []byte) error {
+		if _, err := c.Write(msg); err != nil {
+			return err
+		}
+		_, err := io.ReadFull(c, buf[:len(msg)])
+		return err
+	}
+	switch mode {
+	case "idle":
+		var cs []*tls.Conn
+		one := []byte{1}
+		for range conns {
+			c, err := dial()
+			if err == nil {
+				err = roundTrip(c, one, make([]byte, 1))
+			}
+			if err != nil {
+				fmt.Println("error", err)
+				return 1
+			}
+			cs = append(cs, c)
+		}
+		fmt.Println("ready")
+		_, _ = io.Copy(io.Discard, os.Stdin)
+		return 0
+	case "handshake", "echo":
+	default:
+		fmt.Println("error bad mode", mode)
+		return 2
+	}
+	var ops atomic.Int64
+	var mu sync.Mutex
+	var lat []time.Duration
+	var firstErr atomic.Pointer[error]
+	start := time.Now()
+	var wg sync.WaitGroup
+	for range conns {
+		wg.Add(1)
+		go func() {
+			defer wg.Done()
+			var mine []time.Duration
+			msg, buf := make([]byte, tlsEchoMsg), make([]byte, tlsEchoMsg)
+			var c *tls.Conn
+			for time.Since(start) < d {
+				t0 := time.Now()
+				var err error
+				if mode == "handshake" {
+					// A full handshake, and one byte each way: the server
+					// has finished its side.
+					if c, err = dial(); err == nil {
+						err = roundTrip(c, msg[:1], buf)
+						c.Close()
+					}
+				} else {
+					if c == nil {
+						if c, err = dial(); err != nil {
+							break
+						}
+						defer c.Close()
+						t0 = time.Now()
+					}
+					err = roundTrip(c, msg, buf)
+				}
+				if err != nil {
+					firstErr.CompareAndSwap(nil, &err)
+					return
+				}
+				mine = append(mine, time.Since(t0))
+				ops.Add(1)
+			}
+			mu.Lock()
+			lat = append(lat, mine...)
+			mu.Unlock()
+		}()
+	}
+	wg.Wait()
+	elapsed := time.Since(start)
+	if p := firstErr.Load(); p != nil {
+		fmt.Println("error", *p)
+		return 1
+	}
+	slices.Sort(lat)
+	var p99 time.Duration
+	if len(lat) > 0 {
+		p99 = lat[len(lat)*99/100]
+	}
+	fmt.Println("done", ops.Load(), elapsed.Seconds(), int64(p99))
+	_, _ = io.Copy(io.Discard, os.Stdin)
+	return 0
+}
+
+// benchCert makes the servers' certificate.
+func benchCert() (*tls.Config, error) {
+	key, err := ecdsa.GenerateKey(elliptic.P256(), rand.Reader)
+	if err != nil {
+		return nil, err
+	}
+	tmpl := &x509.Certificate{
+		SerialNumber: big.NewInt(1),
+		DNSNames:     []string{"localhost"},
+		NotBefore:    time.Now().Add(-time.Hour),
+		NotAfter:     time.Now().Add(24 * time.Hour),
+		KeyUsage:     x509.KeyUsageDigitalSignature,
+		ExtKeyUsage:  []x509.ExtKeyUsage{x509.ExtKeyUsageServerAuth},
+	}
+	der, err := x509.CreateCertificate(rand.Reader, tmpl, tmpl, &key.PublicKey, key)
+	if err != nil {
+		return nil, err
+	}
+	return &tls.Config{Certificates: []tls.Certificate{{Certificate: [][]byte{der}, PrivateKey: key}}}, nil
+}
+
+// tlsServer is one implementation's server: its address, how many
+// connections it holds, and its end.
+type tlsServer struct {
+	addr string
+	open func() int
+	stop func() error
+}
+
+func tlsServerAIO(cfg *tls.Config, name string) (tlsServer, error) {
+	rt, ls, err := startLoops(aio.Config{Name: name})
+	if err != nil {
+		return tlsServer{}, err
+	}
+	l := ls[0]
+	ln, err := aio.Listen(l, "127.0.0.1:0", aio.ListenConfig{TLS: cfg}, func(c *aio.Conn) {
+		_ = c.OnRead(echoBack)
+	})
+	if err != nil {
+		_ = stopLoops(rt, l)
+		return tlsServer{}, err
+	}
+	return tlsServer{
+		addr: ln.Addr().String(),
+		open: func() int { return l.Stats().TCPOpen },
+		stop: func() error { return stopLoops(rt, l) },
+	}, nil
+}
+
+func tlsServerGo(cfg *tls.Config, bufSize int) (tlsServer, error) {
+	echo := netEcho(bufSize)
+	addr, open, stop, err := netServer(func(c net.Conn) { echo(tls.Server(c, cfg)) }, true)
+	if err != nil {
+		return tlsServer{}, err
+	}
+	return tlsServer{addr: addr, open: open, stop: func() error { stop(); return nil }}, nil
+}
+
+// tlsSection runs the child in mode against srv for o.Duration and makes
+// the row from what it reports, with this process's CPU.
+func tlsSection(o options, workload, impl, mode string, srv tlsServer, conns int) (result, time.Duration, error) {
+	m := startMeter()
+	ch, err := startChild(tlsClientEnv, fmt.Sprintf("%s %s %d %s", mode, srv.addr, conns, o.Duration))
+	if err != nil {
+		return result{}, 0, err
+	}
+	f, err := ch.expect("done", o.Duration+o.sectionLimit(30*time.Second))
+	end := time.Now()
+	if cerr := ch.close(); err == nil {
+		err = cerr
+	}
+	if err != nil {
+		return result{}, 0, err
+	}
+	if len(f) != 3 {
+		return result{}, 0, fmt.Errorf("child said %q", f)
+	}
+	ops, _ := strconv.ParseInt(f[0], 10, 64)
+	secs, _ := strconv.ParseFloat(f[1], 64)
+	p99ns, _ := strconv.ParseInt(f[2], 10, 64)
+	r := m.finish(workload, impl, ops, m.start, end)
+	if secs > 0 && ops > 0 {
+		r.Seconds = secs
+		r.OpsPerSec = float64(ops) / secs
+		r.NsPerOp = secs * 1e9 / float64(ops)
+	}
+	return r, time.Duration(p99ns), nil
+}
+
+func runTLS(o options) ([]result, error) {
+	cfg, err := benchCert()
+	if err != nil {
+		return nil, err
+	}
+	var rs []result
+	for _, sec := range []struct {
+		workload, mode string
+		conns          int
+	}{{"tls-handshake", "handshake", tlsHSConns}, {"tls-echo", "echo", tlsEchoConns}} {
+		for _, impl := range []string{"aio", "gostd"} {
+			var srv tlsServer
+			if impl == "aio" {
+				srv, err = tlsServerAIO(cfg, sec.workload)
+			} else {
+				srv, err = tlsServerGo(cfg, tlsEchoBufSize)
+			}
+			if err != nil {
+				return rs, fmt.Errorf("%s/%s: %w", sec.workload, impl, err)
+			}
+			r, p99, err := tlsSection(o, sec.workload, impl, sec.mode, srv, sec.conns)
+			if serr := srv.stop(); err == nil {
+				err = serr
+			}
+			if err != nil {
+				return rs, fmt.Errorf("%s/%s: %w", sec.workload, impl, err)
+			}
+			if sec.mode == "echo" {
+				r.Config = fmt.Sprintf("%d conns, %d B msgs, %.0f MB/s, p99 %v",
+					sec.conns, tlsEchoMsg, r.OpsPerSec*tlsEchoMsg/1e6, p99.Round(time.Microsecond))
+			} else {
+				r.Config = fmt.Sprintf("%d clients, full TLS 1.3 handshakes (P-256), %.0f µs CPU each, p99 %v",
+					sec.conns, r.CPUSeconds*1e6/float64(r.Ops), p99.Round(time.Microsecond))
+			}
+			if impl == "aio" {
+				r.Config = "one loop, " + r.Config
+			} else {
+				r.Config = "crypto/tls: goroutine per conn, " + r.Config
+			}
+			rs = append(rs, r)
+		}
+	}
+	for _, impl := range []string{"aio", "gostd"} {
+		r, per, err := tlsIdle(o, cfg, impl)
+		if err != nil {
+			return rs, fmt.Errorf("tls-idle/%s: %w", impl, err)
+		}
+		r.Config = fmt.Sprintf("%d idle TLS conns: %.0f B/conn in use (heap+stack)", o.TLSIdle, per)
+		r.Reference = fmt.Sprintf("%s %.0f B/conn in use", impl, per)
+		rs = append(rs, r)
+	}
+	return rs, nil
+}
+
+// tlsIdle measures the memory the server spends per idle TLS connection,
+// after its handshake and one round trip.
+func tlsIdle(o options, cfg *tls.Config, impl string) (result, float64, error) {
+	var srv tlsServer
+	var err error
+	if impl == "aio" {
+		srv, err = tlsServerAIO(cfg, "tls-idle")
+	} else {
+		srv, err = tlsServerGo(cfg, 4096)
+	}
+	if err != nil {
+		return result{}, 0, err
+	}
+	defer srv.stop()
+	// A warm-up connection: one-time costs (the loop's buffers) are not
+	// counted.
+	warm, err := tls.Dial("tcp", srv.addr, &tls.Config{InsecureSkipVerify: true})
+	if err != nil {
+		return result{}, 0, err
+	}
+	defer warm.Close()
+	if _, err := warm.Write([]byte{1}); err != nil {
+		return result{}, 0, err
+	}
+	if _, err := io.ReadFull(warm, make([]byte, 1)); err != nil {
+		return result{}, 0, err
+	}
+	before := inUse()
+	m := startMeter()
+	ch, err := startChild(tlsClientEnv, fmt.Sprintf("idle %s %d 0s", srv.addr, o.TLSIdle))
+	if err != nil {
+		return result{}, 0, err
+	}
+	defer ch.close()
+	if _, err := ch.expect("ready", o.sectionLimit(60*time.Second)); err != nil {
+		return result{}, 0, err
+	}
+	r := m.finish("tls-idle", impl, int64(o.TLSIdle), m.start, time.Now())
+	per := float64(inUse()-before) / float64(o.TLSIdle)
+	if n := srv.open(); n != o.TLSIdle+1 {
+		return r, per, errors.New("the server does not hold every connection")
+	}
+	return r, per, nil
+}
