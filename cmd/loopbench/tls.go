@@ -1,15 +1,10 @@
 package main
 
 import (
-	"crypto/ecdsa"
-	"crypto/elliptic"
-	"crypto/rand"
 	"crypto/tls"
-	"crypto/x509"
 	"errors"
 	"fmt"
 	"io"
-	"math/big"
 	"net"
 	"os"
 	"slices"
@@ -20,6 +15,7 @@ import (
 	"time"
 
 	"github.com/valkyria/aio"
+	"github.com/valkyria/aio/internal/selfsigned"
 )
 
 // ---- tls-handshake, tls-echo, tls-idle ----
@@ -159,23 +155,11 @@ func tlsClient(spec string) int {
 
 // benchCert makes the servers' certificate.
 func benchCert() (*tls.Config, error) {
-	key, err := ecdsa.GenerateKey(elliptic.P256(), rand.Reader)
+	cert, _, err := selfsigned.Cert("localhost")
 	if err != nil {
 		return nil, err
 	}
-	tmpl := &x509.Certificate{
-		SerialNumber: big.NewInt(1),
-		DNSNames:     []string{"localhost"},
-		NotBefore:    time.Now().Add(-time.Hour),
-		NotAfter:     time.Now().Add(24 * time.Hour),
-		KeyUsage:     x509.KeyUsageDigitalSignature,
-		ExtKeyUsage:  []x509.ExtKeyUsage{x509.ExtKeyUsageServerAuth},
-	}
-	der, err := x509.CreateCertificate(rand.Reader, tmpl, tmpl, &key.PublicKey, key)
-	if err != nil {
-		return nil, err
-	}
-	return &tls.Config{Certificates: []tls.Certificate{{Certificate: [][]byte{der}, PrivateKey: key}}}, nil
+	return &tls.Config{Certificates: []tls.Certificate{cert}}, nil
 }
 
 // tlsServer is one implementation's server: its address, how many
