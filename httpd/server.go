@@ -107,6 +107,7 @@ func (c Config) withDefaults() Config {
 		c.WriteTimeout = DefaultWriteTimeout
 	}
 	c.Listen.ReusePort = true
+	c.Listen.TLS = withALPN(c.Listen.TLS) // tls.go
 	return c
 }
 
