@@ -15,6 +15,14 @@
 //	-header-timeout DUR   time a client has to send a complete request head (default 5s)
 //	-idle-timeout DUR     idle keep-alive connection timeout (default 60s)
 //	-api-timeout DUR      the timeout of /api/slow (default 5s)
+//	-tls-cert FILE        serve HTTPS with this certificate (PEM), with -tls-key
+//	-tls-key FILE         the certificate's private key (PEM)
+//	-tls-self-signed      serve HTTPS with a certificate made at start for localhost
+//	                      (its SHA-256 fingerprint is logged): curl -k https://...
+//
+// With TLS, ALPN offers h2 and http/1.1 (HTTP/2 without TLS stays h2c by
+// prior knowledge), on the loops with crypto/tls and no goroutine per
+// connection.
 //
 // Once every loop accepts, it prints one line on standard output,
 // "listening on ADDR" (with the port the system chose for port 0); its logs
@@ -75,6 +83,9 @@ type options struct {
 	idleTimeout   time.Duration
 	apiTimeout    time.Duration
 	cpuProfile    string
+	tlsCert       string
+	tlsKey        string
+	tlsSelfSigned bool
 }
 
 func main() {
@@ -131,6 +142,9 @@ func parseFlags(args []string, out io.Writer) (options, error) {
 	fs.DurationVar(&o.idleTimeout, "idle-timeout", httpd.DefaultIdleTimeout, "idle keep-alive connection timeout")
 	fs.DurationVar(&o.apiTimeout, "api-timeout", 5*time.Second, "the timeout of /api/slow")
 	fs.StringVar(&o.cpuProfile, "cpuprofile", "", "write a CPU profile of the whole run to this file")
+	fs.StringVar(&o.tlsCert, "tls-cert", "", "serve HTTPS with this certificate file (PEM), with -tls-key")
+	fs.StringVar(&o.tlsKey, "tls-key", "", "the certificate's private key file (PEM)")
+	fs.BoolVar(&o.tlsSelfSigned, "tls-self-signed", false, "serve HTTPS with a self-signed certificate made at start (fingerprint logged)")
 	if err := fs.Parse(args); err != nil {
 		return o, err
 	}
@@ -143,6 +157,8 @@ func parseFlags(args []string, out io.Writer) (options, error) {
 		return o, fmt.Errorf("-arenas %d: need at least one arena per loop", o.arenas)
 	case o.arenaSize < minArenaSize:
 		return o, fmt.Errorf("-arena-size %d: need at least %d bytes", o.arenaSize, minArenaSize)
+	case o.tlsSelfSigned && (o.tlsCert != "" || o.tlsKey != ""), (o.tlsCert == "") != (o.tlsKey == ""):
+		return o, errors.New("-tls-cert and -tls-key go together, and exclude -tls-self-signed")
 	case o.grace < 0, o.headerTimeout <= 0, o.idleTimeout <= 0, o.apiTimeout <= 0:
 		return o, errors.New("-grace must not be negative, and -header-timeout, -idle-timeout and -api-timeout must be positive")
 	}
@@ -167,11 +183,16 @@ func start(rt *aio.Runtime, opts options) (*app, error) {
 			return nil, errors.Join(err, stopAll(rt))
 		}
 	}
+	tlsCfg, err := tlsConfig(opts)
+	if err != nil {
+		return nil, errors.Join(err, stopAll(rt))
+	}
 	a := &app{rt: rt, srv: &httpd.Server{Config: httpd.Config{
 		Arenas:        opts.arenas,
 		ArenaSize:     opts.arenaSize,
 		HeaderTimeout: opts.headerTimeout,
 		IdleTimeout:   opts.idleTimeout,
+		Listen:        aio.ListenConfig{TLS: tlsCfg},
 	}}}
 	a.srv.Handler = newRoutes(rt, a.srv, opts.apiTimeout)
 	if err := a.srv.Serve(rt, opts.addr); err != nil {

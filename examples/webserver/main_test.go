@@ -56,6 +56,7 @@ func TestWebserver(t *testing.T) {
 		{"Metrics", testMetrics},
 		{"Curl", testCurl},
 		{"H2C", testH2C},
+		{"TLS", testTLS},
 		{"ShutdownLetsSlowFinish", testShutdownLetsSlowFinish},
 		{"ShutdownCutsStream", testShutdownCutsStream},
 		{"BadFlags", testBadFlags},
@@ -541,6 +542,9 @@ func testBadFlags(t *testing.T, bin string) {
 		{"-header-timeout", "-1s"},
 		{"-idle-timeout", "0"},
 		{"-addr", "nowhere"},
+		{"-tls-cert", "x.pem"},
+		{"-tls-self-signed", "-tls-key", "k.pem"},
+		{"-tls-cert", "/nonexistent.pem", "-tls-key", "/nonexistent.pem"},
 		{"-nope"},
 		{"extra"},
 	} {

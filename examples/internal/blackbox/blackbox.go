@@ -42,6 +42,7 @@ type Proc struct {
 
 	cmd    *exec.Cmd
 	stdout *output       // all it printed there
+	stderr *output       // all it printed on its standard error
 	exited chan struct{} // closed once it has exited
 	err    error         // Wait's, once exited
 }
@@ -53,6 +54,7 @@ func Start(t testing.TB, bin string, args ...string) *Proc {
 	t.Helper()
 	p := &Proc{cmd: exec.Command(bin, args...), stdout: newOutput(), exited: make(chan struct{})}
 	stderr := newOutput()
+	p.stderr = stderr
 	p.cmd.Stdout, p.cmd.Stderr = p.stdout, stderr
 	// A race build waits a second at exit by default; a race it reports
 	// makes the status nonzero, which fails the test.
@@ -86,6 +88,9 @@ func Start(t testing.TB, bin string, args ...string) *Proc {
 	p.Addr = addr
 	return p
 }
+
+// Stderr returns what the program printed on its standard error so far.
+func (p *Proc) Stderr() string { return p.stderr.String() }
 
 // Send sends sig and returns at once: Wait then tells how it ended.
 func (p *Proc) Send(t testing.TB, sig os.Signal) {
