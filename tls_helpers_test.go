@@ -99,3 +99,17 @@ func (r *recordConn) recordTypes() []byte {
 	}
 	return types
 }
+
+// stalledClient listens on l with a TLS echo server and connects a client
+// that sends the start of a record header and no more: the server's
+// handshake waits for it.
+func stalledClient(t *testing.T, l *Loop) (*Listener, net.Conn) {
+	t.Helper()
+	scfg, _ := tlsConfigs(t)
+	ln := tlsEchoListen(t, l, ListenConfig{TLS: scfg})
+	nc := netDial(t, ln)
+	_, err := nc.Write([]byte{22, 3, 1})
+	require.NoError(t, err)
+	eventually(t, func() bool { return l.Stats().TCPOpen == 1 }, "not accepted")
+	return ln, nc
+}

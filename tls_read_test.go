@@ -14,13 +14,8 @@ import (
 // handshake at once (nothing of the program's runs on it), and ends.
 func TestTLSDrainMidHandshake(t *testing.T) {
 	l := startLoop(t)
-	scfg, _ := tlsConfigs(t)
-	ln := tlsEchoListen(t, l, ListenConfig{TLS: scfg})
-	nc := netDial(t, ln)
-	_, err := nc.Write([]byte{22, 3, 1})
-	require.NoError(t, err)
-	eventually(t, func() bool { return l.Stats().TCPOpen == 1 }, "not accepted")
-	_, err = wait(t, ln.Drain(time.Hour))
+	ln, nc := stalledClient(t, l)
+	_, err := wait(t, ln.Drain(time.Hour))
 	require.NoError(t, err)
 	_, err = io.Copy(io.Discard, nc)
 	require.NoError(t, err, "closed with a FIN")

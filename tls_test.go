@@ -236,15 +236,9 @@ func TestTLSCloseNotifyFromClient(t *testing.T) {
 // client: no goroutine, fd or handle is left.
 func TestTLSStopMidHandshake(t *testing.T) {
 	fds := fdCount(t)
-	rt := newRuntime(t, RuntimeConfig{})
-	l := startLoopOn(t, rt)
-	scfg, _ := tlsConfigs(t)
-	ln := tlsEchoListen(t, l, ListenConfig{TLS: scfg})
-	nc := netDial(t, ln)
-	_, err := nc.Write([]byte{22, 3, 1})
-	require.NoError(t, err)
-	eventually(t, func() bool { return l.Stats().TCPOpen == 1 }, "not accepted")
-	_, err = wait(t, l.Stop())
+	l := startLoopOn(t, newRuntime(t, RuntimeConfig{}))
+	_, nc := stalledClient(t, l)
+	_, err := wait(t, l.Stop())
 	require.NoError(t, err)
 	require.NoError(t, nc.Close())
 	requireNoLeak(t, "after Stop mid-handshake")
