@@ -210,7 +210,7 @@ func (c *Conn) closeWith(err error) {
 		s.close()
 	}
 	if t := c.tls; t != nil {
-		t.closeHandshake()
+		t.closing()
 	}
 	if d := c.dial; d != nil {
 		c.dial = nil

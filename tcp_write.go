@@ -110,6 +110,9 @@ func (c *Conn) Flush() *Handle[struct{}] {
 // so far. On the loop.
 func (c *Conn) flushHandle(h *Handle[struct{}]) *Handle[struct{}] {
 	var err error
+	if t := c.tls; t != nil && c.state == connOpen {
+		t.flushPlain() // the TLS plaintext gathered goes to the queue first
+	}
 	switch {
 	case c.state != connOpen:
 		err = ErrConnClosed
@@ -161,6 +164,9 @@ const (
 // uncork sends the small writes of the running read callback that wait
 // (see corkHeld). On the loop.
 func (c *Conn) uncork() {
+	if t := c.tls; t != nil {
+		t.flushPlain() // the TLS plaintext gathered (tls.go)
+	}
 	if c.cork == corkHeld {
 		c.cork = corkOn
 		if c.state == connOpen {

@@ -100,6 +100,10 @@ type tlsConn struct {
 type tlsLoop struct {
 	plain []byte // plaintext read from crypto/tls, handed to read callbacks
 	out   []byte // ciphertext of one plaintext write, written as one
+	// pend is plaintext the read callback running on pendFor's connection
+	// wrote, to encrypt as one when it returns.
+	pend    []byte
+	pendFor *tlsConn
 }
 
 // tlsScratchMax bounds the ciphertext gathered before it is written: a
@@ -204,8 +208,17 @@ func (t *tlsConn) ended(err error) error {
 	return nil
 }
 
-// closeHandshake ends a handshake in progress, as the connection closes:
-// the Await in Read returns, and the handshake fails. On the loop.
+// closing ends what t has in progress as the connection closes: the
+// plaintext gathered is dropped (as the write queue is), and a handshake
+// in progress fails (the Await in Read returns). On the loop.
+func (t *tlsConn) closing() {
+	if s := t.c.tl.tls; s != nil && s.pendFor == t {
+		s.pendFor, s.pend = nil, s.pend[:0]
+	}
+	t.closeHandshake()
+}
+
+// closeHandshake ends a handshake in progress. On the loop.
 func (t *tlsConn) closeHandshake() {
 	if h := t.wait; h != nil {
 		t.wait = nil
@@ -311,13 +324,56 @@ func (t *tlsConn) resume() {
 }
 
 // write encrypts plaintext b and queues the ciphertext on the connection.
-// On the loop, from Conn.write.
+// The small writes of a read callback are gathered and encrypted together
+// when it returns (uncork): one record, not one per write, as a plain
+// connection sends them in one writev. On the loop, from Conn.write.
 func (t *tlsConn) write(b []byte) (bool, error) {
 	c := t.c
 	if !t.done {
 		return false, errTLSNotReady
 	}
 	s := c.tl.tlsScratch()
+	if c.cork != corkNone && len(b) < chunkSize {
+		if s.pendFor != t {
+			if s.pendFor != nil {
+				s.pendFor.flushPlain()
+			}
+			s.pendFor = t
+		}
+		s.pend = append(s.pend, b...)
+		if len(s.pend) >= chunkSize {
+			t.flushPlain()
+		}
+		return true, nil
+	}
+	if s.pendFor == t {
+		t.flushPlain() // what was gathered goes first
+		if c.state != connOpen {
+			return false, ErrConnClosed
+		}
+	}
+	return t.encrypt(b)
+}
+
+// flushPlain encrypts and writes the plaintext gathered by write, if it
+// is t's. On the loop.
+func (t *tlsConn) flushPlain() {
+	s := t.c.tl.tls
+	if s == nil || s.pendFor != t {
+		return
+	}
+	s.pendFor = nil
+	p := s.pend
+	s.pend = s.pend[:0] // encrypt does not gather: p stays intact
+	if t.c.state == connOpen {
+		_, _ = t.encrypt(p) // an error closes the connection
+	}
+}
+
+// encrypt writes plaintext b as TLS records. On the loop.
+func (t *tlsConn) encrypt(b []byte) (bool, error) {
+	c := t.c
+	s := c.tl.tls
 	t.batch = true
 	_, err := t.tc.Write(b)
 	t.batch = false
@@ -352,6 +408,9 @@ func (t *tlsConn) closeNotify() {
 		return
 	}
 	t.notified = true
+	if t.flushPlain(); c.state != connOpen {
+		return
+	}
 	_ = t.tc.CloseWrite() // through Write: an error closes the connection
 }
 
