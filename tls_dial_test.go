@@ -44,15 +44,23 @@ func goTLSServer(t *testing.T, cfg *tls.Config, greeting string) net.Listener {
 // readN collects n bytes of c's plaintext, delivered by OnRead.
 func readN(t *testing.T, c *Conn, n int) []byte {
 	t.Helper()
+	return reader(t, c, n)()
+}
+
+// reader sets c's OnRead to collect the next n bytes of plaintext, and
+// returns the function that waits for them.
+func reader(t *testing.T, c *Conn, n int) func() []byte {
+	t.Helper()
 	ch := make(chan []byte, 1)
 	var got []byte
 	require.NoError(t, c.OnRead(func(c *Conn, b []byte) {
-		got = append(got, b...)
-		if len(got) >= n {
-			ch <- got
+		if len(got) < n {
+			if got = append(got, b...); len(got) >= n {
+				ch <- got
+			}
 		}
 	}))
-	return recv(t, ch)
+	return func() []byte { return recv(t, ch) }
 }
 
 func TestTLSDialGoServer(t *testing.T) {
@@ -75,9 +83,10 @@ func TestTLSDialGoServer(t *testing.T) {
 // echoClose writes msg on c, requires it back, and closes c.
 func echoClose(t *testing.T, c *Conn, msg []byte) {
 	t.Helper()
+	echo := reader(t, c, len(msg)) // before the write: the echo may come at once
 	_, err := c.Write(msg)
 	require.NoError(t, err)
-	require.Equal(t, msg, readN(t, c, len(msg)))
+	require.Equal(t, msg, echo())
 	_, err = wait(t, c.Close())
 	require.NoError(t, err)
 }
