@@ -110,6 +110,8 @@ func stalledClient(t *testing.T, l *Loop) (*Listener, net.Conn) {
 	nc := netDial(t, ln)
 	_, err := nc.Write([]byte{22, 3, 1})
 	require.NoError(t, err)
-	eventually(t, func() bool { return l.Stats().TCPOpen == 1 }, "not accepted")
+	// Read by the server: closing then sends a FIN, not a reset for
+	// unread bytes.
+	eventually(t, func() bool { s := l.Stats(); return s.TCPOpen == 1 && s.TCPBytesIn == 3 }, "not accepted and read")
 	return ln, nc
 }
