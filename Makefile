@@ -30,13 +30,17 @@ test: lint tools
 
 race: test
 
-# tools: the programs the tests drive besides Go (httpd's TestCurl uses
-# curl), installed where they are missing.
+# tools: the programs the tests drive besides Go (curl for httpd's and
+# the webserver's HTTP/1.1, HTTP/2 and HTTPS checks, openssl s_client for
+# TLS's KeyUpdate and ALPN), installed where they are missing.
+TOOLS := curl openssl
 tools:
-	@command -v curl >/dev/null 2>&1 || { \
-		echo "installing curl"; \
-		if [ "$$(id -u)" = 0 ]; then apt-get update -qq && apt-get install -y -qq curl; \
-		else sudo apt-get update -qq && sudo apt-get install -y -qq curl; fi; }
+	@missing=; for t in $(TOOLS); do command -v $$t >/dev/null 2>&1 || missing="$$missing $$t"; done; \
+	if [ -n "$$missing" ]; then \
+		echo "installing$$missing"; \
+		sudo=; [ "$$(id -u)" = 0 ] || sudo=sudo; \
+		$$sudo apt-get update -qq && $$sudo apt-get install -y -qq $$missing; \
+	fi
 
 # short: the quick loop for development (skips the million-handle graphs).
 short: tools
