@@ -17,7 +17,7 @@ func TestDeepThenAsyncChain(t *testing.T) {
 	l, _ := deepChain(t, func(l *Loop, h *Handle[int]) *Handle[int] {
 		return ThenAsync(h, func(v int) *Handle[int] { return Pure(l, v+1) })
 	})
-	onLoop(t, l, func() {})
+	onLoopWithin(t, l, deepTimeout, func() {})
 	require.Equal(t, 0, l.Stats().Handles)
 }
 
@@ -30,7 +30,7 @@ func TestMillionLeafAll(t *testing.T) {
 	var ps []*Promise[int]
 	var all *Handle[[]int]
 	build := func() {
-		onLoop(t, l, func() {
+		onLoopWithin(t, l, deepTimeout, func() {
 			ps = make([]*Promise[int], leaves)
 			hs := make([]*Handle[int], leaves)
 			for i := range ps {
@@ -41,29 +41,29 @@ func TestMillionLeafAll(t *testing.T) {
 		})
 	}
 	build()
-	onLoop(t, l, func() {
+	onLoopWithin(t, l, deepTimeout, func() {
 		for i, p := range ps {
 			p.Resolve(i)
 		}
 	})
-	v, err := wait(t, all)
+	v, err := waitWithin(t, deepTimeout, all)
 	require.NoError(t, err)
 	require.Len(t, v, leaves)
 	require.Equal(t, leaves-1, v[leaves-1])
 
 	build()
 	var cancelled atomic.Int64
-	onLoop(t, l, func() {
+	onLoopWithin(t, l, deepTimeout, func() {
 		for _, p := range ps {
 			p.Handle().OnCancel(func() { cancelled.Add(1) })
 		}
 	})
 	require.True(t, all.Cancel())
-	_, err = wait(t, all)
+	_, err = waitWithin(t, deepTimeout, all)
 	require.ErrorIs(t, err, ErrCancelled)
-	_, err = wait(t, ps[leaves-1].Handle())
+	_, err = waitWithin(t, deepTimeout, ps[leaves-1].Handle())
 	require.ErrorIs(t, err, ErrCancelled)
-	onLoop(t, l, func() {})
+	onLoopWithin(t, l, deepTimeout, func() {})
 	require.Equal(t, int64(leaves), cancelled.Load())
 	require.Equal(t, 0, l.Stats().Handles)
 }
@@ -75,7 +75,7 @@ func TestMillionLeafAll(t *testing.T) {
 func TestDeepAllChain(t *testing.T) {
 	sum := func(v []int) (int, error) { return v[0] + v[1], nil }
 	l, _ := deepChain(t, func(l *Loop, h *Handle[int]) *Handle[int] { return Then(All(h, Pure(l, 1)), sum) })
-	onLoop(t, l, func() {})
+	onLoopWithin(t, l, deepTimeout, func() {})
 	require.Equal(t, 0, l.Stats().Handles)
 }
 
@@ -91,7 +91,7 @@ func TestCancelWithinChainBoundedStack(t *testing.T) {
 	boundStack(t)
 	l := startLoop(t)
 	var root, last *Handle[struct{}]
-	onLoop(t, l, func() {
+	onLoopWithin(t, l, deepTimeout, func() {
 		root = NewPromise[struct{}](l).Handle()
 		last = root
 		for i := 0; i < depth; i++ {
@@ -100,9 +100,9 @@ func TestCancelWithinChainBoundedStack(t *testing.T) {
 	})
 	var before, after runtime.MemStats
 	runtime.ReadMemStats(&before)
-	onLoop(t, l, func() { last.Cancel() })
+	onLoopWithin(t, l, deepTimeout, func() { last.Cancel() })
 	runtime.ReadMemStats(&after)
-	_, err := wait(t, root)
+	_, err := waitWithin(t, deepTimeout, root)
 	require.ErrorIs(t, err, ErrCancelled)
 	grown := int64(after.StackInuse) - int64(before.StackInuse)
 	require.Less(t, grown, int64(32<<20), "stack grew by %d MiB cancelling a %d-deep Within chain", grown>>20, depth)

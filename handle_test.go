@@ -450,9 +450,9 @@ func TestDeepChainCompletesAndCancels(t *testing.T) {
 	// Cancel at the root: every dependent ends cancelled.
 	p, last := build()
 	require.True(t, p.Handle().Cancel())
-	_, err := wait(t, last)
+	_, err := waitWithin(t, deepTimeout, last)
 	require.ErrorIs(t, err, ErrCancelled)
-	onLoop(t, l, func() {})
+	onLoopWithin(t, l, deepTimeout, func() {})
 	require.Equal(t, 0, l.Stats().Handles, "every handle of the chains has finished")
 }
 

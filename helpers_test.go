@@ -26,6 +26,13 @@ import (
 // instead of the whole run.
 const waitTimeout = 60 * time.Second
 
+// deepTimeout bounds the waits of the deep-graph tests instead (deepN):
+// building, settling or cancelling a million handles takes some 10-30 s of
+// CPU under -race, which make test's other packages, running alongside on
+// a 2-core CI machine at a load of 9-13, stretch past waitTimeout. A hang
+// still fails, in minutes, well inside make test's -timeout.
+const deepTimeout = 5 * time.Minute
+
 // errBoom is the tests' stock failure.
 var errBoom = errors.New("boom")
 
@@ -106,19 +113,31 @@ func heldStop(t *testing.T) (rt *Runtime, stop *Handle[struct{}], release func()
 // onLoop runs fn on l and waits for it.
 func onLoop(t testing.TB, l *Loop, fn func()) {
 	t.Helper()
+	onLoopWithin(t, l, waitTimeout, fn)
+}
+
+// onLoopWithin is onLoop failing the test after d.
+func onLoopWithin(t testing.TB, l *Loop, d time.Duration, fn func()) {
+	t.Helper()
 	done := make(chan struct{})
 	require.NoError(t, l.Post(func() { defer close(done); fn() }))
-	recv(t, done)
+	recvWithin(t, d, done)
 }
 
 // recv receives from ch, failing the test after waitTimeout.
 func recv[T any](t testing.TB, ch <-chan T) T {
 	t.Helper()
+	return recvWithin(t, waitTimeout, ch)
+}
+
+// recvWithin is recv failing the test after d.
+func recvWithin[T any](t testing.TB, d time.Duration, ch <-chan T) T {
+	t.Helper()
 	select {
 	case v := <-ch:
 		return v
-	case <-time.After(waitTimeout):
-		t.Fatal("nothing received in time")
+	case <-time.After(d):
+		t.Fatalf("nothing received in %v", d)
 		panic("unreachable")
 	}
 }
@@ -126,8 +145,16 @@ func recv[T any](t testing.TB, ch <-chan T) T {
 // wait waits for h and returns its outcome.
 func wait[T any](t testing.TB, h *Handle[T]) (T, error) {
 	t.Helper()
-	v, err := h.Wait(testCtx(t))
-	require.NotErrorIs(t, err, context.DeadlineExceeded, "handle did not finish in time")
+	return waitWithin(t, waitTimeout, h)
+}
+
+// waitWithin is wait failing the test after d.
+func waitWithin[T any](t testing.TB, d time.Duration, h *Handle[T]) (T, error) {
+	t.Helper()
+	ctx, cancel := context.WithTimeout(context.Background(), d)
+	defer cancel()
+	v, err := h.Wait(ctx)
+	require.NotErrorIs(t, err, context.DeadlineExceeded, "handle did not finish in %v", d)
 	return v, err
 }
 
@@ -137,7 +164,7 @@ func buildChain(t testing.TB, l *Loop, depth int, extend func(*Handle[int]) *Han
 	t.Helper()
 	var p *Promise[int]
 	var last *Handle[int]
-	onLoop(t, l, func() {
+	onLoopWithin(t, l, deepTimeout, func() {
 		p = NewPromise[int](l)
 		last = p.Handle()
 		for i := 0; i < depth; i++ {
@@ -189,7 +216,7 @@ func deepChain(t *testing.T, extend func(*Loop, *Handle[int]) *Handle[int]) (*Lo
 	}
 	p, last := build()
 	p.Resolve(0)
-	v, err := wait(t, last)
+	v, err := waitWithin(t, deepTimeout, last)
 	require.NoError(t, err)
 	require.Equal(t, depth, v)
 
@@ -197,7 +224,7 @@ func deepChain(t *testing.T, extend func(*Loop, *Handle[int]) *Handle[int]) (*Lo
 	var rootCleanup atomic.Bool
 	p.Handle().OnCleanup(func() { rootCleanup.Store(true) })
 	require.True(t, last.Cancel())
-	_, err = wait(t, p.Handle())
+	_, err = waitWithin(t, deepTimeout, p.Handle())
 	require.ErrorIs(t, err, ErrCancelled, "cancellation withdrew interest down the whole chain")
 	require.True(t, rootCleanup.Load())
 	return l, build
