@@ -8,6 +8,7 @@ import (
 	"net/http/httptrace"
 	"strconv"
 	"strings"
+	"sync/atomic"
 	"testing"
 	"time"
 
@@ -355,12 +356,20 @@ func TestUnreadBodyIsDiscarded(t *testing.T) {
 // restarted by each piece), and its handler cancelled. One that only stops
 // reading the echo, and so holds the server's reading back, is not.
 func TestStreamedBodyTimeout(t *testing.T) {
-	const timeout = 200 * time.Millisecond
+	// The client sends a piece pace after the handler has read the last
+	// one, for longer than timeout: only the restarts keep it open. The
+	// gap between two pieces is pace plus the machine's delays, which run
+	// to hundreds of milliseconds under -race on a loaded CI machine:
+	// timeout leaves them nine tenths of itself.
+	const timeout = 500 * time.Millisecond
+	const pace = timeout / 10
+	var read atomic.Int64 // body bytes the handler has had; any goroutine
 	m := testMux()
 	m.HandleFunc("POST /count", func(r *Request) Reply {
 		p := aio.NewPromise[Response](r.Loop())
 		n := 0
 		r.Body().OnData(func(b []byte, end bool) {
+			read.Add(int64(len(b)))
 			if n += len(b); end {
 				p.Resolve(TextResponse(200, itoa(n)))
 			}
@@ -369,17 +378,21 @@ func TestStreamedBodyTimeout(t *testing.T) {
 	})
 	ts := startServer(t, m, Config{HeaderTimeout: timeout})
 	for i, framing := range []string{"Content-Length: 1000000", "Transfer-Encoding: chunked"} {
+		read.Store(0)
 		c := dialRaw(t, ts.addr)
 		c.send("POST /count HTTP/1.1\r\nHost: x\r\n" + framing + "\r\n\r\n")
-		for range 2 { // progress keeps it open
+		sent := int64(0)
+		for start := time.Now(); time.Since(start) <= timeout+pace; { // progress keeps it open
 			if framing[0] == 'T' {
 				c.send("10000\r\n" + strings.Repeat("x", 0x10000) + "\r\n")
 			} else {
 				c.send(strings.Repeat("x", 0x10000))
 			}
-			eventually(t, func() bool { return ts.Stats().Requests == uint64(i+1) }, "the handler has not started")
-			time.Sleep(timeout / 2) // paces a slow client
+			sent += 0x10000
+			eventually(t, func() bool { return read.Load() == sent }, "%s: the handler has not read the piece", framing)
+			time.Sleep(pace) // paces a slow client
 		}
+		assert.Equal(t, uint64(i+1), ts.Stats().Requests)
 		assert.True(t, c.closed(), "%s: a body that stops coming closes the connection", framing)
 		ts.atRest(t)
 		assert.Equal(t, uint64(i+1), ts.Stats().Cancelled)
