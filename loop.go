@@ -94,6 +94,7 @@ type Loop struct {
 	jobs       jobQueue
 	timers     timerHeap
 	timerSeq   uint64
+	firing     *timer      // the periodic timer runTimers is firing, still counted in ntimers
 	base       time.Time   // monotonic origin of Now
 	young      []*core     // producers created this iteration, tracked lazily
 	older      []*core     // producers created last iteration and still pending

@@ -13,6 +13,11 @@ type timer struct {
 	seq   uint64        // creation order, the tie breaker
 	index int           // position in the heap; -1 when not armed
 	owner timerOwner
+	// periodic: fire arms the timer again (Every). It stays counted in
+	// Stats.Timers while it fires, so that the count, read off the loop
+	// at any moment, does not dip at every run of a ticker armed all
+	// along.
+	periodic bool
 }
 
 // timerOwner is the handle behind a timer.
@@ -111,6 +116,10 @@ func (l *Loop) addTimer(t *timer) {
 	l.timerSeq++
 	t.seq = l.timerSeq
 	l.timers.push(t)
+	if l.firing == t {
+		l.firing = nil // still counted (runTimers)
+		return
+	}
 	l.ntimers.Add(1)
 }
 
@@ -133,11 +142,19 @@ func (l *Loop) runTimers() {
 			return
 		}
 		l.timers.remove(t)
-		l.ntimers.Add(-1)
+		if t.periodic {
+			l.firing = t // counted until fire has armed it again, or not
+		} else {
+			l.ntimers.Add(-1)
+		}
 		l.enter(phaseTimers)
 		l.m.timerLag.add(now - t.when)
 		l.busy = true
 		t.owner.fire()
+		if l.firing == t { // a periodic timer that stopped
+			l.firing = nil
+			l.ntimers.Add(-1)
+		}
 		l.drain()
 	}
 }
@@ -249,6 +266,7 @@ func Every(l *Loop, d time.Duration, fn func()) *Handle[struct{}] {
 		return Fail[struct{}](l, fmt.Errorf("aio: Every period %v: must be positive", d))
 	}
 	n := &everyNode{fn: fn, period: d}
+	n.t.periodic = true
 	n.init(l)
 	n.prod = n
 	n.startTimer(&n.t, n, d)

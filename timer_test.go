@@ -162,3 +162,37 @@ func TestEveryRepeatsUntilCancelled(t *testing.T) {
 	var pe *PanicError
 	require.ErrorAs(t, err, &pe)
 }
+
+// An Every's timer counts in Stats.Timers all along, also while it fires:
+// read off the loop (a /metrics scrape), the count of a loop with one
+// ticker does not dip to 0 at every run. One that stops in its run, by
+// cancelling itself, is no longer counted when the run ends.
+func TestEveryCountsWhileFiring(t *testing.T) {
+	l := startLoop(t)
+	const runs = 5
+	seen := make(chan int, runs)
+	var tick *Handle[struct{}]
+	onLoop(t, l, func() {
+		tick = Every(l, time.Millisecond, func() {
+			seen <- l.Stats().Timers
+			if len(seen) == runs {
+				tick.Cancel()
+			}
+		})
+	})
+	_, err := wait(t, tick)
+	require.ErrorIs(t, err, ErrCancelled)
+	for range runs {
+		require.Equal(t, 1, recv(t, seen), "the ticker's timer while it fires")
+	}
+	onLoop(t, l, func() {})
+	require.Equal(t, 0, l.Stats().Timers)
+
+	// A ticker whose function panics fails and leaves nothing armed.
+	h := Every(l, time.Millisecond, func() { panic("boom") })
+	_, err = wait(t, h)
+	var pe *PanicError
+	require.ErrorAs(t, err, &pe)
+	onLoop(t, l, func() {})
+	require.Equal(t, 0, l.Stats().Timers)
+}
