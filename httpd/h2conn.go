@@ -18,9 +18,9 @@ import (
 // Reading goes through the connection's framer (aio.Conn.OnFrame) with a
 // split that cuts whole frames by the 9-byte header's length (a HEADERS
 // frame with its CONTINUATION frames as one piece), so that x/net/http2's
-// Framer, reading from that piece, never sees a partial frame. The Framer
-// merges header blocks and decodes them with the connection's one hpack
-// decoder, in arrival order (refused streams too: the table stays in step).
+// Framer, reading from that piece, never sees a partial frame. Header
+// blocks are decoded with the connection's one hpack decoder, in arrival
+// order (refused streams too: the table stays in step): h2block.go.
 //
 // Frames to send are appended to the connection's out buffer (the Framer
 // writes there) and flushed to the socket at the end of each event: a
@@ -51,6 +51,7 @@ type h2conn struct {
 	c  *aio.Conn
 
 	fr  *http2.Framer
+	blk h2block        // the header block being read, and the hpack decoder (h2block.go)
 	in  h2reader       // the piece split cut, which the Framer reads
 	out h2writer       // frames to send, flushed at the end of each event
 	enc *hpack.Encoder // no dynamic table: encoded blocks refer to nothing that may change
@@ -145,8 +146,7 @@ func (hc *h1conn) startH2() *h2conn {
 	h.fr = http2.NewFramer(&h.out, &h.in)
 	h.fr.SetMaxReadFrameSize(h2MaxFrame)
 	h.fr.SetReuseFrames() // a DataFrame is done with when onData returns
-	h.fr.MaxHeaderListSize = uint32(ls.cfg.MaxHeadBytes)
-	h.fr.ReadMetaHeaders = hpack.NewDecoder(4096, nil)
+	h.initBlock(uint32(ls.cfg.MaxHeadBytes))
 	h.enc = hpack.NewEncoder(&h.hb)
 	h.enc.SetMaxDynamicTableSize(0)
 	_ = h.fr.WriteSettings(
@@ -259,6 +259,10 @@ func (h *h2conn) onFrame(_ *aio.Conn, frames []byte) {
 		}
 		h.process(f)
 	}
+	if h.blk.open { // split passes whole blocks: the Framer would have hit EOF
+		h.blk.open = false
+		h.fail(http2.ErrCodeProtocol)
+	}
 	h.in.b = nil
 	h.flush()
 }
@@ -295,8 +299,10 @@ func (h *h2conn) process(f http2.Frame) {
 	switch f := f.(type) {
 	case *http2.SettingsFrame:
 		h.onSettings(f)
-	case *http2.MetaHeadersFrame:
-		h.onHeaders(f)
+	case *http2.HeadersFrame:
+		h.onHeadersFrame(f)
+	case *http2.ContinuationFrame:
+		h.onContinuation(f)
 	case *http2.DataFrame:
 		h.onData(f)
 	case *http2.WindowUpdateFrame:
@@ -319,7 +325,7 @@ func (h *h2conn) process(f http2.Frame) {
 			h.resetStream(f.StreamID, http2.ErrCodeProtocol)
 		}
 		// otherwise accepted and ignored
-	case *http2.PushPromiseFrame, *http2.ContinuationFrame:
+	case *http2.PushPromiseFrame:
 		h.fail(http2.ErrCodeProtocol)
 	}
 	// frames of unknown types are ignored (RFC 9113 §4.1)

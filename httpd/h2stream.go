@@ -73,16 +73,18 @@ func (ls *loopState) freeH2Stream(st *h2stream) {
 }
 
 // onHeaders opens a stream (or ends one with trailers).
-func (h *h2conn) onHeaders(f *http2.MetaHeadersFrame) {
-	id := f.StreamID
+func (h *h2conn) onHeaders(f *h2block) {
+	id := f.id
 	if st := h.streams[id]; st != nil { // trailers: the body's end
 		switch {
-		case f.HasPriority() && f.Priority.StreamDep == id && !st.reset:
+		case f.selfDep && !st.reset:
 			h.resetStream(id, http2.ErrCodeProtocol) // a stream cannot depend on itself
 		case st.remoteDone:
 			h.closedFrame(st, id)
-		case !f.StreamEnded():
+		case !f.endStream:
 			h.fail(http2.ErrCodeProtocol)
+		case f.npseudo > 0:
+			h.resetStream(id, http2.ErrCodeProtocol) // trailers have no pseudo-headers (RFC 9113 §8.1)
 		default:
 			h.bodyIn(st, nil, true)
 		}
@@ -101,7 +103,7 @@ func (h *h2conn) onHeaders(f *http2.MetaHeadersFrame) {
 	h.lastID = id
 	ls := h.ls
 	switch {
-	case f.HasPriority() && f.Priority.StreamDep == id:
+	case f.selfDep:
 		h.resetStream(id, http2.ErrCodeProtocol) // a stream cannot depend on itself
 		return
 	case h.goaway:
@@ -125,14 +127,14 @@ func (h *h2conn) onHeaders(f *http2.MetaHeadersFrame) {
 	}
 	st := ls.newH2Stream()
 	*st = h2stream{id: id, r: r, clen: clen, sendWin: h.peerInit, recvWin: h2StreamWindow,
-		remoteDone: f.StreamEnded()}
+		remoteDone: f.endStream}
 	h.streams[id] = st
 	r.h2s = st
 	if !h.lim.stalled {
 		h.hc.setTimeout(nil)
 	}
 	ls.openRequest(r, h)
-	if f.Truncated || !h2SetHead(r, f) { // the head is over the limits
+	if f.truncated || !h2SetHead(r, f) { // the head is over the limits
 		ls.st.badRequests.Add(1)
 		r.body.buffered = true
 		r.hdone = true
@@ -143,7 +145,7 @@ func (h *h2conn) onHeaders(f *http2.MetaHeadersFrame) {
 	r.isHead = r.Method() == "HEAD"
 	room := int64(r.arena.Room() / 2)
 	switch {
-	case f.StreamEnded():
+	case f.endStream:
 		r.body.buffered = true
 		h.dispatch(st)
 	case clen >= 0 && clen <= room:
@@ -160,35 +162,18 @@ func (h *h2conn) onHeaders(f *http2.MetaHeadersFrame) {
 	}
 }
 
-// h2CheckRequest checks a request's header block beyond what the Framer
-// checked (RFC 9113 §8.2, §8.3.1) and returns its content-length (-1:
-// none); false is a malformed request: a stream PROTOCOL_ERROR.
-func h2CheckRequest(f *http2.MetaHeadersFrame) (int64, bool) {
-	method, path := f.PseudoValue("method"), f.PseudoValue("path")
-	if method == "" || f.PseudoValue("protocol") != "" {
+// h2CheckRequest checks a request's header block beyond what is checked
+// for any block (RFC 9113 §8.2, §8.3.1), from what h2block.emit noted of
+// its fields, and returns its content-length (-1: none); false is a
+// malformed request: a stream PROTOCOL_ERROR.
+func h2CheckRequest(f *h2block) (int64, bool) {
+	if f.reqBad || f.method == "" || f.proto != "" {
 		return 0, false
 	}
-	if method != "CONNECT" && (path == "" || f.PseudoValue("scheme") == "") {
+	if f.method != "CONNECT" && (f.path == "" || f.scheme == "") {
 		return 0, false
 	}
-	clen := int64(-1)
-	for _, hf := range f.RegularFields() {
-		switch hf.Name {
-		case "connection", "proxy-connection", "keep-alive", "transfer-encoding", "upgrade":
-			return 0, false
-		case "te":
-			if hf.Value != "trailers" {
-				return 0, false
-			}
-		case "content-length":
-			n, err := strconv.ParseInt(hf.Value, 10, 64)
-			if err != nil || n < 0 || clen >= 0 && n != clen {
-				return 0, false
-			}
-			clen = n
-		}
-	}
-	return clen, true
+	return f.clen, true
 }
 
 // proto20 is the Proto of every HTTP/2 request.
@@ -196,11 +181,8 @@ var proto20 = []byte("HTTP/2.0")
 
 // h2SetHead copies the request's header block into r's arena as the head
 // the protocol-neutral Request reads; false when it does not fit.
-func h2SetHead(r *Request, f *http2.MetaHeadersFrame) bool {
-	size := 0
-	for _, hf := range f.Fields {
-		size += len(hf.Name) + len(hf.Value)
-	}
+func h2SetHead(r *Request, f *h2block) bool {
+	size := f.size
 	if size > r.arena.Room()/2 || size > r.ls.cfg.MaxHeadBytes {
 		return false
 	}
@@ -213,7 +195,7 @@ func h2SetHead(r *Request, f *http2.MetaHeadersFrame) bool {
 	fields := r.head.Fields[:0]
 	h := &r.head
 	*h = h1.Head{Proto: proto20}
-	for _, hf := range f.Fields {
+	for _, hf := range f.fields {
 		switch hf.Name {
 		case ":method":
 			h.Method = view(hf.Value)

@@ -1,0 +1,245 @@
+package httpd
+
+import (
+	"strconv"
+	"strings"
+
+	"golang.org/x/net/http/httpguts"
+	"golang.org/x/net/http2"
+	"golang.org/x/net/http2/hpack"
+)
+
+// Header blocks, read without the Framer's ReadMetaHeaders: the Framer
+// hands over HEADERS and CONTINUATION frames as they are, and each
+// fragment goes, in arrival order, to the connection's one hpack decoder
+// (refused and reset streams too: the dynamic table stays in step). The
+// decoder emits into a field slice the connection reuses, and the checks
+// are made as the fields are emitted, in the one pass over them.
+//
+// What x/net/http2's Framer.readMetaFrame does is repeated here, check
+// for check and in its order, so that the answers stay the same: a field
+// name or value invalid (httpguts), a pseudo-header after a regular field
+// (both: a stream PROTOCOL_ERROR at the block's end, a connection one if
+// a CONTINUATION follows), a pseudo-header unknown, repeated, or of a
+// response (a stream PROTOCOL_ERROR); past SETTINGS_MAX_HEADER_LIST_SIZE
+// (Config.MaxHeadBytes) the decoder stops emitting and the block is
+// truncated (431), and a fragment of more than twice the budget left ends
+// the connection; HPACK errors and a block that ends mid-field are a
+// connection COMPRESSION_ERROR. Why: readMetaFrame allocated a frame, a
+// closure with its captured counters and a growing field slice for every
+// block, most of a small request's allocations.
+
+// h2block is the header block being read, and the connection's decoder.
+// Owned by the loop.
+type h2block struct {
+	dec    *hpack.Decoder
+	fields []hpack.HeaderField // the block's fields as kept, reused from block to block
+	max    uint32              // the header list we accept (SETTINGS_MAX_HEADER_LIST_SIZE)
+
+	id        uint32 // the block's stream
+	open      bool   // a HEADERS frame without END_HEADERS was read: CONTINUATION follows
+	endStream bool   // the HEADERS frame had END_STREAM
+	selfDep   bool   // the HEADERS frame's priority names its own stream
+
+	headRemain  uint32 // what the fields may still take of max
+	trailRemain uint32 // what "trailer" fields may still take of max
+	sawRegular  bool
+	invalid     bool // a field was invalid or misplaced: emitting stopped
+	badPseudo   bool // a pseudo-header unknown, repeated, or mixing request and response
+	truncated   bool // the fields went past max: emitting stopped
+	size        int  // the kept fields' names and values, in bytes
+
+	// What the kept fields say, for the request checks (h2CheckRequest).
+	pseudo  uint8 // the pseudo-headers seen, by bit (pseudoBit)
+	method  string
+	path    string
+	scheme  string
+	proto   string // :protocol
+	reqBad  bool   // a field a request may not have (RFC 9113 §8.2.2), or a bad content-length
+	clen    int64  // content-length; -1: none
+	npseudo int    // the kept pseudo-headers
+}
+
+// Pseudo-header bits in h2block.pseudo.
+const (
+	pseudoMethod = 1 << iota
+	pseudoPath
+	pseudoScheme
+	pseudoAuthority
+	pseudoProtocol
+	pseudoStatus
+)
+
+// initBlock readies the connection's decoder; max is the header list
+// accepted.
+func (h *h2conn) initBlock(max uint32) {
+	b := &h.blk
+	b.max = max
+	b.dec = hpack.NewDecoder(4096, b.emit)
+	b.dec.SetMaxStringLength(int(max))
+}
+
+// begin starts reading the block of f.
+func (b *h2block) begin(f *http2.HeadersFrame) {
+	*b = h2block{dec: b.dec, fields: b.fields[:0], max: b.max,
+		id: f.StreamID, endStream: f.StreamEnded(), selfDep: f.HasPriority() && f.Priority.StreamDep == f.StreamID,
+		headRemain: b.max, trailRemain: b.max, clen: -1}
+	b.dec.SetEmitEnabled(true)
+}
+
+// emit takes a decoded field: readMetaFrame's checks, then the request's.
+func (b *h2block) emit(hf hpack.HeaderField) {
+	if !httpguts.ValidHeaderFieldValue(hf.Value) {
+		b.invalid = true
+	}
+	isPseudo := strings.HasPrefix(hf.Name, ":")
+	if isPseudo {
+		if b.sawRegular {
+			b.invalid = true
+		}
+	} else {
+		b.sawRegular = true
+		if !validWireName(hf.Name) {
+			b.invalid = true
+		}
+	}
+	if b.invalid {
+		b.dec.SetEmitEnabled(false)
+		return
+	}
+	remain := &b.headRemain
+	var size uint32
+	if hf.Name == "trailer" {
+		remain = &b.trailRemain
+		n := strings.Count(hf.Value, ",") + 1
+		size = uint32(len(hf.Value)-n+1) + uint32(n)*hpack.HeaderField{}.Size()
+	} else {
+		size = hf.Size()
+	}
+	if size > *remain {
+		b.dec.SetEmitEnabled(false)
+		b.truncated = true
+		b.headRemain, b.trailRemain = 0, 0
+		return
+	}
+	*remain -= size
+	b.fields = append(b.fields, hf)
+	b.size += len(hf.Name) + len(hf.Value)
+	if isPseudo {
+		b.npseudo++
+		b.notePseudo(hf)
+	} else {
+		b.noteRegular(hf)
+	}
+}
+
+// notePseudo records a kept pseudo-header (checkPseudos's checks).
+func (b *h2block) notePseudo(hf hpack.HeaderField) {
+	var bit uint8
+	switch hf.Name {
+	case ":method":
+		bit, b.method = pseudoMethod, hf.Value
+	case ":path":
+		bit, b.path = pseudoPath, hf.Value
+	case ":scheme":
+		bit, b.scheme = pseudoScheme, hf.Value
+	case ":authority":
+		bit = pseudoAuthority
+	case ":protocol":
+		bit, b.proto = pseudoProtocol, hf.Value
+	case ":status":
+		bit = pseudoStatus
+	default:
+		b.badPseudo = true
+		return
+	}
+	if b.pseudo&bit != 0 {
+		b.badPseudo = true
+	}
+	b.pseudo |= bit
+	if b.pseudo&pseudoStatus != 0 && b.pseudo != pseudoStatus {
+		b.badPseudo = true // a request's and a response's
+	}
+}
+
+// noteRegular checks a kept regular field as a request's (RFC 9113
+// §8.2.2, §8.6).
+func (b *h2block) noteRegular(hf hpack.HeaderField) {
+	switch hf.Name {
+	case "connection", "proxy-connection", "keep-alive", "transfer-encoding", "upgrade":
+		b.reqBad = true
+	case "te":
+		if hf.Value != "trailers" {
+			b.reqBad = true
+		}
+	case "content-length":
+		n, err := strconv.ParseInt(hf.Value, 10, 64)
+		if err != nil || n < 0 || b.clen >= 0 && n != b.clen {
+			b.reqBad = true
+		}
+		b.clen = n
+	}
+}
+
+// validWireName is x/net/http2's validWireHeaderFieldName: a token, in
+// lowercase.
+func validWireName(v string) bool {
+	if len(v) == 0 {
+		return false
+	}
+	for _, r := range v {
+		if !httpguts.IsTokenRune(r) || 'A' <= r && r <= 'Z' {
+			return false
+		}
+	}
+	return true
+}
+
+// onHeadersFrame begins a header block.
+func (h *h2conn) onHeadersFrame(f *http2.HeadersFrame) {
+	h.blk.begin(f)
+	h.fragment(f.HeaderBlockFragment(), f.HeadersEnded())
+}
+
+// onContinuation goes on with the block (the Framer has checked that one
+// is open, and on this stream).
+func (h *h2conn) onContinuation(f *http2.ContinuationFrame) {
+	h.fragment(f.HeaderBlockFragment(), f.HeadersEnded())
+}
+
+// fragment decodes a fragment of the block; at its end (ended), the
+// block goes to onHeaders.
+func (h *h2conn) fragment(frag []byte, ended bool) {
+	b := &h.blk
+	b.open = !ended
+	if int64(len(frag)) > 2*int64(b.headRemain+b.trailRemain) || b.invalid {
+		b.open = false
+		h.fail(http2.ErrCodeProtocol) // far past the list we accept, or more after an invalid field
+		return
+	}
+	if _, err := b.dec.Write(frag); err != nil {
+		b.open = false
+		h.fail(http2.ErrCodeCompression)
+		return
+	}
+	if !ended {
+		return
+	}
+	defer b.done()
+	if err := b.dec.Close(); err != nil {
+		h.fail(http2.ErrCodeCompression) // the block ended within a field
+		return
+	}
+	if b.invalid || b.badPseudo {
+		h.readError(http2.StreamError{StreamID: b.id, Code: http2.ErrCodeProtocol})
+		return
+	}
+	h.onHeaders(b)
+}
+
+// done lets go of the block's strings: an idle connection pins none.
+func (b *h2block) done() {
+	clear(b.fields)
+	b.fields = b.fields[:0]
+	b.method, b.path, b.scheme, b.proto = "", "", "", ""
+}
