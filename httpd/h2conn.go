@@ -337,6 +337,7 @@ func (h *h2conn) onSettings(f *http2.SettingsFrame) {
 		return
 	}
 	h.settings = true
+	init := h.peerInit
 	err := f.ForeachSetting(h.applySetting)
 	if err != nil {
 		h.readError(err)
@@ -346,8 +347,13 @@ func (h *h2conn) onSettings(f *http2.SettingsFrame) {
 		return
 	}
 	_ = h.fr.WriteSettingsAck()
+	if h.peerInit <= init {
+		return // no stream window grew: nothing held can go now (most SETTINGS change none)
+	}
 	for _, st := range h.streams {
-		h.sendData(st)
+		if len(st.out) > st.off && !st.reset {
+			h.sendData(st)
+		}
 	}
 }
 
