@@ -50,12 +50,13 @@ type h2conn struct {
 	ls *loopState
 	c  *aio.Conn
 
-	fr  *http2.Framer
-	blk h2block        // the header block being read, and the hpack decoder (h2block.go)
-	in  h2reader       // the piece split cut, which the Framer reads
-	out h2writer       // frames to send, flushed at the end of each event
-	enc *hpack.Encoder // no dynamic table: encoded blocks refer to nothing that may change
-	hb  h2writer       // the header block being encoded
+	fr       *http2.Framer
+	blk      h2block        // the header block being read, and the hpack decoder (h2block.go)
+	in       h2reader       // the piece split cut, which the Framer reads
+	out      h2writer       // frames to send, flushed at the end of each event
+	enc      *hpack.Encoder // no dynamic table: encoded blocks refer to nothing that may change
+	hb       h2writer       // the header block being encoded
+	encCache h2encCache     // response fields encoded lately (h2enc.go)
 
 	streams map[uint32]*h2stream
 	waiting []*h2stream // streams with DATA held by the connection's window or a full write queue

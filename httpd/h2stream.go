@@ -566,12 +566,6 @@ func (h *h2conn) writeHeaders(st *h2stream, status int, hdr []Field, clen int64,
 	return true
 }
 
-// field encodes one header field. The encoder has no dynamic table, so it
-// keeps neither string: views are fine.
-func (h *h2conn) field(name, value string) {
-	_ = h.enc.WriteField(hpack.HeaderField{Name: name, Value: value})
-}
-
 // date encodes the Date field. Its encoding is kept while the value stays
 // (a second): Huffman-coding it was a few per cent of a small response's
 // time. The encoder has no dynamic table and Date never comes first in a
@@ -584,7 +578,7 @@ func (h *h2conn) date() {
 		return
 	}
 	n := len(h.hb.b)
-	h.field("date", bytesStr(d))
+	_ = h.enc.WriteField(hpack.HeaderField{Name: "date", Value: bytesStr(d)}) // kept here, not in encCache
 	h.dateEnc = append(h.dateEnc[:0], h.hb.b[n:]...)
 	h.dateRaw = append(h.dateRaw[:0], d...)
 }
