@@ -89,7 +89,8 @@ bench-http:
 	bench/http/run.sh
 
 # conformance: h2spec in strict mode (146 tests) against examples/webserver
-# on a free port, any failure or skip failing it (.ci/conformance).
+# on a free port, over h2c and over TLS (-tls-self-signed, h2spec -t -k),
+# any failure or skip failing it (.ci/conformance).
 # Installs h2spec, pinned, into .bin with the Go toolchain.
 conformance:
 	GO=$(GO) .ci/conformance
