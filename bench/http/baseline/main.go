@@ -6,7 +6,9 @@
 //	GET /health      200 text/plain "ok"
 //	GET /slow?ms=N   200 "waited N ms" after N ms (default 1)
 //
-// It prints "listening on ADDR" once it accepts. It lives in a module of
+// With -tls-cert and -tls-key (net/http only) it serves HTTPS instead,
+// HTTP/1.1 and HTTP/2 chosen by ALPN, with a goroutine per connection as
+// net/http does. It prints "listening on ADDR" once it accepts. It lives in a module of
 // its own so that fasthttp never becomes a dependency of aio.
 package main
 
@@ -26,7 +28,14 @@ import (
 func main() {
 	server := flag.String("server", "nethttp", "nethttp or fasthttp")
 	addr := flag.String("addr", "127.0.0.1:0", "listen address")
+	cert := flag.String("tls-cert", "", "nethttp: serve HTTPS with this certificate file (PEM), with -tls-key")
+	key := flag.String("tls-key", "", "nethttp: the certificate's private key file (PEM)")
 	flag.Parse()
+	tlsOn := *cert != "" || *key != ""
+	if tlsOn && (*cert == "" || *key == "" || *server != "nethttp") {
+		fmt.Fprintln(os.Stderr, "baseline: -tls-cert and -tls-key go together, with -server nethttp")
+		os.Exit(2)
+	}
 	ln, err := net.Listen("tcp", *addr)
 	if err != nil {
 		log.Fatal(err)
@@ -34,6 +43,14 @@ func main() {
 	fmt.Printf("listening on %s\n", ln.Addr())
 	switch *server {
 	case "nethttp":
+		if tlsOn {
+			// HTTPS: HTTP/1.1 and HTTP/2 by ALPN, as the webserver's
+			// -tls flags serve them.
+			srv := &http.Server{Handler: http.HandlerFunc(serveStd), Protocols: new(http.Protocols)}
+			srv.Protocols.SetHTTP1(true)
+			srv.Protocols.SetHTTP2(true)
+			log.Fatal(srv.ServeTLS(ln, *cert, *key))
+		}
 		// HTTP/1.1, and h2c by prior knowledge on the same port, as the
 		// webserver serves them.
 		srv := &http.Server{Handler: http.HandlerFunc(serveStd), Protocols: new(http.Protocols)}
