@@ -76,6 +76,11 @@
 //	                child process: tls-handshake (full TLS 1.3 handshakes, 16
 //	                clients), tls-echo (16 conns, 16 KiB messages, p99 in
 //	                config), tls-idle (memory per idle TLS connection, 2,000).
+//	tls-storm       one loop serving plaintext GET /health (httpd) and a TLS
+//	                listener: /health's p99 over 8 keep-alive connections
+//	                from a child process (as wrk -c8 --latency), alone
+//	                (tls-storm-quiet) and while 16 clients in another child
+//	                storm full TLS handshakes on the same loop (tls-storm).
 //	                (The TCP workloads are described in more detail in tcp.go
 //	                and proxy.go. A -percore row is how the runtime is
 //	                deployed: loops = cores, GOMAXPROCS of them.)

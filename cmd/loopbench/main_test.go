@@ -56,6 +56,7 @@ var wantRows = []string{
 	"tcp-proxy/aio", "tcp-proxy-percore/aio", "tcp-proxy/gostd",
 	"tcp-idle/aio", "tcp-idle/gostd",
 	"tls-handshake/aio", "tls-handshake/gostd", "tls-echo/aio", "tls-echo/gostd", "tls-idle/aio", "tls-idle/gostd",
+	"tls-storm-quiet/aio", "tls-storm/aio",
 }
 
 func TestWorkloadsTiny(t *testing.T) {
@@ -105,7 +106,7 @@ func TestWorkloadsTiny(t *testing.T) {
 
 	// Ratios: aio rows with a baseline have both, the others neither.
 	for _, r := range all {
-		hasBase := r.Impl == "aio" && r.Workload != "loop-iter" && r.Workload != "loop-iter-fd"
+		hasBase := r.Impl == "aio" && !contains([]string{"loop-iter", "loop-iter-fd", "tls-storm", "tls-storm-quiet"}, r.Workload)
 		require.Equal(t, hasBase, r.Ratio != nil, "%s/%s ratio", r.Workload, r.Impl)
 		if !hasBase {
 			require.Nil(t, r.CPURatio, "%s/%s CPU ratio", r.Workload, r.Impl)
@@ -118,6 +119,11 @@ func TestWorkloadsTiny(t *testing.T) {
 				"%s/%s ops per CPU-second", r.Workload, r.Impl)
 		}
 	}
+	// The storm rows give /health's p99, the stormy one the handshakes
+	// that ran meanwhile.
+	require.Contains(t, byRow["tls-storm-quiet/aio"].Config, "p99", "tls-storm-quiet")
+	require.Regexp(t, `p99 .* while 16 clients storm full TLS handshakes on it: [1-9][0-9]* handshakes`,
+		byRow["tls-storm/aio"].Config, "tls-storm")
 	// The proxy rows' CPU is the proxy's alone, the peer's in the config.
 	for _, k := range []string{"tcp-proxy/aio", "tcp-proxy-percore/aio", "tcp-proxy/gostd"} {
 		require.Contains(t, byRow[k].Config, "clients + upstream", k)

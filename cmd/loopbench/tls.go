@@ -40,8 +40,9 @@ func init() {
 	}
 }
 
-// tlsClient is the child's main: "mode addr conns duration". handshake
-// and echo run for duration and print "done ops seconds p99ns"; idle
+// tlsClient is the child's main: "mode addr conns duration". handshake,
+// echo and health (plaintext GET /health, tls-storm's) run for duration
+// and print "done ops seconds p99ns"; idle
 // connects conns, does one round trip on each, prints "ready" and holds
 // them until stdin closes.
 func tlsClient(spec string) int {
@@ -87,7 +88,7 @@ func tlsClient(spec string) int {
 		fmt.Println("ready")
 		_, _ = io.Copy(io.Discard, os.Stdin)
 		return 0
-	case "handshake", "echo":
+	case "handshake", "echo", "health":
 	default:
 		fmt.Println("error bad mode", mode)
 		return 2
@@ -102,6 +103,18 @@ func tlsClient(spec string) int {
 		wg.Add(1)
 		go func() {
 			defer wg.Done()
+			if mode == "health" {
+				mine, err := healthLoop(addr, start.Add(d))
+				if err != nil {
+					firstErr.CompareAndSwap(nil, &err)
+					return
+				}
+				ops.Add(int64(len(mine)))
+				mu.Lock()
+				lat = append(lat, mine...)
+				mu.Unlock()
+				return
+			}
 			var mine []time.Duration
 			msg, buf := make([]byte, tlsEchoMsg), make([]byte, tlsEchoMsg)
 			var c *tls.Conn

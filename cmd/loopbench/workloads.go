@@ -72,6 +72,7 @@ var workloads = []workload{
 	{name: "tcp-proxy", aliases: []string{"tcp-proxy-percore"}, run: runTCPProxy},
 	{name: "tcp-idle", run: runTCPIdle},
 	{name: "tls", aliases: []string{"tls-handshake", "tls-echo", "tls-idle"}, run: runTLS},
+	{name: "tls-storm", aliases: []string{"tls-storm-quiet"}, run: runTLSStorm},
 }
 
 // selectWorkloads resolves a comma list of names ("" or "all" for every
