@@ -32,8 +32,10 @@ const healthConns = 8
 // healthReq is the request of tls-storm's /health clients.
 var healthReq = []byte("GET /health HTTP/1.1\r\nHost: loopbench\r\n\r\n")
 
-// healthLoop is one /health connection of the tlsClient child until end:
-// the latency of each request, and the error that ended it early.
+// healthLoop is one /health connection of the tlsClient child until end,
+// one request at least however late it starts (a storm may hold the loop
+// past a short end): the latency of each request, and the error that
+// ended it early.
 func healthLoop(addr string, end time.Time) ([]time.Duration, error) {
 	c, err := net.Dial("tcp", addr)
 	if err != nil {
@@ -43,7 +45,7 @@ func healthLoop(addr string, end time.Time) ([]time.Duration, error) {
 	_ = c.SetDeadline(end.Add(time.Minute))
 	br := bufio.NewReader(c)
 	var lat []time.Duration
-	for time.Now().Before(end) {
+	for {
 		t0 := time.Now()
 		if _, err := c.Write(healthReq); err != nil {
 			return lat, err
@@ -61,8 +63,10 @@ func healthLoop(addr string, end time.Time) ([]time.Duration, error) {
 			return lat, fmt.Errorf("GET /health: %s", resp.Status)
 		}
 		lat = append(lat, time.Since(t0))
+		if !time.Now().Before(end) {
+			return lat, nil
+		}
 	}
-	return lat, nil
 }
 
 func runTLSStorm(o options) ([]result, error) {
