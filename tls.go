@@ -80,6 +80,12 @@ type tlsConn struct {
 	in   []byte
 	lent []byte
 	eof  bool // the peer's FIN was read
+	// rest is what Read has still to hand of the record it started:
+	// crypto/tls never gets bytes past a record's end (see Read).
+	rest int
+	// more says the last plaintext Read filled its buffer: crypto/tls
+	// may hold more of the record's plaintext.
+	more bool
 
 	co   *Co               // the handshake's coroutine while it runs
 	wait *Handle[struct{}] // what the handshake awaits: the next bytes, or the FIN
@@ -274,8 +280,15 @@ func (t *tlsConn) pump() {
 		n := 0
 		var err error
 		for n < len(buf) && err == nil {
+			if !t.more && !t.eof && !t.recordReady() {
+				// Nothing to read: a would-block from Read would cost
+				// crypto/tls an allocation.
+				err = errWouldBlock
+				break
+			}
 			var m int
 			m, err = t.tc.Read(buf[n:])
+			t.more = m == len(buf)-n
 			n += m
 		}
 		if n > 0 {
@@ -414,11 +427,54 @@ func (t *tlsConn) closeNotify() {
 	_ = t.tc.CloseWrite() // through Write: an error closes the connection
 }
 
-// Read is net.Conn's, for crypto/tls: the ciphertext received. During the
-// handshake it waits (in the coroutine) for more; after it, it reports a
-// would-block.
+// maxRecord is the largest TLS record crypto/tls accepts (maxCiphertext
+// plus the header); a header that claims more is handed over at once, for
+// crypto/tls to reject.
+const maxRecord = recordHeader + 16384 + 2048
+
+// recordHeader is the size of a TLS record's header, whose last two bytes
+// are the length of the record's body.
+const recordHeader = 5
+
+// buffered is the ciphertext t holds that crypto/tls has not taken.
+func (t *tlsConn) buffered() int { return len(t.in) + len(t.lent) }
+
+// peek is byte i of the ciphertext buffered: in, then lent.
+func (t *tlsConn) peek(i int) byte {
+	if i < len(t.in) {
+		return t.in[i]
+	}
+	return t.lent[i-len(t.in)]
+}
+
+// recordLen is the length of the record whose header starts the buffered
+// ciphertext, or 0 if the header is not all buffered.
+func (t *tlsConn) recordLen() int {
+	if t.buffered() < recordHeader {
+		return 0
+	}
+	return recordHeader + (int(t.peek(3))<<8 | int(t.peek(4)))
+}
+
+// recordReady reports whether a whole record is buffered (or the rest of
+// the one crypto/tls has started), so that a plaintext Read will not need
+// a would-block: crypto/tls holds no partial record of its own, since Read
+// never hands it bytes past a record's end.
+func (t *tlsConn) recordReady() bool {
+	if t.rest > 0 {
+		return t.buffered() >= t.rest
+	}
+	n := t.recordLen()
+	return n > 0 && (t.buffered() >= n || n > maxRecord)
+}
+
+// Read is net.Conn's, for crypto/tls: the ciphertext received, up to the
+// end of the record it is in (after the peer's FIN, all of it), so that
+// what crypto/tls holds between records is nothing. During the handshake
+// it waits (in the coroutine) for a record's header and its bytes; after
+// it, it reports a would-block, which pump avoids (recordReady).
 func (t *tlsConn) Read(p []byte) (int, error) {
-	for len(t.in) == 0 && len(t.lent) == 0 {
+	for t.buffered() == 0 || (t.rest == 0 && !t.eof && t.recordLen() == 0) {
 		switch {
 		case t.eof:
 			return 0, io.EOF
@@ -434,17 +490,23 @@ func (t *tlsConn) Read(p []byte) (int, error) {
 			return 0, err
 		}
 	}
-	if len(t.in) > 0 {
-		n := copy(p, t.in)
-		t.in = t.in[n:]
-		if len(t.in) == 0 {
-			t.in = nil
+	if t.rest == 0 {
+		if t.rest = t.recordLen(); t.rest == 0 {
+			t.rest = t.buffered() // a header cut by the FIN
 		}
-		return n, nil
 	}
-	n := copy(p, t.lent)
-	t.lent = t.lent[n:]
-	return n, nil
+	if len(p) > t.rest {
+		p = p[:t.rest]
+	}
+	n := copy(p, t.in)
+	t.in = t.in[n:]
+	if len(t.in) == 0 {
+		t.in = nil
+	}
+	m := copy(p[n:], t.lent)
+	t.lent = t.lent[m:]
+	t.rest -= n + m
+	return n + m, nil
 }
 
 // Write is net.Conn's, for crypto/tls: ciphertext, all of it taken (a
