@@ -97,6 +97,7 @@ type tlsConn struct {
 	done     bool // the handshake ended well: plaintext flows
 	raw      bool // a write of ciphertext is in progress: Conn.write takes bytes as they are
 	batch    bool // gather ciphertext in the loop's scratch (during a plaintext write)
+	first    bool // batch, and no record written yet: the first one goes straight
 	notified bool // close_notify was written
 	parked   bool // pumping stopped with reading off: resume when it is on again
 }
@@ -387,9 +388,9 @@ func (t *tlsConn) flushPlain() {
 func (t *tlsConn) encrypt(b []byte) (bool, error) {
 	c := t.c
 	s := c.tl.tls
-	t.batch = true
+	t.batch, t.first = true, true
 	_, err := t.tc.Write(b)
-	t.batch = false
+	t.batch, t.first = false, false
 	queued := t.flushScratch(s)
 	if err != nil && c.state == connOpen {
 		c.closeWith(c.ioError("tls write", err))
@@ -513,7 +514,12 @@ func (t *tlsConn) Read(p []byte) (int, error) {
 // short count or an error would be final for crypto/tls).
 func (t *tlsConn) Write(p []byte) (int, error) {
 	c := t.c
-	if t.batch {
+	if t.batch && t.first {
+		// The first record of a write (most writes have only one) is
+		// written from crypto/tls's buffer, not copied to the scratch;
+		// those after it are gathered, to be written as one.
+		t.first = false
+	} else if t.batch {
 		s := c.tl.tls
 		if len(s.out)+len(p) > tlsScratchMax {
 			t.flushScratch(s)
