@@ -34,8 +34,9 @@ func (ts *testServer) h2Idle(t testing.TB) int {
 // server's, in one write; what the server sends stays unread in the
 // kernel.
 func dialH2Idle(t testing.TB, sa unix.Sockaddr) int {
-	fd, err := unix.Socket(unix.AF_INET, unix.SOCK_STREAM|unix.SOCK_CLOEXEC, 0)
+	fd, err := unix.Socket(unix.AF_INET, unix.SOCK_STREAM, 0)
 	require.NoError(t, err)
+	unix.CloseOnExec(fd) // SOCK_CLOEXEC is not on every kqueue system
 	t.Cleanup(func() { unix.Close(fd) })
 	require.NoError(t, unix.Connect(fd, sa))
 	hello := http2.ClientPreface +
