@@ -72,7 +72,7 @@ func (ls *loopState) freeH2Stream(st *h2stream) {
 	}
 }
 
-// onHeaders opens a stream (or ends one with trailers).
+// onHeaders opens a stream (or ends one with trailers: trailerIn).
 func (h *h2conn) onHeaders(f *h2block) {
 	id := f.id
 	if st := h.streams[id]; st != nil { // trailers: the body's end
@@ -86,7 +86,7 @@ func (h *h2conn) onHeaders(f *h2block) {
 		case f.npseudo > 0:
 			h.resetStream(id, http2.ErrCodeProtocol) // trailers have no pseudo-headers (RFC 9113 §8.1)
 		default:
-			h.bodyIn(st, nil, true)
+			h.trailerIn(st, f)
 		}
 		return
 	}

@@ -37,7 +37,7 @@ type Request struct {
 	stream Stream
 	dec    h1.ChunkedDecoder // a chunked body's
 	routed bool              // params hold a Mux match
-	// trailer is the chunked body's trailer (trailer.go): views into the
+	// trailer is the body's trailer (trailer.go, h2trailer.go): views into the
 	// arena, once the body has ended.
 	trailer []h1.Field
 

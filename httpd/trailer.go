@@ -17,17 +17,28 @@ import (
 // decoded, into the loop's scratch, but for the fields a trailer may not
 // carry. On the loop.
 func (ls *loopState) keepTrailer(fields []h1.Field) {
-	b, kept := ls.tbuf[:0], ls.tfields[:0]
+	ls.tbuf, ls.tfields = ls.tbuf[:0], ls.tfields[:0]
 	for _, f := range fields {
-		if !httpguts.ValidTrailerHeader(bytesStr(f.Name)) {
-			continue // framing, routing and the like cannot come after the body (RFC 9110, 6.5.1)
-		}
-		b = append(b, f.Name...)
-		b = append(b, f.Value...)
-		kept = append(kept, f)
+		ls.keepTrailerField(bytesStr(f.Name), bytesStr(f.Value))
 	}
-	ls.tbuf, ls.tfields = b, kept
-	off := 0
+	ls.viewTrailer()
+}
+
+// keepTrailerField appends a trailer field to the loop's scratch unless
+// a trailer may not carry it; viewTrailer ends the section. On the loop.
+func (ls *loopState) keepTrailerField(name, value string) {
+	if !httpguts.ValidTrailerHeader(name) {
+		return // framing, routing and the like cannot come after the body (RFC 9110, 6.5.1)
+	}
+	ls.tbuf = append(ls.tbuf, name...)
+	ls.tbuf = append(ls.tbuf, value...)
+	ls.tfields = append(ls.tfields, h1.Field{Name: strBytes(name), Value: strBytes(value)})
+}
+
+// viewTrailer points the kept fields, until now the sender's bytes, at
+// their copies in the scratch. On the loop.
+func (ls *loopState) viewTrailer() {
+	b, off := ls.tbuf, 0
 	for i := range ls.tfields {
 		f := &ls.tfields[i]
 		n, v := len(f.Name), len(f.Value)
@@ -58,7 +69,7 @@ func (r *Request) setTrailer() {
 
 // Trailer returns the value of the first trailer field called name
 // (case-insensitive), or "": the fields a chunked HTTP/1.1 body sent after
-// its last chunk. They are known once the whole body has arrived: for a
+// its last chunk, or an HTTP/2 request's trailer HEADERS. They are known once the whole body has arrived: for a
 // body that streams, after OnData's last call. Views into the arena, as
 // the head's are.
 func (r *Request) Trailer(name string) string {

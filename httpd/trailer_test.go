@@ -2,13 +2,10 @@ package httpd
 
 import (
 	"fmt"
-	"io"
-	"net/http"
 	"strings"
 	"testing"
 
 	"github.com/stretchr/testify/assert"
-	"github.com/valkyria/aio"
 )
 
 // chunkedPost is a chunked POST of n bytes to path in 10000-byte chunks,
@@ -29,27 +26,7 @@ func chunkedPost(path string, n int, trailer string) string {
 // whether the body was buffered or streamed; fields a trailer may not
 // carry are dropped.
 func TestRequestTrailer(t *testing.T) {
-	m := NewMux()
-	m.HandleFunc("POST /native", func(r *Request) Reply {
-		p := aio.NewPromise[Response](r.Loop())
-		n := 0
-		r.Body().OnData(func(b []byte, end bool) {
-			n += len(b)
-			if end {
-				var all []string
-				for name, value := range r.Trailers() {
-					all = append(all, name+"="+value)
-				}
-				p.Resolve(TextResponse(200, fmt.Sprintf("%d %s %v", n, r.Trailer("x-sum"), all)))
-			}
-		})
-		return Later(p.Handle())
-	})
-	m.Handle("POST /std", FromHTTP(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
-		n, _ := io.Copy(io.Discard, r.Body)
-		_, _ = fmt.Fprintf(w, "%d %s %d", n, r.Trailer.Get("X-Sum"), len(r.Trailer))
-	})))
-	ts := startServer(t, m, Config{})
+	ts := startServer(t, trailerMux(), Config{}) // h2trailer_test.go
 	const trailer = "X-Sum: 42\r\nContent-Length: 5\r\nx-more: yes\r\n"
 	for _, n := range []int{5, 100000} { // buffered, streamed
 		c := dialRaw(t, ts.addr)
