@@ -111,23 +111,9 @@ func duplex(nc *net.TCPConn, sendOff, recvOff, total int) error {
 // upstreamTalker listens with Go's net package and runs talker on the
 // first connection, reporting on the channel.
 func upstreamTalker(t *testing.T, total int) (string, <-chan error) {
-	t.Helper()
-	nl, err := net.Listen("tcp", "127.0.0.1:0")
-	require.NoError(t, err)
-	t.Cleanup(func() { nl.Close() })
-	done := make(chan error, 1)
-	go func() {
-		nc, err := nl.Accept()
-		if err != nil {
-			done <- err
-			return
-		}
-		_ = nc.SetDeadline(time.Now().Add(waitTimeout))
-		err = talker(nc.(*net.TCPConn), 1<<30, 0, total, 1<<20)
-		nc.Close()
-		done <- err
-	}()
-	return nl.Addr().String(), done
+	return acceptOnce(t, func(nc *net.TCPConn) error {
+		return talker(nc, 1<<30, 0, total, 1<<20)
+	})
 }
 
 // proxyTo listens on l and pipes each client to a connection dialed to
