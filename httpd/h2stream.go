@@ -85,6 +85,11 @@ func (h *h2conn) onHeaders(f *h2block) {
 			h.fail(http2.ErrCodeProtocol)
 		case f.npseudo > 0:
 			h.resetStream(id, http2.ErrCodeProtocol) // trailers have no pseudo-headers (RFC 9113 §8.1)
+		case f.reqBad || st.clen >= 0 && st.received != st.clen:
+			// Malformed (RFC 9113 §8.1.1, §8.2.2): a connection-specific
+			// field, or a body whose DATA did not add up to its
+			// content-length, which DATA with END_STREAM is checked for.
+			h.resetStream(id, http2.ErrCodeProtocol)
 		default:
 			h.trailerIn(st, f)
 		}

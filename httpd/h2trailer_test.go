@@ -119,3 +119,38 @@ func TestH2RequestTrailerTransport(t *testing.T) {
 	}
 	ts.atRest(t)
 }
+
+// A trailer block ends a malformed request as DATA with END_STREAM would:
+// a body short of its content-length, or a connection-specific field in
+// the trailer, resets the stream (PROTOCOL_ERROR) and the connection goes
+// on; no handler sees the body's end.
+func TestH2RequestTrailerMalformed(t *testing.T) {
+	ts := startServer(t, trailerMux(), Config{})
+	c := dialH2(t, ts.addr)
+	trailer := func(id uint32, fields ...string) {
+		c.hb.Reset()
+		for i := 0; i+1 < len(fields); i += 2 {
+			require.NoError(t, c.he.WriteField(hpack.HeaderField{Name: fields[i], Value: fields[i+1]}))
+		}
+		require.NoError(t, c.fr.WriteHeaders(http2.HeadersFrameParam{StreamID: id,
+			BlockFragment: c.hb.Bytes(), EndStream: true, EndHeaders: true}))
+	}
+	c.open(1, "POST", "/native", false, "content-length", "10")
+	require.NoError(t, c.fr.WriteData(1, false, []byte("short")))
+	trailer(1, "x-sum", "1")
+	id, code := c.rst()
+	assert.Equal(t, uint32(1), id)
+	assert.Equal(t, http2.ErrCodeProtocol, code)
+
+	c.open(3, "POST", "/native", false)
+	require.NoError(t, c.fr.WriteData(3, false, []byte("body")))
+	trailer(3, "connection", "close")
+	id, code = c.rst()
+	assert.Equal(t, uint32(3), id)
+	assert.Equal(t, http2.ErrCodeProtocol, code)
+
+	c.postTrailer(5, "/native", 5, "x-sum", "1")
+	c.expect(5, "200", "5 1 [x-sum=1]")
+	ts.atRest(t)
+	assert.Equal(t, uint64(1), ts.Stats().Requests, "a handler saw a malformed body end")
+}
