@@ -50,7 +50,6 @@ func (hc *h1conn) upgradeH2(r *Request) bool {
 		return false
 	}
 	hc.qhead, hc.qtail, hc.nq = nil, nil, 0 // r is HTTP/2's now
-	hc.setTimeout(nil)
 	_, _ = hc.c.WriteString(h2UpgradeResponse)
 	h := hc.startH2()
 	h.preface = true
