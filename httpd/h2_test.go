@@ -7,9 +7,6 @@ import (
 	"io"
 	"net"
 	"net/http"
-	"os"
-	"os/exec"
-	"path/filepath"
 	"strings"
 	"sync"
 	"testing"
@@ -195,23 +192,13 @@ func TestH2BesideH1(t *testing.T) {
 }
 
 func TestH2Curl(t *testing.T) {
-	path, err := exec.LookPath("curl")
-	require.NoError(t, err, "curl is missing: make tools installs it")
+	run := curlRunner(t, "--http2-prior-knowledge")
 	ts := startServer(t, h2Mux(), Config{})
-	run := func(args ...string) string {
-		t.Helper()
-		args = append([]string{"-sS", "--max-time", "10", "--http2-prior-knowledge"}, args...)
-		out, err := exec.CommandContext(t.Context(), path, args...).CombinedOutput()
-		require.NoError(t, err, "curl %v: %s", args, out)
-		return string(out)
-	}
 	// one URL a run: curl 7.88 fails its second request on a reused
 	// prior-knowledge connection (against Go's server too)
 	assert.Equal(t, "ok 2 200\n", run("-w", " %{http_version} %{http_code}\n", ts.url+"/health"))
 	assert.Equal(t, `{"id":"5"}`, run(ts.url+"/users/5"))
-	body := strings.Repeat("0123456789", 30000)
-	file := filepath.Join(t.TempDir(), "body")
-	require.NoError(t, os.WriteFile(file, []byte(body), 0o600))
+	body, file := curlBody(t)
 	assert.True(t, body == run("--data-binary", "@"+file, ts.url+"/echo"), "echo differs")
 	ts.atRest(t)
 }

@@ -5,9 +5,6 @@ import (
 	"encoding/base64"
 	"encoding/binary"
 	"io"
-	"os"
-	"os/exec"
-	"path/filepath"
 	"strings"
 	"testing"
 
@@ -158,24 +155,7 @@ func TestH2UpgradeCurl(t *testing.T) {
 	run := curlRunner(t, "--http2", "-w", " %{http_version}")
 	assert.Equal(t, "ok 2", run(ts.url+"/health"))
 	assert.Equal(t, "hello 2", run("--data-binary", "hello", ts.url+"/echo"))
-	body := strings.Repeat("0123456789", 30000)
-	file := filepath.Join(t.TempDir(), "body")
-	require.NoError(t, os.WriteFile(file, []byte(body), 0o600))
+	body, file := curlBody(t)
 	assert.True(t, body+" 1.1" == run("--data-binary", "@"+file, ts.url+"/echo"), "large echo differs")
 	ts.atRest(t)
-}
-
-// curlRunner returns a function that runs curl with the options given
-// first and then its own, and returns its output; curl failing, or
-// missing (make tools installs it), fails the test.
-func curlRunner(t *testing.T, opts ...string) func(args ...string) string {
-	path, err := exec.LookPath("curl")
-	require.NoError(t, err, "curl is missing: make tools installs it")
-	return func(args ...string) string {
-		t.Helper()
-		all := append(append([]string{"-sS", "--max-time", "10"}, opts...), args...)
-		out, err := exec.CommandContext(t.Context(), path, all...).CombinedOutput()
-		require.NoError(t, err, "curl %v: %s", all, out)
-		return string(out)
-	}
 }
