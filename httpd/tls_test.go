@@ -4,7 +4,6 @@ import (
 	"crypto/tls"
 	"crypto/x509"
 	"net/http"
-	"os/exec"
 	"strings"
 	"testing"
 
@@ -51,15 +50,11 @@ func TestTLSALPN(t *testing.T) {
 	}
 }
 
-// TestTLSCurl: curl -k with and without --http2 (when curl is installed).
+// TestTLSCurl: curl -k with and without --http2.
 func TestTLSCurl(t *testing.T) {
-	if _, err := exec.LookPath("curl"); err != nil {
-		t.Skip("no curl here")
-	}
+	run := curlRunner(t, "-k")
 	ts, _ := tlsServer(t)
 	for _, v := range []struct{ flag, want string }{{"--http1.1", "HTTP/1.1"}, {"--http2", "HTTP/2.0"}} {
-		out, err := exec.Command("curl", "-sSk", "--max-time", "10", v.flag, ts.url+"/").CombinedOutput()
-		require.NoError(t, err, "curl %s: %s", v.flag, out)
-		require.Equal(t, v.want, strings.TrimSpace(string(out)))
+		require.Equal(t, v.want, strings.TrimSpace(run(v.flag, ts.url+"/")))
 	}
 }
