@@ -53,15 +53,13 @@ func h2Mux() *Mux {
 	return m
 }
 
+// h2Do does a request of method and returns the response and its whole
+// body (see do).
 func h2Do(t testing.TB, c *http.Client, method, url string, body io.Reader) (*http.Response, string) {
 	t.Helper()
 	req, err := http.NewRequest(method, url, body)
 	require.NoError(t, err)
-	resp, err := c.Do(req)
-	require.NoError(t, err)
-	defer resp.Body.Close()
-	b, err := io.ReadAll(resp.Body)
-	require.NoError(t, err)
+	resp, b := do(t, c, req)
 	return resp, string(b)
 }
 
