@@ -328,12 +328,18 @@ func (t *tlsConn) pump() {
 func (t *tlsConn) resume() {
 	if t.parked && t.done && t.c.reading() {
 		t.parked = false
-		c := t.c
-		c.l.jobs.push(job{t: funcTask(func() {
-			if c.state == connOpen && c.reading() {
-				t.pump()
-			}
-		})})
+		t.c.l.jobs.push(job{t: (*tlsResume)(t)})
+	}
+}
+
+// tlsResume is a tlsConn as the job that pumps it again: a job of its own
+// type, as frameResume is, so that queueing it allocates nothing.
+type tlsResume tlsConn
+
+func (r *tlsResume) runTask(*Loop) {
+	t := (*tlsConn)(r)
+	if t.c.reading() { // reading is false once closed
+		t.pump()
 	}
 }
 
