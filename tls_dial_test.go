@@ -19,6 +19,23 @@ func goTLSServer(t *testing.T, cfg *tls.Config, greeting string) net.Listener {
 	t.Helper()
 	ln, err := tls.Listen("tcp", "127.0.0.1:0", cfg)
 	require.NoError(t, err)
+	acceptEach(t, ln, func(c net.Conn) {
+		go func() {
+			defer c.Close()
+			_ = c.SetDeadline(time.Now().Add(waitTimeout))
+			if _, err := io.WriteString(c, greeting); err != nil {
+				return
+			}
+			_, _ = io.Copy(c, c)
+		}()
+	})
+	return ln
+}
+
+// acceptEach hands each connection ln accepts to fn, on the accepting
+// goroutine, until the test ends: then ln is closed and the goroutine
+// waited for.
+func acceptEach(t *testing.T, ln net.Listener, fn func(net.Conn)) {
 	done := make(chan struct{})
 	t.Cleanup(func() { ln.Close(); <-done })
 	go func() {
@@ -28,17 +45,9 @@ func goTLSServer(t *testing.T, cfg *tls.Config, greeting string) net.Listener {
 			if err != nil {
 				return
 			}
-			go func() {
-				defer c.Close()
-				_ = c.SetDeadline(time.Now().Add(waitTimeout))
-				if _, err := io.WriteString(c, greeting); err != nil {
-					return
-				}
-				_, _ = io.Copy(c, c)
-			}()
+			fn(c)
 		}
 	}()
-	return ln
 }
 
 // readN collects n bytes of c's plaintext, delivered by OnRead.
@@ -123,19 +132,10 @@ func silentServer(t *testing.T) (net.Listener, <-chan net.Conn) {
 	ln, err := net.Listen("tcp", "127.0.0.1:0")
 	require.NoError(t, err)
 	conns := make(chan net.Conn, 4)
-	done := make(chan struct{})
-	t.Cleanup(func() { ln.Close(); <-done })
-	go func() {
-		defer close(done)
-		for {
-			c, err := ln.Accept()
-			if err != nil {
-				return
-			}
-			t.Cleanup(func() { c.Close() })
-			conns <- c
-		}
-	}()
+	acceptEach(t, ln, func(c net.Conn) {
+		t.Cleanup(func() { c.Close() })
+		conns <- c
+	})
 	return ln, conns
 }
 
