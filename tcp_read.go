@@ -91,15 +91,12 @@ func (c *Conn) readSome() {
 			c.read(n)
 			if t := c.tls; t != nil {
 				t.input(buf[:n]) // ciphertext: tls.go delivers the plaintext
-				if n < len(buf) || !c.reading() {
-					return
-				}
-				continue
+			} else {
+				c.cork = corkArmed
+				c.callRead(buf[:n])
+				c.uncork()
+				c.cork = corkNone
 			}
-			c.cork = corkArmed
-			c.callRead(buf[:n])
-			c.uncork()
-			c.cork = corkNone
 			if n < len(buf) || !c.reading() {
 				return
 			}
