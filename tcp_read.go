@@ -73,6 +73,15 @@ func (c *Conn) callRead(b []byte) {
 	c.onRead(c, b)
 }
 
+// callReadCorked calls the read callback with b, its small writes
+// gathered and sent as one when it returns (see corkHeld). On the loop.
+func (c *Conn) callReadCorked(b []byte) {
+	c.cork = corkArmed
+	c.callRead(b)
+	c.uncork()
+	c.cork = corkNone
+}
+
 // reading reports whether the connection wants to read. On the loop.
 func (c *Conn) reading() bool {
 	c.l.checkOnLoop()
@@ -92,10 +101,7 @@ func (c *Conn) readSome() {
 			if t := c.tls; t != nil {
 				t.input(buf[:n]) // ciphertext: tls.go delivers the plaintext
 			} else {
-				c.cork = corkArmed
-				c.callRead(buf[:n])
-				c.uncork()
-				c.cork = corkNone
+				c.callReadCorked(buf[:n])
 			}
 			if n < len(buf) || !c.reading() {
 				return

@@ -293,10 +293,7 @@ func (t *tlsConn) pump() {
 			n += m
 		}
 		if n > 0 {
-			c.cork = corkArmed
-			c.callRead(buf[:n])
-			c.uncork()
-			c.cork = corkNone
+			c.callReadCorked(buf[:n])
 		}
 		switch {
 		case err == nil:
