@@ -410,11 +410,17 @@ func (t *tlsConn) flushScratch(s *tlsLoop) bool {
 	if len(s.out) == 0 {
 		return false
 	}
-	t.raw = true
-	queued, _ := t.c.write(s.out, false) // an error closes the connection
-	t.raw = false
+	queued, _ := t.writeRaw(s.out) // an error closes the connection
 	s.out = s.out[:0]
 	return queued
+}
+
+// writeRaw writes ciphertext p to the connection as it is.
+func (t *tlsConn) writeRaw(p []byte) (bool, error) {
+	t.raw = true
+	queued, err := t.c.write(p, false)
+	t.raw = false
+	return queued, err
 }
 
 // closeNotify writes close_notify once, after a handshake that ended
@@ -530,10 +536,7 @@ func (t *tlsConn) Write(p []byte) (int, error) {
 		s.out = append(s.out, p...)
 		return len(p), nil
 	}
-	t.raw = true
-	_, err := c.write(p, false)
-	t.raw = false
-	if err != nil {
+	if _, err := t.writeRaw(p); err != nil {
 		return 0, err
 	}
 	return len(p), nil
