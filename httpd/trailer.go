@@ -37,10 +37,14 @@ func (ls *loopState) keepTrailerField(name, value string) {
 
 // viewTrailer points the kept fields, until now the sender's bytes, at
 // their copies in the scratch. On the loop.
-func (ls *loopState) viewTrailer() {
-	b, off := ls.tbuf, 0
-	for i := range ls.tfields {
-		f := &ls.tfields[i]
+func (ls *loopState) viewTrailer() { rebaseFields(ls.tfields, ls.tbuf) }
+
+// rebaseFields points fields, in order, at their names and values laid
+// end to end in b (as keepTrailerField lays them in the scratch).
+func rebaseFields(fields []h1.Field, b []byte) {
+	off := 0
+	for i := range fields {
+		f := &fields[i]
 		n, v := len(f.Name), len(f.Value)
 		f.Name, f.Value = b[off:off+n:off+n], b[off+n:off+n+v:off+n+v]
 		off += n + v
@@ -57,12 +61,9 @@ func (r *Request) setTrailer() {
 	}
 	b := r.arena.Alloc(len(ls.tbuf))
 	copy(b, ls.tbuf)
-	off := 0
-	for _, f := range ls.tfields {
-		n, v := len(f.Name), len(f.Value)
-		r.trailer = append(r.trailer, h1.Field{Name: b[off : off+n : off+n], Value: b[off+n : off+n+v : off+n+v]})
-		off += n + v
-	}
+	n := len(r.trailer)
+	r.trailer = append(r.trailer, ls.tfields...)
+	rebaseFields(r.trailer[n:], b)
 	clear(ls.tfields)
 	ls.tfields, ls.tbuf = ls.tfields[:0], ls.tbuf[:0]
 }
