@@ -127,7 +127,7 @@ func (o *streamOut) put(c []byte) {
 	r := o.r
 	var err error
 	switch {
-	case !r.live(o.seq) || r.stream.p == nil || r.stream.p != o.p:
+	case !o.current():
 		err = ErrStreamClosed
 	case len(c) > 0:
 		_, err = r.stream.Write(c)
@@ -140,6 +140,13 @@ func (o *streamOut) put(c []byte) {
 	}
 	o.mu.Unlock()
 	o.done(len(c), err)
+}
+
+// current reports whether r still lives and its stream is the one start
+// began. On the loop.
+func (o *streamOut) current() bool {
+	r := o.r
+	return r.live(o.seq) && r.stream.p != nil && r.stream.p == o.p
 }
 
 // done accounts for n posted bytes the loop is through with, and records
@@ -178,8 +185,8 @@ func (o *streamOut) flushErr() error {
 func (o *streamOut) end(ctx context.Context) {
 	ended := make(chan struct{})
 	if o.l.Post(func() {
-		if r := o.r; r.live(o.seq) && r.stream.p != nil && r.stream.p == o.p {
-			r.stream.End()
+		if o.current() {
+			o.r.stream.End()
 		}
 		close(ended)
 	}) != nil {
