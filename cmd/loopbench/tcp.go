@@ -796,28 +796,31 @@ func inUse() int64 {
 	return int64(ms.HeapInuse + ms.StackInuse)
 }
 
+// waitOpen waits until open reports k connections held by the server, up
+// to o.Timeout.
+func waitOpen(o options, open func() int, k int) error {
+	deadline := time.Now().Add(o.Timeout)
+	for open() != k {
+		if time.Now().After(deadline) {
+			return fmt.Errorf("the server holds %d connections, not %d", open(), k)
+		}
+		time.Sleep(time.Millisecond) // the server's counters have no event to wait on
+	}
+	return nil
+}
+
 // idleSection connects one warm-up client (so that one-time costs, such as
 // a loop's read buffer, are not counted), then n idle clients from a child
 // process, waits until the server holds them all (open reports how many it
 // holds), and measures the memory they cost the server.
 func idleSection(o options, impl, addr string, open func() int) (result, float64, error) {
 	n := o.TCPIdle
-	waitOpen := func(k int) error {
-		deadline := time.Now().Add(o.Timeout)
-		for open() != k {
-			if time.Now().After(deadline) {
-				return fmt.Errorf("the server holds %d connections, not %d", open(), k)
-			}
-			time.Sleep(time.Millisecond) // the server's counters have no event to wait on
-		}
-		return nil
-	}
 	warm, err := net.Dial("tcp", addr)
 	if err != nil {
 		return result{}, 0, err
 	}
 	defer warm.Close()
-	if err := waitOpen(1); err != nil {
+	if err := waitOpen(o, open, 1); err != nil {
 		return result{}, 0, err
 	}
 	before := inUse()
@@ -826,7 +829,7 @@ func idleSection(o options, impl, addr string, open func() int) (result, float64
 	if err != nil {
 		return result{}, 0, err
 	}
-	err = waitOpen(n + 1)
+	err = waitOpen(o, open, n+1)
 	r := m.finish("tcp-idle", impl, int64(n), m.start, time.Now())
 	per := float64(inUse()-before) / float64(n)
 	if werr := ch.close(); err == nil {
