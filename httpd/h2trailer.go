@@ -39,7 +39,6 @@ func (h *h2conn) trailerIn(st *h2stream, f *h2block) {
 	for _, hf := range f.fields {
 		ls.keepTrailerField(hf.Name, hf.Value)
 	}
-	ls.viewTrailer()
 	r.setTrailer()
 	h.bodyIn(st, nil, true)
 }
