@@ -93,14 +93,19 @@ func (c *Conn) shutdown() {
 	c.maybeFinish()
 }
 
-// maybeFinish closes a connection whose both directions are finished (or
-// that sent its FIN draining, see drainIdle). A draining connection whose
-// scope is still busy is not ended by its FIN: the work may still be
-// reading (a Pipe passing its peer's half-close on waits for the reply);
-// it ends once idle (scopeIdle).
+// maybeFinish closes a connection whose both directions are finished. A
+// draining one that sent its FIN and is idle lingers instead until the
+// peer's EOF, bounded (see drainIdle). A draining connection whose scope
+// is still busy does not linger yet: the work may still be reading (a
+// Pipe passing its peer's half-close on waits for the reply); it does
+// once idle (scopeIdle).
 func (c *Conn) maybeFinish() {
-	if c.state == connOpen && c.wdone && (c.eof || c.draining && !c.scope.Load().busy()) {
+	switch {
+	case c.state != connOpen || !c.wdone:
+	case c.eof:
 		c.closeWith(nil)
+	case c.draining && !c.scope.Load().busy():
+		c.linger()
 	}
 }
 

@@ -8,7 +8,8 @@ import (
 // connection is idle when its scope holds no running handle (the work its
 // requests started, adopted into it, has finished and written its
 // replies); an idle connection flushes its queue, sends FIN, reads and
-// drops what the peer still sends, and closes at the peer's EOF. A busy
+// drops what the peer still sends, and closes at the peer's EOF or after
+// drainLinger, whichever comes first (nginx's lingering close). A busy
 // one is left to finish first. At the deadline what is left is closed.
 
 // errDrainDeadline closes the connections a drain's deadline found still
@@ -46,10 +47,18 @@ func (c *Conn) drain() {
 	}
 }
 
-// drainIdle ends an idle draining connection: FIN after the flush, and
-// what the peer still sends is dropped until its EOF closes the
-// connection (closing with unread bytes would send a reset, which can
-// destroy replies the peer has not read yet). On the loop.
+// drainLinger bounds how long a draining connection that sent its FIN
+// waits for the peer's EOF, as nginx's lingering_timeout does: a peer that
+// never closes cannot hold a drain (or Runtime.Shutdown, whose drain has
+// no grace timer) longer than this. A Drain's grace ends it sooner.
+const drainLinger = 2 * time.Second
+
+// drainIdle ends an idle draining connection as nginx's lingering close
+// does: FIN after the flush, then what the peer still sends is read and
+// dropped until its EOF closes the connection, or drainLinger has passed
+// (closing with unread bytes would send a reset, which can destroy
+// replies the peer has not read yet: a request that crossed the FIN must
+// not cost the peer its replies). On the loop.
 func (c *Conn) drainIdle() {
 	c.endAfterWork = false
 	c.onEOF = nil
@@ -58,7 +67,18 @@ func (c *Conn) drainIdle() {
 	c.paused, c.held = false, false
 	c.update()
 	c.closeWrite(nil)
-	c.maybeFinish() // EOF already seen
+	c.maybeFinish() // EOF already seen, or FIN sent: linger
+}
+
+// linger starts the bound on the wait for the peer's EOF after a
+// draining connection's FIN, once: the connection's timeout timer closes
+// it then (fire), unless its EOF or the drain's grace timer closes it
+// first. On the loop.
+func (c *Conn) linger() {
+	if to := c.timeouts(); to.linger == 0 {
+		to.linger = c.l.clock() + drainLinger
+		c.armTimeouts()
+	}
 }
 
 // dropRead is the read callback of a connection that drains after its
@@ -120,7 +140,10 @@ func drainHandle(l *Loop, job **drainJob, start func() *drainJob) *Handle[struct
 // as soon as it is idle, that is when its scope holds no running handle
 // (adopt into Conn.Scope the handle that writes a reply, so that the reply
 // is written first): it flushes its queue, sends FIN, drops what the peer
-// still sends and closes at the peer's EOF. When grace has passed, the
+// still sends and closes at the peer's EOF, or 2 s after its FIN if the
+// peer does not close (a lingering close: closing on unread bytes would
+// reset the connection and could destroy replies the peer has not read
+// yet). When grace has passed, the
 // connections still open are closed (their scopes cancelled; OnClose hears
 // ErrCancelled). The handle completes when the last of them has closed. A
 // Pipe holds both its connections busy until it ends. Calling Drain again
@@ -134,8 +157,9 @@ func (ln *Listener) Drain(grace time.Duration) *Handle[struct{}] {
 }
 
 // drainTCP ends every connection of the loop gracefully (Runtime.Shutdown):
-// the listeners close, each connection ends once idle; the handle
-// completes when none is open. No deadline: Shutdown's context is it, and
+// the listeners close, each connection ends once idle (its FIN, then a
+// lingering close bounded by drainLinger); the handle completes when none
+// is open. No deadline: Shutdown's context is it, and
 // Stop what ends the rest. A second call completes with the first.
 // Any goroutine.
 func (l *Loop) drainTCP() *Handle[struct{}] {

@@ -72,12 +72,14 @@ func TestListenerDrainWaitsForBusyConnections(t *testing.T) {
 	n, err := io.ReadAll(idle)
 	require.NoError(t, err)
 	require.Empty(t, n, "the idle connection ends with a FIN")
+	require.NoError(t, idle.Close()) // its EOF ends the server's lingering close
 
 	require.Equal(t, Running, drained.Status(), "the busy connection holds the drain")
 	p.Resolve("late reply")
 	reply, err := io.ReadAll(busy)
 	require.NoError(t, err)
 	require.Equal(t, "late reply", string(reply))
+	require.NoError(t, busy.Close())
 	_, err = wait(t, drained)
 	require.NoError(t, err)
 	closedLoopTCP(t, l)
@@ -122,6 +124,7 @@ func TestRuntimeShutdownDrains(t *testing.T) {
 	n, err := io.ReadAll(idle)
 	require.NoError(t, err)
 	require.Empty(t, n, "the idle connection ends first")
+	require.NoError(t, idle.Close())
 	select {
 	case err := <-done:
 		t.Fatalf("Shutdown returned before the busy connection ended: %v", err)
@@ -131,6 +134,7 @@ func TestRuntimeShutdownDrains(t *testing.T) {
 	reply, err := io.ReadAll(busy)
 	require.NoError(t, err)
 	require.Equal(t, "reply", string(reply))
+	require.NoError(t, busy.Close())
 	require.NoError(t, recv(t, done))
 	require.Zero(t, rt.Running())
 }

@@ -142,6 +142,9 @@ type connTimeouts struct {
 	// lastWrite is the loop clock of the last byte that reached the kernel,
 	// or of bytes starting to wait (Writable interest added).
 	lastWrite time.Duration
+	// linger is the loop clock at which a draining connection that sent
+	// its FIN stops waiting for the peer's EOF (tcp_drain.go); 0: none.
+	linger time.Duration
 }
 
 // timeouts returns c's timeouts, making them on first use. On the loop (or
@@ -228,6 +231,9 @@ func (c *Conn) deadline(to *connTimeouts) (time.Duration, bool) {
 			dl, ok = d, true
 		}
 	}
+	if to.linger > 0 && (!ok || to.linger < dl) {
+		dl, ok = to.linger, true
+	}
 	return dl, ok
 }
 
@@ -272,6 +278,8 @@ func (c *Conn) fire() {
 		c.closeWith(ErrIdleTimeout)
 	case to.write > 0 && c.ev&poll.Writable != 0 && now >= to.lastWrite+to.write:
 		c.closeWith(ErrWriteTimeout)
+	case to.linger > 0 && now >= to.linger:
+		c.closeWith(nil) // the drain's lingering close ends (tcp_drain.go)
 	default:
 		c.armTimeouts()
 	}

@@ -1,0 +1,110 @@
+package aio
+
+import (
+	"bytes"
+	"io"
+	"testing"
+	"time"
+
+	"github.com/stretchr/testify/require"
+)
+
+// lingerServer replies to each read with reply and hands its connections
+// (with the error each closes with) to the test.
+func lingerServer(t *testing.T, l *Loop, reply []byte) (*Listener, <-chan *Conn, <-chan error) {
+	t.Helper()
+	conns, closed := make(chan *Conn, 4), make(chan error, 4)
+	ln, err := Listen(l, "127.0.0.1:0", ListenConfig{}, func(c *Conn) {
+		_ = c.OnClose(func(_ *Conn, err error) { closed <- err })
+		_ = c.OnRead(func(c *Conn, b []byte) { _ = send(c, reply) })
+		conns <- c
+	})
+	require.NoError(t, err)
+	return ln, conns, closed
+}
+
+// finSent waits until the drain's FIN left c (or c closed, as it did
+// before the lingering close: then the test fails later, at the reset).
+func finSent(t *testing.T, l *Loop, c *Conn) {
+	t.Helper()
+	eventually(t, func() bool {
+		return onLoopValue(t, l, func() bool { return c.wdone || c.state != connOpen })
+	}, "the drain's FIN")
+}
+
+// A request that reaches a draining connection after its FIN must not
+// cost the peer the replies it has not read yet: the connection reads and
+// drops it and closes at the peer's EOF (closing on the unread bytes
+// would send a reset, and the peer's kernel would drop the replies).
+func TestListenerDrainLingersUntilPeerEOF(t *testing.T) {
+	l := startLoop(t)
+	fds := fdCount(t)
+	reply := make([]byte, 64<<10)
+	pattern(reply, 0)
+	ln, conns, closed := lingerServer(t, l, reply)
+	nc := netDial(t, ln)
+	_, err := nc.Write([]byte("first request"))
+	require.NoError(t, err)
+	c := recv(t, conns)
+	eventually(t, func() bool { return l.Stats().TCPBytesOut == uint64(len(reply)) }, "reply sent")
+
+	drained := ln.Drain(time.Hour)
+	finSent(t, l, c)
+	// The peer, not reading yet, sends another request, which crosses the
+	// FIN: it lands on the draining connection.
+	late := bytes.Repeat([]byte("late request "), 100)
+	_, err = nc.Write(late)
+	require.NoError(t, err)
+	require.Equal(t, Running, drained.Status(), "lingering until the peer's EOF")
+
+	got, err := io.ReadAll(nc)
+	require.NoError(t, err, "no reset before the peer's EOF")
+	require.Equal(t, reply, got, "every reply byte, then EOF")
+	require.NoError(t, nc.Close())
+	_, err = wait(t, drained)
+	require.NoError(t, err)
+	require.NoError(t, recv(t, closed), "closed at the peer's EOF, orderly")
+	require.Equal(t, uint64(len("first request")+len(late)), l.Stats().TCPBytesIn,
+		"the late request was read (and dropped)")
+	require.Equal(t, uint64(len(reply)), l.Stats().TCPBytesOut, "the late request got no reply")
+	closedLoopTCP(t, l)
+	require.Equal(t, fds, fdCount(t), "fds back")
+}
+
+// A peer that never closes holds a draining connection for drainLinger at
+// most (Runtime.Shutdown's drain has no other bound), and a Drain's grace
+// that ends first ends it first.
+func TestListenerDrainLingerBounded(t *testing.T) {
+	l := startLoop(t)
+	fds := fdCount(t)
+	ln, conns, closed := lingerServer(t, l, []byte("reply"))
+	stubborn := netDial(t, ln)
+	c := recv(t, conns)
+
+	start := time.Now()
+	drained := ln.Drain(time.Hour)
+	finSent(t, l, c)
+	n, err := stubborn.Read(make([]byte, 8))
+	require.Equal(t, io.EOF, err, "the FIN, read %d bytes", n)
+	_, err = waitWithin(t, drainLinger+waitTimeout, drained)
+	require.NoError(t, err)
+	require.GreaterOrEqual(t, time.Since(start), drainLinger, "lingered for the peer")
+	require.NoError(t, recv(t, closed), "the linger ends the connection as Close does")
+
+	// A grace shorter than the linger closes it at the grace's end.
+	ln2, conns2, closed2 := lingerServer(t, l, []byte("reply"))
+	stubborn2 := netDial(t, ln2)
+	c2 := recv(t, conns2)
+	drained2 := ln2.Drain(50 * time.Millisecond)
+	finSent(t, l, c2)
+	_, err = waitWithin(t, drainLinger/2, drained2)
+	require.NoError(t, err)
+	require.ErrorIs(t, recv(t, closed2), ErrCancelled, "closed by the grace's end")
+	_, err = stubborn2.Read(make([]byte, 8))
+	require.Equal(t, io.EOF, err)
+
+	closedLoopTCP(t, l)
+	require.NoError(t, stubborn.Close())
+	require.NoError(t, stubborn2.Close())
+	require.Equal(t, fds, fdCount(t), "fds back")
+}
