@@ -35,25 +35,30 @@ func ExampleListenConfig_tls() {
 	}
 
 	client := &tls.Config{RootCAs: roots, ServerName: "localhost", NextProtos: []string{"h2"}}
-	reply := aio.NewPromise[string](l)
 	conn := (&aio.Dialer{TLS: client}).Dial(l, ln.Addr().String())
+	fmt.Println(echoHello(l, conn).Wait(context.Background()))
+	// Output:
+	// server: ALPN h2
+	// hello <nil>
+}
+
+// echoHello writes "hello" on the connection conn gives, and returns the
+// handle of the echo it reads back; then the connection ends.
+func echoHello(l *aio.Loop, conn *aio.Handle[*aio.Conn]) *aio.Handle[string] {
+	reply := aio.NewPromise[string](l)
 	aio.Then(conn, func(c *aio.Conn) (struct{}, error) {
 		var got strings.Builder
 		_ = c.OnRead(func(c *aio.Conn, b []byte) {
 			got.Write(b)
 			if got.Len() == len("hello") {
 				reply.Resolve(got.String())
-				c.Close() // close_notify, then FIN
+				c.Close() // close_notify (nothing is queued), then FIN
 			}
 		})
 		_, err := c.Write([]byte("hello"))
 		return struct{}{}, err
 	})
-
-	fmt.Println(reply.Handle().Wait(context.Background()))
-	// Output:
-	// server: ALPN h2
-	// hello <nil>
+	return reply.Handle()
 }
 
 // exampleCert makes a self-signed certificate for name and a pool that

@@ -32,7 +32,8 @@ import (
 // that is not a socket, not a stream, not of the IPv4 or IPv6 family, not
 // TCP, listening (see AdoptListener) or not connected are refused, as is
 // an fd the loop already owns. nil l, a stopping loop (ErrStopped) and bad
-// ConnConfig values are errors too.
+// ConnConfig values are errors too. AdoptTLSConn adopts one that speaks
+// TLS.
 //
 // Any goroutine. Off the loop it waits until the loop has taken the
 // socket over (so that the error is known when it returns).
@@ -72,7 +73,11 @@ func AdoptConn(l *Loop, fd int, cfg ConnConfig) (*Conn, error) {
 // non-blocking and close-on-exec; it is bound and listening already, so
 // cfg's Backlog and ReusePort do not apply (its AcceptBatch and Conn do;
 // the Conn buffer sizes are set on the listening socket, which the
-// connections accepted from then on inherit).
+// connections accepted from then on inherit). Its TLS and
+// HandshakeTimeout do: with TLS set the listener serves TLS as one made by
+// Listen does (an adopted listening socket only ever accepts, so it is the
+// server's side), and onConn gets each connection once its handshake
+// ended well. For a connection, see AdoptTLSConn.
 //
 // Ownership and the checks are AdoptConn's: on success the Listener owns
 // fd (Close closes it); on error fd is not closed and still the caller's,
