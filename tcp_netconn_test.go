@@ -79,6 +79,24 @@ func TestNetConnCopy(t *testing.T) {
 	require.NoError(t, peer.SetWriteBuffer(16<<10))
 	require.Same(t, view, c.NetConn(), "NetConn made a second view")
 
+	copyBothWays(t, view, peer, size)
+
+	require.NoError(t, view.Close())
+	require.NoError(t, peer.Close())
+	closedView(t, c)
+	_, kept := netViews.Load(c)
+	require.False(t, kept, "the closed connection's view is still registered")
+	require.EqualValues(t, size, l.Stats().TCPBytesIn)
+	require.EqualValues(t, size, l.Stats().TCPBytesOut)
+	require.Equal(t, fds, fdCount(t))
+	closedLoopTCP(t, l)
+}
+
+// copyBothWays streams size bytes of pattern from peer to view, which
+// echoes them with io.Copy(view, view) and half-closes at EOF; peer
+// half-closes after its last byte and reads the echo, byte-exact, to EOF.
+func copyBothWays(t *testing.T, view net.Conn, peer halfConn, size int) {
+	t.Helper()
 	echoed := make(chan error, 1)
 	go func() {
 		_, err := io.Copy(view, view)
@@ -103,16 +121,6 @@ func TestNetConnCopy(t *testing.T) {
 	require.NoError(t, recv(t, echoed))
 	require.Equal(t, sha256.Sum256(want), sha256.Sum256(got), "the echo differs")
 	require.Len(t, got, size)
-
-	require.NoError(t, view.Close())
-	require.NoError(t, peer.Close())
-	closedView(t, c)
-	_, kept := netViews.Load(c)
-	require.False(t, kept, "the closed connection's view is still registered")
-	require.EqualValues(t, size, l.Stats().TCPBytesIn)
-	require.EqualValues(t, size, l.Stats().TCPBytesOut)
-	require.Equal(t, fds, fdCount(t))
-	closedLoopTCP(t, l)
 }
 
 // Read and Write deadlines, as package net's: a deadline that passes ends

@@ -81,10 +81,19 @@ func slowRead(nc net.Conn, off, n int) error {
 	return nil
 }
 
+// halfConn is a peer's end that half-closes and sizes its socket
+// buffers: a *net.TCPConn, or a TLS end over one (tlsHalf).
+type halfConn interface {
+	net.Conn
+	CloseWrite() error
+	SetReadBuffer(int) error
+	SetWriteBuffer(int) error
+}
+
 // duplex is a peer that writes and reads at once (two goroutines): it
 // sends total bytes of pattern from sendOff and half-closes, and checks
 // total bytes of pattern from recvOff, slowly, then EOF.
-func duplex(nc *net.TCPConn, sendOff, recvOff, total int) error {
+func duplex(nc halfConn, sendOff, recvOff, total int) error {
 	_ = nc.SetReadBuffer(peerBuffer)
 	_ = nc.SetWriteBuffer(peerBuffer)
 	werr := make(chan error, 1)
