@@ -11,7 +11,9 @@ import (
 // sends FIN (shutdown(SHUT_WR)); reading goes on. It returns a handle that
 // completes when FIN was sent (fails if the connection closes first). Write
 // fails with ErrWriteClosed afterwards. If EOF was already read, the
-// connection closes once FIN is sent. Idempotent; any goroutine.
+// connection closes once FIN is sent. On a TLS connection it writes
+// close_notify first, after the plaintext written before it: the polite
+// end of a TLS stream (see Close). Idempotent; any goroutine.
 func (c *Conn) CloseWrite() *Handle[struct{}] {
 	l := c.l
 	if !l.OnLoop() {
@@ -119,6 +121,12 @@ func (c *Conn) maybeFinish() {
 // nothing), after a posted job elsewhere. Idempotent: closing a connection
 // that is already closed, for whatever reason, completes. Any goroutine. To
 // let the queue flush first, use CloseWrite (and let the peer close).
+//
+// On a TLS connection Close drops the queue just as well, and sends
+// close_notify (then FIN) only when nothing was queued: the alert cannot
+// follow records that were dropped, so a peer whose stream was cut sees
+// it end without close_notify, not as a clean end. To end a TLS stream
+// politely, CloseWrite: close_notify goes after everything written.
 func (c *Conn) Close() *Handle[struct{}] {
 	if c.l.OnLoop() { // the common case, without runInlineHandle's closure
 		c.uncork() // a read callback's writes go before its Close

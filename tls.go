@@ -43,6 +43,14 @@ import (
 // written before the FIN; clients keep RenegotiateNever (a renegotiation
 // would run a handshake inside Read); a KeyUpdate makes Read write, which
 // the view allows at any time.
+//
+// Ending: CloseWrite is the polite end. It writes close_notify after the
+// plaintext written before it, then sends FIN once the queue is flushed;
+// the connection closes when the peer's EOF (its close_notify, or FIN)
+// has been read too. Close is abrupt, as on a plain connection: what is
+// still queued is dropped, and close_notify with it (it cannot follow
+// dropped records, or the peer would take a cut stream for a whole one);
+// only when nothing is queued does Close send close_notify, then FIN.
 
 // DefaultHandshakeTimeout is the TLS handshake timeout of a listener or a
 // Dialer whose HandshakeTimeout is 0.
@@ -565,12 +573,19 @@ func (c *Conn) TLS() (state tls.ConnectionState, ok bool) {
 	return t.tc.ConnectionState(), true
 }
 
-// tlsClosing is the TLS side of a graceful close: close_notify, then the
-// FIN (shutdown, a half-close) before the fd is closed, so that the alert
-// reaches the peer ahead of anything abortive. What is still queued is
-// dropped by the close, the alert with it. On the loop, from closeWith.
+// tlsClosing is the TLS side of a graceful close (Close): close_notify,
+// then the FIN (shutdown, a half-close) before the fd is closed, so that
+// the alert reaches the peer ahead of anything abortive, but only when
+// nothing is queued. What is queued is dropped by the close, as on a
+// plain connection, and close_notify cannot follow dropped records (it
+// would tell the peer that a cut stream ended well): then none is sent.
+// On the loop, from closeWith.
 func (c *Conn) tlsClosing() {
 	t := c.tls
+	c.uncork() // a read callback's writes go first, as Close's do
+	if c.state != connOpen || c.queued.Load() > 0 || c.splicedTo() > 0 {
+		return // the queue is dropped: no close_notify after it
+	}
 	t.closeNotify()
 	c.uncork() // in a read callback the alert may wait in the queue: send it
 	if c.state == connOpen && t.notified && !c.wdone && c.queued.Load() == 0 {
