@@ -66,7 +66,8 @@
 // The engine (RFC 9112) keeps connections alive (HTTP/1.0 too when asked),
 // serves pipelined requests with responses in request order (at most
 // Config.MaxPipeline in progress, then reading stops), reads bodies with
-// Content-Length or chunked (a chunked body's trailer: Request.Trailer),
+// Content-Length or chunked (a chunked body's trailer: Request.Trailer;
+// a Stream's own trailer, Stream.SetTrailer, goes in its last chunk),
 // sends 100 Continue in its turn after the responses before it (for a
 // body small enough for the arena; for a larger one, when the handler
 // reads it), answers HEAD without a body,
@@ -98,7 +99,8 @@
 // stream is refused (REFUSED_STREAM, Stats.Refused) and the connection
 // goes on. A body that fits in half of the arena arrives with the request;
 // a larger one streams, the client's window growing as the handler reads
-// it. Responses respect the client's windows. A stream the client resets
+// it. Responses respect the client's windows; a Stream's trailer is a
+// HEADERS frame after its DATA. A stream the client resets
 // (RST_STREAM) cancels its handler, which then sends nothing; a GOAWAY
 // with an error cancels them all, one with NO_ERROR lets them finish.
 // Shutdown sends GOAWAY twice (RFC 9113 §6.8): first with the largest

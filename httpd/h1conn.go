@@ -724,7 +724,7 @@ func (hc *h1conn) startStream(r *Request) {
 	s.started = true
 	framing, length := h1.BodyChunked, int64(0)
 	switch {
-	case s.length >= 0:
+	case s.length >= 0 && (r.head.Minor == 0 || !s.trailed()): // a trailer needs the last chunk
 		framing, length = h1.BodyLength, s.length
 	case r.head.Minor == 0:
 		framing = h1.BodyNone // delimited by the connection's end
@@ -763,10 +763,10 @@ func (hc *h1conn) endStream(r *Request) {
 	s := &r.stream
 	switch {
 	case r.isHead:
-	case s.chunked:
-		_, _ = hc.c.WriteString("0\r\n\r\n")
 	case s.length >= 0 && s.sent != s.length:
 		hc.abort() // short of its Content-Length: the client must see it cut
+	case s.chunked:
+		hc.writeLastChunk(s)
 	}
 }
 

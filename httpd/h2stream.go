@@ -553,6 +553,14 @@ func (h *h2conn) writeHeaders(st *h2stream, status int, hdr []Field, clen int64,
 		h.field("content-length", bytesStr(strconv.AppendInt(num, clen, 10)))
 	}
 	h.date()
+	h.writeBlock(st.id, end)
+	st.headersSent = true
+	return true
+}
+
+// writeBlock writes the header block encoded in h.hb as a HEADERS frame
+// of stream id (and CONTINUATION frames), END_STREAM on it if end.
+func (h *h2conn) writeBlock(id uint32, end bool) {
 	block := h.hb.b
 	first := true
 	for first || len(block) > 0 {
@@ -560,15 +568,13 @@ func (h *h2conn) writeHeaders(st *h2stream, status int, hdr []Field, clen int64,
 		frag := block[:k]
 		block = block[k:]
 		if first {
-			_ = h.fr.WriteHeaders(http2.HeadersFrameParam{StreamID: st.id, BlockFragment: frag,
+			_ = h.fr.WriteHeaders(http2.HeadersFrameParam{StreamID: id, BlockFragment: frag,
 				EndStream: end, EndHeaders: len(block) == 0})
 			first = false
 		} else {
-			_ = h.fr.WriteContinuation(st.id, len(block) == 0, frag)
+			_ = h.fr.WriteContinuation(id, len(block) == 0, frag)
 		}
 	}
-	st.headersSent = true
-	return true
 }
 
 // date encodes the Date field. Its encoding is kept while the value stays
@@ -614,11 +620,19 @@ func (h *h2conn) lower(name string) (string, bool) {
 // sendData sends what st has to send, as far as the windows and the write
 // queue allow; the rest waits for a WINDOW_UPDATE or the drain.
 func (h *h2conn) sendData(st *h2stream) {
+	var trailer []Field // sent after the last DATA, which then does not end the stream
+	if r := st.r; r != nil && st.outEnd {
+		trailer = r.stream.endTrailer()
+	}
 	for !st.reset && !st.localDone && !h.dead && !h.closed {
 		n := len(st.out) - st.off
 		if n == 0 {
 			if st.outEnd {
-				_ = h.fr.WriteData(st.id, true, nil)
+				if len(trailer) > 0 {
+					h.writeTrailer(st, trailer)
+				} else {
+					_ = h.fr.WriteData(st.id, true, nil)
+				}
 				h.localEnd(st)
 			}
 			break
@@ -631,7 +645,7 @@ func (h *h2conn) sendData(st *h2stream) {
 			}
 			return // a stream window: its WINDOW_UPDATE sends it
 		}
-		end := st.outEnd && int(k) == n
+		end := st.outEnd && int(k) == n && len(trailer) == 0
 		_ = h.fr.WriteData(st.id, end, st.out[st.off:st.off+int(k)])
 		st.off += int(k)
 		st.sendWin -= k

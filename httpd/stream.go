@@ -17,7 +17,8 @@ var ErrStreamClosed = errors.New("httpd: stream closed")
 // request body. Make it with Request.Stream and return Stream.Reply from the
 // handler. The body is chunked for HTTP/1.1 (or delimited by the
 // connection's end for HTTP/1.0), unless the header has a Content-Length:
-// exactly that many bytes must then be written.
+// exactly that many bytes must then be written (and HTTP/1.1 still chunks
+// the body of a stream that has a trailer: SetTrailer).
 //
 // Write queues on the connection, as aio.Conn.Write does: it never blocks,
 // and Full tells a writer to pause until OnDrain. The stream ends when the
@@ -38,6 +39,12 @@ type Stream struct {
 	chunked bool   // the body is chunked (the head says so)
 	pend    []byte // bytes written before the stream's turn (pipelining)
 	onDrain func()
+
+	// The trailer (trailer_out.go): SetTrailer's fields, sent after the
+	// body; declared: the header has a Trailer field, so an HTTP/1.1 body
+	// is chunked to carry them.
+	trailer  []Field
+	declared bool
 }
 
 // Stream starts a streamed response with status and header (kept until
@@ -48,10 +55,13 @@ func (r *Request) Stream(status int, header []Field) *Stream {
 	*s = Stream{r: r, p: aio.NewPromise[Response](r.ls.l), status: status, hdr: header, length: -1,
 		pend: s.pend[:0]}
 	for _, f := range header {
-		if h1.EqualFold(strBytes(f.Name), "Content-Length") {
+		switch name := strBytes(f.Name); {
+		case h1.EqualFold(name, "Content-Length"):
 			if n, err := strconv.ParseInt(f.Value, 10, 64); err == nil && n >= 0 {
 				s.length = n
 			}
+		case h1.EqualFold(name, "Trailer"):
+			s.declared = true
 		}
 	}
 	return s
