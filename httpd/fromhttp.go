@@ -4,6 +4,7 @@ import (
 	"bytes"
 	"context"
 	"io"
+	"iter"
 	"net/http"
 	"net/url"
 	"strconv"
@@ -28,7 +29,11 @@ import (
 // Write, which blocks while the connection cannot take more (so a large
 // body never sits in memory) and fails with ErrStreamClosed once the
 // client has gone away. A panic in h answers 500, or cuts a response that
-// is already streaming.
+// is already streaming. A trailer, as net/http has it (the fields the
+// Trailer header declares, set after the body, and those named with
+// http.TrailerPrefix), follows the body (Stream.SetTrailer); a response
+// that has one goes as a stream, chunked on HTTP/1.1. Fields a trailer may
+// not carry are dropped, as net/http drops them.
 //
 // Everything h gets is copied out of the request's arena: h runs on
 // another goroutine and may outlive the request once it is cancelled.
@@ -45,8 +50,12 @@ func FromHTTP(h http.Handler) Handler {
 			}
 			w := &responseWriter{header: make(http.Header), ctx: ctx, out: out}
 			h.ServeHTTP(w, req.WithContext(ctx))
+			trailer := w.trailer()
+			if trailer != nil && !w.streaming {
+				_ = w.streamTrailer(trailer) // a trailer comes after the body of a stream
+			}
 			if w.streaming {
-				out.end(ctx)
+				out.end(ctx, trailer)
 				return Response{}, nil // the stream was the response
 			}
 			return w.response(), nil
@@ -273,11 +282,18 @@ func (w *responseWriter) FlushError() error {
 }
 
 // stream starts streaming the response with what is buffered.
-func (w *responseWriter) stream() error {
+func (w *responseWriter) stream() error { return w.streamTrailer(nil) }
+
+// streamTrailer is stream for a response whose trailer is known before
+// its head is written.
+func (w *responseWriter) streamTrailer(trailer []Field) error {
+	if w.status == 0 {
+		w.status = 200
+	}
 	w.streaming = true
 	first := w.body.Bytes()
 	w.body = bytes.Buffer{} // first is the stream's now
-	return w.out.begin(w.ctx, w.status, w.fields(first, true), first)
+	return w.out.begin(w.ctx, w.status, w.fields(first, true), first, trailer)
 }
 
 // response is the Response of what the handler wrote, buffered whole.
@@ -304,6 +320,9 @@ func (w *responseWriter) fields(body []byte, streams bool) []Field {
 		case "Transfer-Encoding", "Connection", "Date":
 			continue // the server's own
 		}
+		if strings.HasPrefix(name, http.TrailerPrefix) || w.declared(name) {
+			continue // a trailer field (responseWriter.trailer)
+		}
 		for _, v := range values {
 			fields = append(fields, Field{name, v})
 		}
@@ -312,4 +331,55 @@ func (w *responseWriter) fields(body []byte, streams bool) []Field {
 		fields = append(fields, Field{"Content-Type", http.DetectContentType(body)})
 	}
 	return fields
+}
+
+// trailer is the response's trailer once the handler has returned, as
+// net/http makes it: the fields the Trailer header declared, with the
+// values the handler set after the head, and the fields named with
+// http.TrailerPrefix; nil when there are none. Fields a trailer may not
+// carry are dropped, as net/http drops them.
+func (w *responseWriter) trailer() []Field {
+	var fields []Field
+	add := func(name string, values []string) {
+		for _, v := range values {
+			if f := (Field{name, v}); checkTrailerField(f) == nil {
+				fields = append(fields, f)
+			}
+		}
+	}
+	for name := range w.trailerNames() {
+		add(name, w.header[name])
+	}
+	for name, values := range w.header {
+		if k, ok := strings.CutPrefix(name, http.TrailerPrefix); ok {
+			add(k, values)
+		}
+	}
+	return fields
+}
+
+// trailerNames yields the names the Trailer header declares, canonical.
+func (w *responseWriter) trailerNames() iter.Seq[string] {
+	return func(yield func(string) bool) {
+		for _, v := range w.header["Trailer"] {
+			for name := range strings.SplitSeq(v, ",") {
+				if name = strings.TrimSpace(name); name != "" && !yield(http.CanonicalHeaderKey(name)) {
+					return
+				}
+			}
+		}
+	}
+}
+
+// declared reports whether the Trailer header declares name: its value,
+// set once the body is written, is the trailer's, not the head's (as
+// net/http has it, which takes the head when the body begins).
+func (w *responseWriter) declared(name string) bool {
+	name = http.CanonicalHeaderKey(name)
+	for n := range w.trailerNames() {
+		if n == name {
+			return true
+		}
+	}
+	return false
 }

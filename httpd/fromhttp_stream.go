@@ -51,26 +51,29 @@ func newStreamOut(r *Request) *streamOut {
 // begin starts the Stream on the loop with status, header and the bytes
 // buffered so far (first), and makes ctx's end close it for the writer.
 // On the handler's goroutine.
-func (o *streamOut) begin(ctx context.Context, status int, header []Field, first []byte) error {
+func (o *streamOut) begin(ctx context.Context, status int, header []Field, first []byte, trailer []Field) error {
 	context.AfterFunc(ctx, func() { o.fail(ErrStreamClosed) }) // the Work's context ends with it
 	o.mu.Lock()
 	o.posted += len(first)
 	o.mu.Unlock()
-	if err := o.l.Post(func() { o.start(status, header, first) }); err != nil {
+	if err := o.l.Post(func() { o.start(status, header, first, trailer) }); err != nil {
 		o.fail(ErrStreamClosed)
 		return ErrStreamClosed
 	}
 	return nil
 }
 
-// start makes r's Stream and writes first. On the loop.
-func (o *streamOut) start(status int, header []Field, first []byte) {
+// start makes r's Stream, with trailer if it is known already (before
+// the head: HTTP/1.1 chunks the body for it), and writes first. On the
+// loop.
+func (o *streamOut) start(status int, header []Field, first []byte, trailer []Field) {
 	r := o.r
 	if !r.live(o.seq) || r.hdone || r.gone {
 		o.done(len(first), ErrStreamClosed)
 		return
 	}
 	s := r.Stream(status, header)
+	_ = s.SetTrailer(trailer) // checked by responseWriter.trailer
 	o.p = s.p
 	aio.Adopt(r.Scope(), s.Handle()) // cancelled when the request ends, if not ended
 	s.OnDrain(o.drained)
@@ -179,13 +182,15 @@ func (o *streamOut) flushErr() error {
 	return o.err
 }
 
-// end ends the stream once every byte posted before is written, and waits
-// for that, so that the handler's Work ends after its stream: ending
-// first would cut it. On the handler's goroutine.
-func (o *streamOut) end(ctx context.Context) {
+// end ends the stream, with trailer after its body, once every byte
+// posted before is written, and waits for that, so that the handler's
+// Work ends after its stream: ending first would cut it. On the handler's
+// goroutine.
+func (o *streamOut) end(ctx context.Context, trailer []Field) {
 	ended := make(chan struct{})
 	if o.l.Post(func() {
 		if o.current() {
+			_ = o.r.stream.SetTrailer(trailer) // checked by responseWriter.trailer
 			o.r.stream.End()
 		}
 		close(ended)
