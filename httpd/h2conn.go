@@ -59,6 +59,7 @@ type h2conn struct {
 	encCache h2encCache     // response fields encoded lately (h2enc.go)
 
 	streams map[uint32]*h2stream
+	open    int         // streams that count toward h2MaxStreams: in streams, not reset (h2stream.countOut)
 	waiting []*h2stream // streams with DATA held by the connection's window or a full write queue
 	lastID  uint32      // the highest stream the client opened
 

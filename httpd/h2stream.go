@@ -114,7 +114,7 @@ func (h *h2conn) onHeaders(f *h2block) {
 	case h.goaway:
 		h.resetStream(id, http2.ErrCodeRefusedStream)
 		return
-	case len(h.streams) >= h2MaxStreams:
+	case h.open >= h2MaxStreams:
 		h.resetStream(id, http2.ErrCodeRefusedStream)
 		ls.st.refused.Add(1)
 		return
@@ -134,6 +134,7 @@ func (h *h2conn) onHeaders(f *h2block) {
 	*st = h2stream{id: id, r: r, clen: clen, sendWin: h.peerInit, recvWin: h2StreamWindow,
 		remoteDone: f.endStream}
 	h.streams[id] = st
+	h.open++
 	r.h2s = st
 	if !h.lim.stalled {
 		h.hc.setTimeout(nil)
@@ -420,6 +421,7 @@ func (h *h2conn) resetStream(id uint32, code http2.ErrCode) {
 // handler's handle is cancelled (its cleanup releases the arena), and a
 // response not sent is counted suppressed.
 func (h *h2conn) abortStream(st *h2stream) {
+	h.countOut(st)
 	st.reset = true
 	st.rbuf = nil
 	st.out, st.off = nil, 0
@@ -433,6 +435,16 @@ func (h *h2conn) abortStream(st *h2stream) {
 		h.maybeRelease(st)
 	}
 	h.maybeClose(st)
+}
+
+// countOut stops counting st toward h2MaxStreams, once: when it is reset
+// (closed, RFC 9113 §5.1.2, although its handler, cancelled, may hold its
+// request a while longer), or forgotten. What reset streams hold stays
+// bounded: each keeps an arena, and resets spend the rapid-reset budget.
+func (h *h2conn) countOut(st *h2stream) {
+	if !st.reset && !st.closed {
+		h.open--
+	}
 }
 
 // neverDispatched ends the handler side of a stream whose body was still
@@ -466,6 +478,7 @@ func (h *h2conn) maybeClose(st *h2stream) {
 	if st.r != nil || st.closed || !st.remoteDone || !st.reset && !st.localDone {
 		return
 	}
+	h.countOut(st)
 	st.closed = true // the callers may still look at it: this stops a second close
 	delete(h.streams, st.id)
 	h.streamGone()

@@ -110,6 +110,7 @@ func (h *h2conn) openUpgraded(r *Request) {
 	st := &h2stream{id: 1, r: r, clen: -1, sendWin: h.peerInit, recvWin: h2StreamWindow, remoteDone: true}
 	h.lastID = 1
 	h.streams[1] = st
+	h.open++
 	r.h2s = st
 	h.hc.setTimeout(nil)
 	h.dispatch(st)
