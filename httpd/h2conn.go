@@ -495,9 +495,21 @@ func (h *h2conn) fail(code http2.ErrCode) {
 	if h.dead || h.closed {
 		return
 	}
+	h.goAwayDead(code)
+	h.closeFlushed()
+}
+
+// goAwayDead writes GOAWAY(last stream, code) and flushes it: the
+// connection is dead, nothing more is read or sent.
+func (h *h2conn) goAwayDead(code http2.ErrCode) {
 	_ = h.fr.WriteGoAway(h.lastID, code, nil)
 	h.dead = true
 	h.flush()
+}
+
+// closeFlushed closes the connection once what it wrote has reached the
+// kernel.
+func (h *h2conn) closeFlushed() {
 	c := h.c
 	aio.Finally(c.Flush(), func() { c.Close() })
 }
@@ -520,8 +532,7 @@ func (h *h2conn) shutdown() {
 	case h.closed:
 		return
 	case h.dead: // lingering after an idle GOAWAY, or failing
-		c := h.c
-		aio.Finally(c.Flush(), func() { c.Close() })
+		h.closeFlushed()
 		return
 	case h.goaway || h.shutting:
 		return

@@ -3,7 +3,6 @@ package httpd
 import (
 	"time"
 
-	"github.com/valkyria/aio"
 	"golang.org/x/net/http2"
 )
 
@@ -161,15 +160,12 @@ func (h *h2conn) calm() {
 		return
 	}
 	h.ls.st.abusive.Add(1)
-	_ = h.fr.WriteGoAway(h.lastID, http2.ErrCodeEnhanceYourCalm, nil)
-	h.dead = true
-	h.flush()
-	c := h.c
-	if c.Buffered() > 0 {
-		c.Close()
+	h.goAwayDead(http2.ErrCodeEnhanceYourCalm)
+	if h.c.Buffered() > 0 {
+		h.c.Close()
 		return
 	}
-	aio.Finally(c.Flush(), func() { c.Close() })
+	h.closeFlushed()
 }
 
 // stall: a response waits for the client's window: the connection goes on
