@@ -107,7 +107,8 @@ func headHasToken(head *h1.Head, name, token string) bool {
 // (remote): its body, if any, is in its arena. Its handler runs at once.
 func (h *h2conn) openUpgraded(r *Request) {
 	r.eng = h
-	st := &h2stream{id: 1, r: r, clen: -1, sendWin: h.peerInit, recvWin: h2StreamWindow, remoteDone: true}
+	st := h.ls.newH2Stream() // from the loop's pool, as onHeaders takes one
+	*st = h2stream{id: 1, r: r, clen: -1, sendWin: h.peerInit, recvWin: h2StreamWindow, remoteDone: true}
 	h.lastID = 1
 	h.streams[1] = st
 	h.open++

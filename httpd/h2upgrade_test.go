@@ -5,6 +5,7 @@ import (
 	"encoding/base64"
 	"encoding/binary"
 	"io"
+	"slices"
 	"strings"
 	"testing"
 
@@ -158,4 +159,26 @@ func TestH2UpgradeCurl(t *testing.T) {
 	body, file := curlBody(t)
 	assert.True(t, body+" 1.1" == run("--data-binary", "@"+file, ts.url+"/echo"), "large echo differs")
 	ts.atRest(t)
+}
+
+// The upgraded stream comes from the loop's pool of streams, as every
+// other stream does, and goes back to it.
+func TestH2UpgradeStreamPooled(t *testing.T) {
+	ts := startServer(t, testMux(), Config{})
+	c := dialH2(t, ts.addr)
+	c.get(1, "/health")
+	c.expect(1, "200", "ok")
+	ts.atRest(t)
+	var pooled []*h2stream
+	ts.onLoop(t, func() { pooled = slices.Clone(ts.loopStates()[0].h2free) })
+	require.Len(t, pooled, 1)
+
+	u, _ := upgradeH2(t, ts.addr, upgradeReq("GET", "/health", settingsPayload(), ""))
+	_, ok := u.next().(*http2.SettingsFrame)
+	require.True(t, ok, "the server's SETTINGS come first")
+	u.expect(1, "200", "ok")
+	ts.atRest(t)
+	ts.onLoop(t, func() {
+		assert.Equal(t, pooled, ts.loopStates()[0].h2free, "the pool's stream served the upgrade")
+	})
 }
