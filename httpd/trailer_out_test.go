@@ -187,3 +187,15 @@ func TestStreamTrailerRefused(t *testing.T) {
 	}
 	ts.atRest(t)
 }
+
+// curl shows a stream's trailer after the head, over HTTP/1.1. (Over
+// HTTP/2 the curl of the tests, 7.88, does not show a trailer at all:
+// curl/curl#5663; TestH2StreamTrailerFrames checks the frames.)
+func TestStreamTrailerCurl(t *testing.T) {
+	run := curlRunner(t, "-D", "-", "-o", "/dev/null")
+	ts := startServer(t, respTrailerMux(nil), Config{})
+	out := run("--http1.1", ts.url+"/t?declare=1&cl=1")
+	assert.Contains(t, out, "\r\nTransfer-Encoding: chunked\r\n")
+	assert.Contains(t, out, "\r\n\r\nX-Sum: 42\r\nX-Count: 2\r\n") // after the head's end
+	ts.atRest(t)
+}
