@@ -375,6 +375,9 @@ func (w *responseWriter) trailerNames() iter.Seq[string] {
 // set once the body is written, is the trailer's, not the head's (as
 // net/http has it, which takes the head when the body begins).
 func (w *responseWriter) declared(name string) bool {
+	if len(w.header["Trailer"]) == 0 {
+		return false // most responses: no work per field
+	}
 	name = http.CanonicalHeaderKey(name)
 	for n := range w.trailerNames() {
 		if n == name {
