@@ -433,6 +433,7 @@ func (l *Loop) iterate() {
 	l.runPosted()
 	l.trackYoung()
 	l.pollIO(l.pollTimeout())
+	l.runTLSSteps() // after the turn's I/O: see tls_turn.go
 	l.runClosing()
 	l.m.iterations++
 }
@@ -474,7 +475,7 @@ func (l *Loop) hasWork() bool {
 // until the next timer when one is armed, else -1 (until woken); and no
 // longer than youngAging while young producers are held (see trackYoung).
 func (l *Loop) pollTimeout() time.Duration {
-	if l.hasWork() || l.state.Load() != stateRunning {
+	if l.hasWork() || l.tcp.tlsStepsQueued() || l.state.Load() != stateRunning {
 		return 0
 	}
 	d := time.Duration(-1)

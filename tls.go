@@ -108,6 +108,7 @@ type tlsConn struct {
 	first    bool // batch, and no record written yet: the first one goes straight
 	notified bool // close_notify was written
 	parked   bool // pumping stopped with reading off: resume when it is on again
+	queued   bool // the handshake waits in tlsLoop.steps for its turn (tls_turn.go)
 }
 
 // tlsLoop is a loop's TLS scratch (tcpLoop.tls), made with its first TLS
@@ -119,6 +120,10 @@ type tlsLoop struct {
 	// wrote, to encrypt as one when it returns.
 	pend    []byte
 	pendFor *tlsConn
+	// steps are the handshakes whose awaited bytes arrived, to resume
+	// a few per turn from stepHead on (tls_turn.go).
+	steps    []*tlsConn
+	stepHead int
 }
 
 // tlsScratchMax bounds the ciphertext gathered before it is written: a
@@ -246,7 +251,7 @@ func (t *tlsConn) closeHandshake() {
 func (t *tlsConn) input(b []byte) {
 	if !t.done {
 		t.in = append(t.in, b...)
-		t.wake()
+		t.stepReady()
 		return
 	}
 	t.lent = b
@@ -261,7 +266,7 @@ func (t *tlsConn) input(b []byte) {
 func (t *tlsConn) inputEOF() {
 	t.eof = true
 	if !t.done {
-		t.wake()
+		t.stepReady()
 		return
 	}
 	t.pump()
