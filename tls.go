@@ -95,9 +95,11 @@ type tlsConn struct {
 	// may hold more of the record's plaintext.
 	more bool
 
-	co   *Co               // the handshake's coroutine while it runs
-	wait *Handle[struct{}] // what the handshake awaits: the next bytes, or the FIN
-	hs   *Handle[struct{}] // the handshake, with its timeout, while it runs
+	co *Co               // the handshake's coroutine while it runs
+	hs *Handle[struct{}] // the handshake, with its timeout, while it runs
+	// waiting says the handshake is suspended in Read, awaiting the next
+	// bytes or the FIN (tls_turn.go).
+	waiting bool
 	// onDone runs on the loop when the handshake ended: the accept
 	// callback of a server, the Dial's completion of a client.
 	onDone func(t *tlsConn, err error)
@@ -238,11 +240,13 @@ func (t *tlsConn) closing() {
 	t.closeHandshake()
 }
 
-// closeHandshake ends a handshake in progress. On the loop.
+// closeHandshake ends a handshake in progress: its Read returns
+// ErrConnClosed. On the loop.
 func (t *tlsConn) closeHandshake() {
-	if h := t.wait; h != nil {
-		t.wait = nil
-		h.settle(struct{}{}, ErrConnClosed)
+	if t.waiting {
+		// A job: the coroutine resumes from the loop goroutine only, and
+		// this may run in another Do body.
+		t.c.l.jobs.push(job{t: (*tlsWake)(t)})
 	}
 }
 
@@ -270,14 +274,6 @@ func (t *tlsConn) inputEOF() {
 		return
 	}
 	t.pump()
-}
-
-// wake resumes the handshake waiting for bytes.
-func (t *tlsConn) wake() {
-	if h := t.wait; h != nil {
-		t.wait = nil
-		h.settle(struct{}{}, nil)
-	}
 }
 
 // pump reads plaintext from crypto/tls, out of the ciphertext it has, and
@@ -506,10 +502,7 @@ func (t *tlsConn) Read(p []byte) (int, error) {
 		case t.co == nil:
 			return 0, errWouldBlock
 		}
-		h := runningHandle(t.c.l)
-		t.wait = h
-		if _, err := Await(t.co, h); err != nil {
-			t.wait = nil
+		if err := t.await(); err != nil {
 			return 0, err
 		}
 	}

@@ -18,7 +18,7 @@ const tlsStepsPerTurn = 2
 // stepReady queues t's handshake, awaiting the bytes just buffered, to
 // resume in this turn's handshake phase or a later one. On the loop.
 func (t *tlsConn) stepReady() {
-	if t.wait == nil || t.queued {
+	if !t.waiting || t.queued {
 		return // not awaiting bytes, or queued already
 	}
 	t.queued = true
@@ -50,11 +50,59 @@ func (l *Loop) runTLSSteps() {
 			s.steps, s.stepHead = s.steps[:0], 0
 		}
 		t.queued = false
-		if t.wait == nil {
-			continue // closed meanwhile: closeHandshake woke it
+		if !t.waiting {
+			continue // closed or cancelled meanwhile
 		}
 		t.wake()
-		l.drain() // the step runs here
+		l.drain() // what the step queued
 		n++
 	}
 }
+
+// await suspends the handshake's coroutine until wake (the bytes it
+// needs may have arrived), or its Do handle is cancelled (ErrCancelled),
+// or the connection closes (ErrConnClosed). It is Await without a handle
+// to settle and a link to it, two allocations per wait: t itself is what
+// the coroutine waits on (Co.waiting), and withdraws when cancelled. In
+// the handshake's Do body, from Read.
+func (t *tlsConn) await() error {
+	co := t.co
+	if co.cancelled {
+		return ErrCancelled
+	}
+	t.waiting = true
+	co.waiting, co.wake = t, false
+	if !co.suspend() || !co.wake {
+		t.waiting = false
+		co.waiting = nil
+		return ErrCancelled
+	}
+	if t.c.state != connOpen {
+		return ErrConnClosed
+	}
+	return nil
+}
+
+// withdraw is the cancellation of the handshake's Do handle while the
+// coroutine waits in await: it resumes with ErrCancelled.
+func (t *tlsConn) withdraw() { t.waiting = false }
+
+// wake resumes the handshake suspended in await, which runs until it
+// waits again or ends. On the loop goroutine (a coroutine resumes only
+// there): from runTLSSteps, or a job.
+func (t *tlsConn) wake() {
+	if !t.waiting {
+		return
+	}
+	t.waiting = false
+	co := t.co
+	co.waiting, co.wake = nil, true
+	co.node.resume()
+}
+
+// tlsWake is a tlsConn as the job that wakes its handshake, queued when
+// the connection closes under it: a type of its own, so that queueing it
+// allocates nothing.
+type tlsWake tlsConn
+
+func (w *tlsWake) runTask(*Loop) { (*tlsConn)(w).wake() }
