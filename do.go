@@ -67,7 +67,13 @@ func Do[T any](l *Loop, body func(co *Co) (T, error)) *Handle[T] {
 	n.co.l, n.co.node, n.co.core = l, n, &n.core
 	n.init(l)
 	n.prod = n
-	n.loop.runInline(n.start)
+	// runInline, without the method value n.start on the loop (it
+	// escapes, and Go allocates it on every path).
+	if n.loop.OnLoop() {
+		n.start()
+	} else {
+		n.loop.post(n.start)
+	}
 	return &n.Handle
 }
 
