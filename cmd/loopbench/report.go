@@ -124,6 +124,8 @@ func baselineOf(workload string) string {
 		return "tcp-pound"
 	case "tcp-echo-2loops", "tcp-echo-percore":
 		return "tcp-echo"
+	case "tls-echo-percore":
+		return "tls-echo"
 	case "tcp-proxy-percore":
 		return "tcp-proxy"
 	case "cancel-tree-aged":

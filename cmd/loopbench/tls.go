@@ -17,13 +17,17 @@ import (
 	"github.com/valkyria/aio/internal/selfsigned"
 )
 
-// ---- tls-handshake, tls-echo, tls-idle ----
+// ---- tls-handshake, tls-echo, tls-echo-percore, tls-idle ----
 //
 // The standard crypto/tls served on one aio loop (ListenConfig.TLS) against
 // crypto/tls with a goroutine per connection, both driven by the same
 // crypto/tls clients in a child process, so that the CPU and memory
 // figures are the server's alone. Full handshakes (no resumption) with an
-// ECDSA P-256 certificate, TLS 1.3.
+// ECDSA P-256 certificate, TLS 1.3. tls-echo-percore is tls-echo's aio
+// server on a loop per core, each listening on the port (SO_REUSEPORT),
+// as aio is deployed: the wall-clock ratio against Go's server, which
+// uses every core, measured like for like (a row of tls-echo, same gostd
+// baseline).
 
 const (
 	tlsClientEnv   = "LOOPBENCH_TLS_CLIENT"
@@ -182,23 +186,27 @@ type tlsServer struct {
 	stop func() error
 }
 
-func tlsServerAIO(cfg *tls.Config, name string) (tlsServer, error) {
-	rt, ls, err := startLoops(aio.Config{Name: name})
+// tlsServerAIO starts the aio TLS echo server on lay's server loops
+// (oneLoop or perCore).
+func tlsServerAIO(o options, cfg *tls.Config, name string, lay layout) (tlsServer, error) {
+	t, err := lay.start(o, name)
 	if err != nil {
 		return tlsServer{}, err
 	}
-	l := ls[0]
-	ln, err := aio.Listen(l, "127.0.0.1:0", aio.ListenConfig{TLS: cfg}, func(c *aio.Conn) {
-		_ = c.OnRead(echoBack)
-	})
+	addr, err := t.listenEcho(aio.ListenConfig{TLS: cfg})
 	if err != nil {
-		_ = stopLoops(rt, l)
-		return tlsServer{}, err
+		return tlsServer{}, fmt.Errorf("%w (stop: %v)", err, t.stop())
 	}
 	return tlsServer{
-		addr: ln.Addr().String(),
-		open: func() int { return l.Stats().TCPOpen },
-		stop: func() error { return stopLoops(rt, l) },
+		addr: addr,
+		open: func() int {
+			n := 0
+			for _, l := range t.servers {
+				n += l.Stats().TCPOpen
+			}
+			return n
+		},
+		stop: t.stop,
 	}, nil
 }
 
@@ -249,40 +257,48 @@ func runTLS(o options) ([]result, error) {
 	}
 	var rs []result
 	for _, sec := range []struct {
-		workload, mode string
-		conns          int
-	}{{"tls-handshake", "handshake", tlsHSConns}, {"tls-echo", "echo", tlsEchoConns}} {
-		for _, impl := range []string{"aio", "gostd"} {
-			var srv tlsServer
-			if impl == "aio" {
-				srv, err = tlsServerAIO(cfg, sec.workload)
-			} else {
-				srv, err = tlsServerGo(cfg, tlsEchoBufSize)
-			}
-			if err != nil {
-				return rs, fmt.Errorf("%s/%s: %w", sec.workload, impl, err)
-			}
-			r, p99, err := tlsSection(o, sec.workload, impl, sec.mode, srv, sec.conns)
-			if serr := srv.stop(); err == nil {
-				err = serr
-			}
-			if err != nil {
-				return rs, fmt.Errorf("%s/%s: %w", sec.workload, impl, err)
-			}
-			if sec.mode == "echo" {
-				r.Config = fmt.Sprintf("%d conns, %d B msgs, %.0f MB/s, p99 %v",
-					sec.conns, tlsEchoMsg, r.OpsPerSec*tlsEchoMsg/1e6, p99.Round(time.Microsecond))
-			} else {
-				r.Config = fmt.Sprintf("%d clients, full TLS 1.3 handshakes (P-256), %.0f µs CPU each, p99 %v",
-					sec.conns, r.CPUSeconds*1e6/float64(r.Ops), p99.Round(time.Microsecond))
-			}
-			if impl == "aio" {
-				r.Config = "one loop, " + r.Config
-			} else {
-				r.Config = "crypto/tls: goroutine per conn, " + r.Config
-			}
-			rs = append(rs, r)
+		workload, mode, impl string
+		lay                  layout
+		conns                int
+	}{
+		{"tls-handshake", "handshake", "aio", oneLoop, tlsHSConns},
+		{"tls-handshake", "handshake", "gostd", oneLoop, tlsHSConns},
+		{"tls-echo", "echo", "aio", oneLoop, tlsEchoConns},
+		{"tls-echo-percore", "echo", "aio", perCore, tlsEchoConns},
+		{"tls-echo", "echo", "gostd", oneLoop, tlsEchoConns},
+	} {
+		impl := sec.impl
+		var srv tlsServer
+		if impl == "aio" {
+			srv, err = tlsServerAIO(o, cfg, sec.workload, sec.lay)
+		} else {
+			srv, err = tlsServerGo(cfg, tlsEchoBufSize)
 		}
+		if err != nil {
+			return rs, fmt.Errorf("%s/%s: %w", sec.workload, impl, err)
+		}
+		r, p99, err := tlsSection(o, sec.workload, impl, sec.mode, srv, sec.conns)
+		if serr := srv.stop(); err == nil {
+			err = serr
+		}
+		if err != nil {
+			return rs, fmt.Errorf("%s/%s: %w", sec.workload, impl, err)
+		}
+		if sec.mode == "echo" {
+			r.Config = fmt.Sprintf("%d conns, %d B msgs, %.0f MB/s, p99 %v",
+				sec.conns, tlsEchoMsg, r.OpsPerSec*tlsEchoMsg/1e6, p99.Round(time.Microsecond))
+		} else {
+			r.Config = fmt.Sprintf("%d clients, full TLS 1.3 handshakes (P-256), %.0f µs CPU each, p99 %v",
+				sec.conns, r.CPUSeconds*1e6/float64(r.Ops), p99.Round(time.Microsecond))
+		}
+		if impl == "aio" && sec.lay == perCore {
+			r.Config = fmt.Sprintf("%d loops (one per core), a listener each (SO_REUSEPORT), ", perCore.loops()) + r.Config
+		} else if impl == "aio" {
+			r.Config = "one loop, " + r.Config
+		} else {
+			r.Config = "crypto/tls: goroutine per conn, " + r.Config
+		}
+		rs = append(rs, r)
 	}
 	for _, impl := range []string{"aio", "gostd"} {
 		r, per, err := tlsIdle(o, cfg, impl)
@@ -302,7 +318,7 @@ func tlsIdle(o options, cfg *tls.Config, impl string) (result, float64, error) {
 	var srv tlsServer
 	var err error
 	if impl == "aio" {
-		srv, err = tlsServerAIO(cfg, "tls-idle")
+		srv, err = tlsServerAIO(o, cfg, "tls-idle", oneLoop)
 	} else {
 		srv, err = tlsServerGo(cfg, 4096)
 	}
