@@ -28,7 +28,13 @@ func Within[T any](h *Handle[T], d time.Duration) *Handle[T] {
 	n.prod = n
 	n.in.init(h, n, &n.core, 0)
 	n.exp.arm(&n.core, n, d)
-	n.loop.runInline(func() { n.in.registerLive(&n.core) })
+	// runInline, with the closure made only when it has to be posted (a
+	// method expression of a generic type allocates too).
+	if n.loop.OnLoop() {
+		n.in.registerLive(&n.core)
+	} else {
+		n.loop.post(func() { n.in.registerLive(&n.core) })
+	}
 	return &n.Handle
 }
 
