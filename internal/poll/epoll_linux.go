@@ -83,11 +83,32 @@ func New() (*Poller, error) {
 // commonly answer syscalls they do not know with EPERM, and falling back to
 // millisecond epoll_wait is always correct, only coarser.
 func probePwait2(epfd int, buf []unix.EpollEvent) bool {
-	var ts unix.Timespec
+	var ts kernelTimespec
 	_, _, errno := unix.RawSyscall6(unix.SYS_EPOLL_PWAIT2, uintptr(epfd),
 		uintptr(unsafe.Pointer(&buf[0])), uintptr(len(buf)),
 		uintptr(unsafe.Pointer(&ts)), 0, 0)
 	return errno == 0
+}
+
+// kernelTimespec is the kernel's struct __kernel_timespec, the timeout that
+// epoll_pwait2 reads on every architecture, 32-bit ones included (the
+// syscall is younger than the y2038 work): two 64-bit fields. It is not
+// unix.Timespec, whose fields are 32 bits on 386 and arm: given that, the
+// kernel read the nanoseconds as the high half of tv_sec and whatever
+// followed in memory as tv_nsec, so a 5 ms Wait slept for centuries (or
+// until a Wake), and the probe in New slept for a garbage tv_nsec of up to
+// a second, usually cut short by a preemption signal (EINTR: "no
+// epoll_pwait2"), sometimes not (then every timed Wait of that Poller
+// hung).
+type kernelTimespec struct {
+	sec  int64
+	nsec int64
+}
+
+// nsecToKernelTimespec splits a non-negative nanosecond count for
+// epoll_pwait2.
+func nsecToKernelTimespec(ns int64) kernelTimespec {
+	return kernelTimespec{sec: ns / 1e9, nsec: ns % 1e9}
 }
 
 // interest translates Readable/Writable into epoll interest bits. EPOLLRDHUP
@@ -274,8 +295,8 @@ func (p *Poller) buffer(want int) []unix.EpollEvent {
 }
 
 // maxWait caps a Wait timeout at the longest epoll_wait accepts, MaxInt32
-// milliseconds (about 24.8 days). epoll_pwait2 gets the same cap, which also
-// keeps its timespec within range where tv_sec is 32 bits.
+// milliseconds (about 24.8 days). epoll_pwait2 gets the same cap, so that
+// both paths behave alike.
 const maxWait = math.MaxInt32 * time.Millisecond
 
 // ceilMillis converts a positive timeout to epoll_wait milliseconds, rounding
@@ -346,7 +367,7 @@ func (p *Poller) epollWait(buf []unix.EpollEvent, timeout time.Duration) (uintpt
 			uintptr(unsafe.Pointer(&buf[0])), uintptr(len(buf)), 0, 0, 0)
 		return r, errno, "epoll_pwait"
 	case timeout > 0 && p.pwait2:
-		ts := unix.NsecToTimespec(int64(timeout))
+		ts := nsecToKernelTimespec(int64(timeout))
 		r, _, errno := unix.Syscall6(unix.SYS_EPOLL_PWAIT2, uintptr(p.epfd),
 			uintptr(unsafe.Pointer(&buf[0])), uintptr(len(buf)),
 			uintptr(unsafe.Pointer(&ts)), 0, 0)
