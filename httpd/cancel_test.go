@@ -301,17 +301,27 @@ func (p *probe) drain(t *testing.T) {
 
 // atBaseline waits until the server is at rest with no connection open and
 // no more fds than fds (-1: unknown), checks that every request's arena
-// came back, and returns the stats.
+// came back with its handler started (Stats.Requests), and returns the
+// stats. Not for tests where an arena may be given back for a request
+// whose handler never ran (a body cut short): see closedAll.
 func (ts *testServer) atBaseline(t *testing.T, fds int) Stats {
+	t.Helper()
+	st := ts.closedAll(t, fds)
+	assert.Equal(t, st.ArenaReleases, st.Requests)
+	return st
+}
+
+// closedAll waits until the server is at rest (every arena back) with no
+// connection open and no more fds than fds (-1: unknown), and returns the
+// stats.
+func (ts *testServer) closedAll(t *testing.T, fds int) Stats {
 	t.Helper()
 	ts.atRest(t)
 	eventually(t, func() bool { return ts.Stats().ConnsOpen == 0 }, "connections still open: %+v", ts.Stats())
 	if fds >= 0 {
 		eventually(t, func() bool { return fdCount() <= fds }, "fds: %d, was %d", fdCount(), fds)
 	}
-	st := ts.Stats()
-	assert.Equal(t, st.ArenaReleases, st.Requests)
-	return st
+	return ts.Stats()
 }
 
 // A handler's handle may live on another loop (Later): its response is

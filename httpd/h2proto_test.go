@@ -44,7 +44,9 @@ func TestH2ResetWhileBuffering(t *testing.T) {
 	require.NoError(t, c.nc.Close())
 	ts.atRest(t)
 	eventually(t, func() bool { return ts.Stats().ConnsOpen == 0 }, "the connection is still open")
-	assert.Equal(t, uint64(1), ts.Stats().Requests, "only /health started a handler")
+	st := ts.Stats()
+	assert.Equal(t, uint64(1), st.Requests, "only /health started a handler")
+	assert.Equal(t, uint64(3), st.ArenaReleases, "each stream took an arena, handler or not")
 }
 
 // rst reads the next frame, a RST_STREAM, and returns its stream and code.
