@@ -84,6 +84,22 @@
 // 414, bodies 413, and malformed or ambiguous framing (the smuggling
 // vectors) 400, and after any refusal the connection closes.
 //
+// A connection ends as nginx's lingering close ends it (aio.Conn.Drain):
+// after a "Connection: close" response, an idle or finished one on
+// Shutdown, a refusal other than 400, an HTTP/2 connection after its
+// final GOAWAY (Shutdown's, an idle one's, a client's NO_ERROR one), the
+// responses are flushed, FIN goes out, and what the client still sends (a
+// pipelined request or frames that crossed the FIN) is read and dropped
+// until the client's EOF closes the connection, or 2 s after the FIN.
+// Closing on those unread bytes would send a reset, which can destroy
+// responses the client has not read yet. Clients close at the server's
+// EOF, so Shutdown returns as soon as they have read their last
+// response; one that does not holds it 2 s at most. A 400 (a malformed
+// request, perhaps a smuggling attempt) and a request that is not HTTP
+// at all are not lingered for, as nginx does not: the connection closes
+// once the answer is out; so does an HTTP/2 connection ended for an error
+// (GOAWAY with it), and a connection the client reset or left.
+//
 // The wire protocol is behind a small internal engine interface (engine.go):
 // HTTP/2 is a second engine under the same Server, Request, Reply, Stream,
 // arenas and cancellation.

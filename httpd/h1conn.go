@@ -82,7 +82,7 @@ type h1conn struct {
 	closed    bool
 	begun     bool      // a request head has arrived: the preface can no longer come
 	perr      *h1.Error // tokError's
-	errStatus int       // a refusal to answer once the queue is written
+	errStatus int       // a refusal to answer once the queue is written (-1: none, just close)
 	cur       *Request  // the request whose body is being read
 	remaining int64     // rsBody: bytes left
 	reserved  *Request  // an arena taken for the next head
@@ -387,7 +387,8 @@ func (hc *h1conn) overflow() {
 }
 
 // refuse answers a request the parser refused, once the responses before
-// it are written, and closes the connection.
+// it are written, and closes the connection: at once after a 400, after a
+// lingering close (finish) for the others.
 //
 // A request line whose version is not HTTP/<digit>.<digit> is not HTTP/1
 // at all: it gets no answer, only the close. A client that does not speak
@@ -399,7 +400,7 @@ func (hc *h1conn) refuse(err *h1.Error) {
 	if err != nil {
 		status = err.Status
 		if err.Reason == h1.ReasonVersion {
-			status = 0 // pump sees no errStatus: the connection just ends
+			status = -1 // pump answers nothing: the connection just ends
 		}
 	}
 	hc.rstate = rsDiscard
@@ -530,9 +531,19 @@ func (hc *h1conn) pump() {
 	}
 	switch {
 	case hc.errStatus != 0:
-		hc.writeError(hc.errStatus)
+		status := hc.errStatus
 		hc.errStatus = 0
-		hc.finish()
+		if status > 0 {
+			hc.writeError(status)
+		}
+		if status == 400 || status < 0 {
+			// As nginx: a malformed request (a smuggling attempt, or not
+			// HTTP at all) is not lingered for; the connection closes
+			// once the answer is out.
+			hc.abort()
+		} else {
+			hc.finish() // 413, 431...: the client may still be sending
+		}
 	case hc.closeAft:
 		hc.finish()
 	case hc.links[linkTime].in == nil:
@@ -559,24 +570,22 @@ func (hc *h1conn) abort() {
 	aio.Finally(c.Flush(), func() { c.Close() })
 }
 
-// finish ends a connection whose last response is written: FIN once it is
-// flushed; the connection closes at the peer's EOF, or when the linger
-// (HeaderTimeout) passes.
+// finish ends a connection whose last response is written, after a
+// "Connection: close" response, on Shutdown, or at the client's EOF, with
+// the root package's lingering close (aio.Conn.Drain): FIN once it is
+// flushed, then what the client still sends (a pipelined request that
+// crossed the FIN) is read and dropped until its EOF closes the
+// connection, or 2 s after the FIN. Closing on those unread bytes would
+// send a reset, which can destroy the responses the client has not read
+// yet.
 func (hc *h1conn) finish() {
 	if hc.finished {
 		return
 	}
 	hc.finished = true
 	hc.rstate = rsDiscard
-	fin := hc.c.CloseWrite()
-	switch {
-	case hc.eof:
-	case hc.ls.draining: // no time to linger: close once the FIN is out
-		c := hc.c
-		aio.Finally(fin, func() { c.Close() })
-	default:
-		hc.setTimeout(&hc.ls.headQ)
-	}
+	hc.setTimeout(nil) // the linger's bound is the connection's own
+	hc.c.Drain()
 }
 
 // maybeRelease ends r once its response is written (or never will be) and
@@ -896,20 +905,21 @@ func (hc *h1conn) timedOut() {
 	hc.c.Close()
 }
 
-// drain begins Shutdown for the connection: an idle one closes, a busy one
-// closes after its last response.
+// drain begins Shutdown for the connection: an idle one ends at once, a
+// busy one after its last response, both with a lingering close (finish):
+// a request the client sent while the connection was idle, or one that
+// crossed our FIN, must not reset the connection before the client has
+// read the responses it has.
 func (hc *h1conn) drain() {
 	if hc.h2 != nil {
 		hc.h2.shutdown()
 		return
 	}
 	switch {
-	case hc.finished: // lingering after its last response
-		c := hc.c
-		aio.Finally(c.CloseWrite(), func() { c.Close() })
+	case hc.finished: // lingering after its last response, bounded
 		return
 	case hc.nq == 0 && hc.cur == nil:
-		hc.c.Close()
+		hc.finish()
 		return
 	}
 	hc.closeAft = true

@@ -531,8 +531,10 @@ func (h *h2conn) shutdown() {
 	switch {
 	case h.closed:
 		return
-	case h.dead: // lingering after an idle GOAWAY, or failing
-		h.closeFlushed()
+	case h.dead: // lingering after the last GOAWAY (bounded), or failing: ending
+		if len(h.streams) > 0 {
+			h.closeFlushed() // stalled (idleClose): Shutdown does not wait for them
+		}
 		return
 	case h.goaway || h.shutting:
 		return
@@ -552,11 +554,17 @@ func (h *h2conn) shutdown() {
 // idleClose ends a connection idle for IdleTimeout: GOAWAY(last stream,
 // NO_ERROR) tells the client that no stream of its was lost (one it is
 // opening just now was not processed, and may be retried elsewhere), then
-// FIN; the connection closes at the client's EOF, or when the linger
-// (HeaderTimeout) passes.
+// FIN, with a lingering close (end). A connection whose responses are
+// stalled (the client's window stays shut) has streams that would hold a
+// lingering close: it closes at the client's EOF, or when HeaderTimeout
+// passes (timedOut), which cancels them.
 func (h *h2conn) idleClose() {
 	h.goaway = true
 	_ = h.fr.WriteGoAway(h.lastID, http2.ErrCodeNo, nil)
+	if len(h.streams) == 0 {
+		h.end()
+		return
+	}
 	h.flush()
 	h.dead = true
 	_ = h.c.CloseWrite()
@@ -580,16 +588,27 @@ func (h *h2conn) drain() {
 	h.maybeEnd()
 }
 
-// maybeEnd closes a connection that sent GOAWAY once its last stream has
-// closed and what it wrote has reached the kernel.
+// maybeEnd ends a connection that sent GOAWAY once its last stream has
+// closed.
 func (h *h2conn) maybeEnd() {
 	if !h.goaway || len(h.streams) > 0 || h.closed {
 		return
 	}
+	h.end()
+}
+
+// end ends a connection after its final GOAWAY, with the root package's
+// lingering close (aio.Conn.Drain), as HTTP/1.1's finish does: FIN once
+// what it wrote is flushed, then what the client still sends (frames
+// that crossed the GOAWAY: a WINDOW_UPDATE, a PING's answer, a new
+// stream) is read and dropped until its EOF closes the connection, or 2 s
+// after the FIN. Closing on those unread bytes would send a reset, which
+// can destroy the responses the client has not read yet.
+func (h *h2conn) end() {
 	h.flush()
 	h.dead = true
-	c := h.c
-	aio.Finally(c.CloseWrite(), func() { c.Close() })
+	h.hc.setTimeout(nil) // the linger's bound is the connection's own
+	h.c.Drain()
 }
 
 // flush hands the frames written since the last flush to the socket.

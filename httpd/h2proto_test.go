@@ -207,6 +207,7 @@ func TestH2ShutdownTwoStep(t *testing.T) {
 	require.True(t, pr.Resolve(TextResponse(200, "finished")))
 	c.expect(1, "200", "finished")
 	assert.True(t, c.eof())
+	require.NoError(t, c.nc.Close()) // the server lingers until this EOF
 	require.NoError(t, recvT(t, done))
 	assert.Equal(t, uint64(0), ts.Stats().Cancelled)
 	ts.atRest(t)

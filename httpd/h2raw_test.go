@@ -259,6 +259,7 @@ func TestH2Shutdown(t *testing.T) {
 	require.True(t, pr.Resolve(TextResponse(200, "finished")))
 	c.expect(1, "200", "finished")
 	assert.True(t, c.eof())
+	require.NoError(t, c.nc.Close()) // the server lingers until this EOF
 	require.NoError(t, recvT(t, done))
 	st := ts.Stats()
 	assert.Equal(t, uint64(0), st.Cancelled)

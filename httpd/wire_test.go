@@ -539,8 +539,9 @@ func TestPipelineNeverReads(t *testing.T) {
 }
 
 // Shutdown lets the request in progress finish (its response says
-// Connection: close), closes idle connections, and returns once all are
-// closed; past its deadline it cancels what is left.
+// Connection: close), ends idle connections, and returns once all are
+// closed (each lingers after its FIN until its client's EOF, as a client
+// closes at the server's); past its deadline it cancels what is left.
 func TestShutdown(t *testing.T) {
 	p := newProbe()
 	ts := startServer(t, p.mux(), Config{})
@@ -553,12 +554,14 @@ func TestShutdown(t *testing.T) {
 
 	done := make(chan error, 1)
 	go func() { done <- ts.Shutdown(context.Background()) }()
-	assert.True(t, idle.closed(), "an idle connection closes at once")
+	assert.True(t, idle.closed(), "an idle connection ends at once")
+	require.NoError(t, idle.Close())
 	pr.Resolve(TextResponse(200, "last"))
 	resp := busy.read("GET")
 	assert.Equal(t, "last", resp.body)
 	assert.True(t, resp.close, "Connection: close")
 	assert.True(t, busy.closed())
+	require.NoError(t, busy.Close())
 	require.NoError(t, recvT(t, done))
 	_, err := client(t).Get(ts.url + "/health")
 	assert.Error(t, err, "the listener is closed")

@@ -1,0 +1,112 @@
+package httpd
+
+import (
+	"io"
+	"strings"
+	"testing"
+
+	"github.com/stretchr/testify/assert"
+	"github.com/stretchr/testify/require"
+	"golang.org/x/net/http2"
+)
+
+// bigBody is a response large enough to wait in the client's socket,
+// unread, when its next request crosses the server's FIN.
+var bigBody = strings.Repeat("0123456789abcdef", 16<<10)
+
+// lingerMux is testMux with GET /big, which answers bigBody.
+func lingerMux() *Mux {
+	m := testMux()
+	m.HandleFunc("GET /big", func(r *Request) Reply { return Text(200, bigBody) })
+	return m
+}
+
+// sendBig sends GET /big on a new connection, with the extra header
+// lines, and waits until the server has written the response, which the
+// client has not read.
+func sendBig(t *testing.T, ts *testServer, extra string) *rawConn {
+	t.Helper()
+	c := dialRaw(t, ts.addr)
+	out := ts.l.Stats().TCPBytesOut
+	c.send("GET /big HTTP/1.1\r\nHost: x\r\n" + extra + "\r\n")
+	eventually(t, func() bool { return ts.l.Stats().TCPBytesOut-out > uint64(len(bigBody)) }, "the response is not out")
+	return c
+}
+
+// readAllAfterLate sends a late request on c, whose response to GET /big
+// the server has written and ended with its FIN, then reads what c has:
+// the whole response, then EOF, never a reset (which would make c's kernel
+// drop what c has not read yet).
+func readAllAfterLate(t *testing.T, c *rawConn) {
+	t.Helper()
+	c.send("GET /health HTTP/1.1\r\nHost: x\r\n\r\n") // crosses the FIN
+	resp := c.read("GET")
+	assert.Equal(t, bigBody, resp.body)
+	rest, err := io.ReadAll(c.br)
+	require.NoError(t, err, "a reset: the server closed on the late request")
+	assert.Empty(t, rest, "the late request is not answered")
+	require.NoError(t, c.Close())
+}
+
+// After a Connection: close response the connection lingers: a pipelined
+// request that arrives after its FIN is read and dropped, and the client
+// reads the whole response; the connection closes at its EOF.
+func TestLingerAfterConnectionClose(t *testing.T) {
+	ts := startServer(t, lingerMux(), Config{})
+	fds := fdCount()
+	c := sendBig(t, ts, "Connection: close\r\n")
+	readAllAfterLate(t, c)
+	ts.atBaseline(t, fds)
+}
+
+// On Shutdown an idle kept-alive connection ends with a lingering close
+// too: its client, which has not read its last response yet and sends
+// another request, still reads the whole response; Shutdown returns at
+// the client's EOF.
+func TestLingerOnShutdown(t *testing.T) {
+	ts := startServer(t, lingerMux(), Config{})
+	fds := fdCount()
+	c := sendBig(t, ts, "")
+	done := shutdownInBackground(ts)
+	eventually(t, func() bool {
+		var fin bool
+		ts.onLoop(t, func() {
+			ls := ts.loopStates()[0]
+			fin = ls.conns.head == nil || ls.conns.head.finished
+		})
+		return fin
+	}, "Shutdown does not end the idle connection")
+	readAllAfterLate(t, c)
+	require.NoError(t, recvT(t, done))
+	ts.atBaseline(t, fds)
+}
+
+// After Shutdown's final GOAWAY and FIN, frames the client sends (they
+// crossed the GOAWAY) are read and dropped: the client reads every frame
+// the server sent, then EOF, and its EOF ends the connection.
+func TestH2LingerAfterGoAway(t *testing.T) {
+	ts, c, pr, done := promiseThenShutdown(t)
+	c.goAway(1<<31 - 1)
+	c.goAway(1)
+	body := bigBody
+	require.NoError(t, c.fr.WriteWindowUpdate(0, uint32(len(body))))
+	require.NoError(t, c.fr.WriteWindowUpdate(1, uint32(len(body))))
+	require.True(t, pr.Resolve(TextResponse(200, body)))
+	eventually(t, func() bool { return ts.Stats().StreamsOpen == 0 }, "the stream does not end")
+	require.NoError(t, c.fr.WritePing(false, [8]byte{'l', 'a', 't', 'e'})) // crosses the FIN
+	s, b := c.response(1)
+	assert.Equal(t, "200", s)
+	assert.Equal(t, body, b)
+	for {
+		f, err := c.fr.ReadFrame()
+		if err != nil {
+			require.ErrorIs(t, err, io.EOF, "a reset: the server closed on the late PING")
+			break
+		}
+		_, ping := f.(*http2.PingFrame)
+		assert.False(t, ping, "the late PING is answered")
+	}
+	require.NoError(t, c.nc.Close())
+	require.NoError(t, recvT(t, done))
+	ts.atRest(t)
+}
