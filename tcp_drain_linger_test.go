@@ -3,6 +3,7 @@ package aio
 import (
 	"bytes"
 	"io"
+	"net"
 	"testing"
 	"time"
 
@@ -23,6 +24,30 @@ func lingerServer(t *testing.T, l *Loop, reply []byte) (*Listener, <-chan *Conn,
 	return ln, conns, closed
 }
 
+// repliedConn is a lingerServer's connection that has answered its
+// peer's first request with 64 KiB the peer has not read yet.
+type repliedConn struct {
+	ln     *Listener
+	c      *Conn        // the server's side
+	nc     net.Conn     // the peer
+	reply  []byte       // what c sent
+	closed <-chan error // c's OnClose
+}
+
+func newRepliedConn(t *testing.T, l *Loop) repliedConn {
+	t.Helper()
+	r := repliedConn{reply: make([]byte, 64<<10)}
+	pattern(r.reply, 0)
+	ln, conns, closed := lingerServer(t, l, r.reply)
+	r.ln, r.closed = ln, closed
+	r.nc = netDial(t, ln)
+	_, err := r.nc.Write([]byte("first request"))
+	require.NoError(t, err)
+	r.c = recv(t, conns)
+	eventually(t, func() bool { return l.Stats().TCPBytesOut == uint64(len(r.reply)) }, "reply sent")
+	return r
+}
+
 // finSent waits until the drain's FIN left c (or c closed, as it did
 // before the lingering close: then the test fails later, at the reset).
 func finSent(t *testing.T, l *Loop, c *Conn) {
@@ -39,21 +64,15 @@ func finSent(t *testing.T, l *Loop, c *Conn) {
 func TestListenerDrainLingersUntilPeerEOF(t *testing.T) {
 	l := startLoop(t)
 	fds := fdCount(t)
-	reply := make([]byte, 64<<10)
-	pattern(reply, 0)
-	ln, conns, closed := lingerServer(t, l, reply)
-	nc := netDial(t, ln)
-	_, err := nc.Write([]byte("first request"))
-	require.NoError(t, err)
-	c := recv(t, conns)
-	eventually(t, func() bool { return l.Stats().TCPBytesOut == uint64(len(reply)) }, "reply sent")
+	r := newRepliedConn(t, l)
+	ln, c, nc, reply, closed := r.ln, r.c, r.nc, r.reply, r.closed
 
 	drained := ln.Drain(time.Hour)
 	finSent(t, l, c)
 	// The peer, not reading yet, sends another request, which crosses the
 	// FIN: it lands on the draining connection.
 	late := bytes.Repeat([]byte("late request "), 100)
-	_, err = nc.Write(late)
+	_, err := nc.Write(late)
 	require.NoError(t, err)
 	require.Equal(t, Running, drained.Status(), "lingering until the peer's EOF")
 

@@ -14,20 +14,14 @@ import (
 func TestConnDrainLingersUntilPeerEOF(t *testing.T) {
 	l := startLoop(t)
 	fds := fdCount(t)
-	reply := make([]byte, 64<<10)
-	pattern(reply, 0)
-	ln, conns, closed := lingerServer(t, l, reply)
-	nc := netDial(t, ln)
-	_, err := nc.Write([]byte("first request"))
-	require.NoError(t, err)
-	c := recv(t, conns)
-	eventually(t, func() bool { return l.Stats().TCPBytesOut == uint64(len(reply)) }, "reply sent")
+	r := newRepliedConn(t, l)
+	ln, c, nc, reply, closed := r.ln, r.c, r.nc, r.reply, r.closed
 
 	done := c.Drain()
 	require.Same(t, c.Closed(), done)
 	finSent(t, l, c)
 	require.Same(t, done, c.Drain())
-	_, err = nc.Write([]byte("a late request"))
+	_, err := nc.Write([]byte("a late request"))
 	require.NoError(t, err)
 	got, err := io.ReadAll(nc)
 	require.NoError(t, err, "no reset before the peer's EOF")
