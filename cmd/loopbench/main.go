@@ -75,9 +75,9 @@
 //	                goroutine per connection, the same crypto/tls clients in a
 //	                child process: tls-handshake (full TLS 1.3 handshakes, 16
 //	                clients), tls-echo (16 conns, 16 KiB messages, p99 in
-//	                config; tls-echo-percore: the aio server on a loop per
-//	                core, a listener each), tls-idle (memory per idle TLS
-//	                connection, 2,000).
+//	                config), each also -percore (the aio server on a loop
+//	                per core, a listener each), tls-idle (memory per idle
+//	                TLS connection, 2,000).
 //	tls-storm       one loop serving plaintext GET /health (httpd) and a TLS
 //	                listener: /health's p99 over 8 keep-alive connections
 //	                from a child process (as wrk -c8 --latency), alone

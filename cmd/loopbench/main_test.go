@@ -55,7 +55,7 @@ var wantRows = []string{
 	"tcp-echo/aio", "tcp-echo-2loops/aio", "tcp-echo-percore/aio", "tcp-echo/gostd",
 	"tcp-proxy/aio", "tcp-proxy-percore/aio", "tcp-proxy/gostd",
 	"tcp-idle/aio", "tcp-idle/gostd",
-	"tls-handshake/aio", "tls-handshake/gostd", "tls-echo/aio", "tls-echo-percore/aio", "tls-echo/gostd",
+	"tls-handshake/aio", "tls-handshake-percore/aio", "tls-handshake/gostd", "tls-echo/aio", "tls-echo-percore/aio", "tls-echo/gostd",
 	"tls-idle/aio", "tls-idle/gostd",
 	"tls-storm-quiet/aio", "tls-storm/aio",
 }

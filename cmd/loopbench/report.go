@@ -126,6 +126,8 @@ func baselineOf(workload string) string {
 		return "tcp-echo"
 	case "tls-echo-percore":
 		return "tls-echo"
+	case "tls-handshake-percore":
+		return "tls-handshake"
 	case "tcp-proxy-percore":
 		return "tcp-proxy"
 	case "cancel-tree-aged":

@@ -71,7 +71,7 @@ var workloads = []workload{
 	{name: "tcp-echo", aliases: []string{"tcp-echo-2loops", "tcp-echo-percore"}, run: runTCPEcho},
 	{name: "tcp-proxy", aliases: []string{"tcp-proxy-percore"}, run: runTCPProxy},
 	{name: "tcp-idle", run: runTCPIdle},
-	{name: "tls", aliases: []string{"tls-handshake", "tls-echo", "tls-echo-percore", "tls-idle"}, run: runTLS},
+	{name: "tls", aliases: []string{"tls-handshake", "tls-handshake-percore", "tls-echo", "tls-echo-percore", "tls-idle"}, run: runTLS},
 	{name: "tls-storm", aliases: []string{"tls-storm-quiet"}, run: runTLSStorm},
 }
 
