@@ -187,7 +187,10 @@
 // that fails, Close) cancels it. A FIN is a half-close: without [Conn.OnEOF],
 // the connection waits for its scope to be idle, its replies written, then
 // closes. [Listener.Drain] ends a listener's connections the same way, each
-// once idle, until a grace period ends. [Conn.CloseWrite] (half-close),
+// once idle, until a grace period ends, and [Conn.Drain] ends one: after
+// the FIN it reads and drops until the peer's EOF, for 2 s at most (a
+// lingering close: closing on unread bytes would reset the connection and
+// could cost the peer replies it has not read). [Conn.CloseWrite] (half-close),
 // [Conn.Close], [Conn.OnClose], [Conn.Closed], and read and idle timeouts
 // complete the set. A deadline on anything is [Within].
 //
@@ -201,8 +204,9 @@
 //
 // TLS is the standard crypto/tls on the loop, without a goroutine per
 // connection: ListenConfig.TLS makes a listener hand over connections whose
-// handshake ended, and Dialer.TLS makes Dial's handle complete after it;
-// their reads and writes are plaintext, with the same callbacks,
+// handshake ended, Dialer.TLS makes Dial's handle complete after it, and
+// [AdoptTLSConn] runs it on an adopted socket, either side; their reads
+// and writes are plaintext, with the same callbacks,
 // backpressure (counting ciphertext), timeouts, scope and drain, and
 // [Conn.TLS] tells the ALPN protocol and the rest of the handshake.
 //
