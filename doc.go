@@ -188,9 +188,10 @@
 // the connection waits for its scope to be idle, its replies written, then
 // closes. [Listener.Drain] ends a listener's connections the same way, each
 // once idle, until a grace period ends, and [Conn.Drain] ends one: after
-// the FIN it reads and drops until the peer's EOF, for 2 s at most (a
-// lingering close: closing on unread bytes would reset the connection and
-// could cost the peer replies it has not read). [Conn.CloseWrite] (half-close),
+// the FIN it reads and drops until the peer's EOF, for [ConnConfig.Linger]
+// (2 s by default) at most (a lingering close: closing on unread bytes
+// would reset the connection and could cost the peer replies it has not
+// read). [Conn.CloseWrite] (half-close),
 // [Conn.Close], [Conn.OnClose], [Conn.Closed], and read and idle timeouts
 // complete the set. A deadline on anything is [Within].
 //

@@ -76,10 +76,11 @@ func (e *kindError) Temporary() bool { return e.Timeout() }
 
 // Defaults of ListenConfig and ConnConfig.
 const (
-	DefaultBacklog     = 4096      // the kernel caps it (net.core.somaxconn)
-	DefaultAcceptBatch = 128       // accepts per readiness event before the loop moves on
-	DefaultHighWater   = 256 << 10 // write-queue bytes above which reading pauses
-	ReadBufferSize     = 64 << 10  // the loop's shared read buffer
+	DefaultBacklog     = 4096            // the kernel caps it (net.core.somaxconn)
+	DefaultAcceptBatch = 128             // accepts per readiness event before the loop moves on
+	DefaultHighWater   = 256 << 10       // write-queue bytes above which reading pauses
+	DefaultLinger      = 2 * time.Second // a lingering close's bound after the FIN
+	ReadBufferSize     = 64 << 10        // the loop's shared read buffer
 )
 
 // A read into the whole read buffer is made raw where reads are (see
@@ -133,6 +134,15 @@ type ConnConfig struct {
 	// none of them for this long: a peer that stopped reading. Progress,
 	// however slow, restarts it. 0: none.
 	WriteTimeout time.Duration
+	// Linger bounds a draining connection's lingering close (Conn.Drain,
+	// Listener.Drain, Runtime.Shutdown): how long, after its FIN, it waits
+	// for the peer's EOF, reading and dropping what the peer sends, as
+	// nginx's lingering_timeout does. A peer that never closes holds the
+	// connection (and a drain without a grace) this long. 0 means
+	// DefaultLinger; negative closes right after the FIN, so bytes the
+	// peer sends after it may reset the connection and cost the peer
+	// replies it has not read yet.
+	Linger time.Duration
 	// ReadBuffer and WriteBuffer > 0 set the kernel's receive and send
 	// buffer sizes (SO_RCVBUF, SO_SNDBUF; Linux doubles the value and caps
 	// it at net.core.rmem_max/wmem_max) before the connection is

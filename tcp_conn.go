@@ -125,9 +125,10 @@ func (c *Conn) init(l *Loop, tl *tcpLoop, fd int, cfg ConnConfig, state uint8) {
 	c.l, c.tl, c.fd, c.state = l, tl, fd, state
 	c.hw, c.lw = int32(min(cfg.HighWater, math.MaxInt32)), int32(min(cfg.LowWater, math.MaxInt32))
 	c.readWhileFull = cfg.ReadWhileFull
-	if cfg.ReadTimeout|cfg.IdleTimeout|cfg.WriteTimeout != 0 {
+	if cfg.ReadTimeout|cfg.IdleTimeout|cfg.WriteTimeout|cfg.Linger != 0 {
 		to := c.timeouts()
 		to.read, to.idle, to.write = cfg.ReadTimeout, cfg.IdleTimeout, cfg.WriteTimeout
+		to.lingerFor = cfg.Linger
 	}
 	c.closed.init(l)
 	c.closed.state.Store(uint32(Running))

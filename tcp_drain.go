@@ -1,6 +1,8 @@
 package aio
 
 import (
+	"cmp"
+	"math"
 	"time"
 )
 
@@ -9,8 +11,8 @@ import (
 // requests started, adopted into it, has finished and written its
 // replies); an idle connection flushes its queue, sends FIN, reads and
 // drops what the peer still sends, and closes at the peer's EOF or after
-// drainLinger, whichever comes first (nginx's lingering close). A busy
-// one is left to finish first. At the deadline what is left is closed.
+// ConnConfig.Linger, whichever comes first (nginx's lingering close). A
+// busy one is left to finish first. At the deadline what is left is closed.
 
 // errDrainDeadline closes the connections a drain's deadline found still
 // open: errors.Is(err, ErrCancelled) holds (their scopes are cancelled).
@@ -47,16 +49,10 @@ func (c *Conn) drain() {
 	}
 }
 
-// drainLinger bounds how long a draining connection that sent its FIN
-// waits for the peer's EOF, as nginx's lingering_timeout does: a peer that
-// never closes cannot hold a drain (or Runtime.Shutdown, whose drain has
-// no grace timer) longer than this. A Drain's grace ends it sooner.
-const drainLinger = 2 * time.Second
-
 // drainIdle ends an idle draining connection as nginx's lingering close
 // does: FIN after the flush, then what the peer still sends is read and
-// dropped until its EOF closes the connection, or drainLinger has passed
-// (closing with unread bytes would send a reset, which can destroy
+// dropped until its EOF closes the connection, or ConnConfig.Linger has
+// passed (closing with unread bytes would send a reset, which can destroy
 // replies the peer has not read yet: a request that crossed the FIN must
 // not cost the peer its replies). On the loop.
 func (c *Conn) drainIdle() {
@@ -71,12 +67,20 @@ func (c *Conn) drainIdle() {
 }
 
 // linger starts the bound on the wait for the peer's EOF after a
-// draining connection's FIN, once: the connection's timeout timer closes
-// it then (fire), unless its EOF or the drain's grace timer closes it
-// first. On the loop.
+// draining connection's FIN, once: ConnConfig.Linger (DefaultLinger if
+// 0). The connection's timeout timer closes it then (fire), unless its
+// EOF or the drain's grace timer closes it first: a peer that never
+// closes cannot hold a drain (or Runtime.Shutdown, whose drain has no
+// grace timer) longer. A negative Linger closes it at once. On the loop.
 func (c *Conn) linger() {
+	if c.to != nil && c.to.lingerFor < 0 {
+		c.closeWith(nil)
+		return
+	}
 	if to := c.timeouts(); to.linger == 0 {
-		to.linger = c.l.clock() + drainLinger
+		d := cmp.Or(to.lingerFor, DefaultLinger)
+		now := c.l.clock()
+		to.linger = now + min(d, math.MaxInt64-now) // no overflow into "none"
 		c.armTimeouts()
 	}
 }
@@ -140,10 +144,10 @@ func drainHandle(l *Loop, job **drainJob, start func() *drainJob) *Handle[struct
 // as soon as it is idle, that is when its scope holds no running handle
 // (adopt into Conn.Scope the handle that writes a reply, so that the reply
 // is written first): it flushes its queue, sends FIN, drops what the peer
-// still sends and closes at the peer's EOF, or 2 s after its FIN if the
-// peer does not close (a lingering close: closing on unread bytes would
-// reset the connection and could destroy replies the peer has not read
-// yet). When grace has passed, the
+// still sends and closes at the peer's EOF, or ConnConfig.Linger (2 s by
+// default) after its FIN if the peer does not close (a lingering close:
+// closing on unread bytes would reset the connection and could destroy
+// replies the peer has not read yet). When grace has passed, the
 // connections still open are closed (their scopes cancelled; OnClose hears
 // ErrCancelled). The handle completes when the last of them has closed. A
 // Pipe holds both its connections busy until it ends. Calling Drain again
@@ -158,8 +162,8 @@ func (ln *Listener) Drain(grace time.Duration) *Handle[struct{}] {
 
 // drainTCP ends every connection of the loop gracefully (Runtime.Shutdown):
 // the listeners close, each connection ends once idle (its FIN, then a
-// lingering close bounded by drainLinger); the handle completes when none
-// is open. No deadline: Shutdown's context is it, and
+// lingering close bounded by ConnConfig.Linger); the handle completes
+// when none is open. No deadline: Shutdown's context is it, and
 // Stop what ends the rest. A second call completes with the first.
 // Any goroutine.
 func (l *Loop) drainTCP() *Handle[struct{}] {

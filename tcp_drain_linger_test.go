@@ -14,8 +14,14 @@ import (
 // (with the error each closes with) to the test.
 func lingerServer(t *testing.T, l *Loop, reply []byte) (*Listener, <-chan *Conn, <-chan error) {
 	t.Helper()
+	return lingerServerWith(t, l, ConnConfig{}, reply)
+}
+
+// lingerServerWith is lingerServer with cfg for its connections.
+func lingerServerWith(t *testing.T, l *Loop, cfg ConnConfig, reply []byte) (*Listener, <-chan *Conn, <-chan error) {
+	t.Helper()
 	conns, closed := make(chan *Conn, 4), make(chan error, 4)
-	ln, err := Listen(l, "127.0.0.1:0", ListenConfig{}, func(c *Conn) {
+	ln, err := Listen(l, "127.0.0.1:0", ListenConfig{Conn: cfg}, func(c *Conn) {
 		_ = c.OnClose(func(_ *Conn, err error) { closed <- err })
 		_ = c.OnRead(func(c *Conn, b []byte) { _ = send(c, reply) })
 		conns <- c
@@ -90,13 +96,12 @@ func TestListenerDrainLingersUntilPeerEOF(t *testing.T) {
 	require.Equal(t, fds, fdCount(t), "fds back")
 }
 
-// A peer that never closes holds a draining connection for drainLinger at
-// most (Runtime.Shutdown's drain has no other bound), and a Drain's grace
-// that ends first ends it first.
-func TestListenerDrainLingerBounded(t *testing.T) {
-	l := startLoop(t)
-	fds := fdCount(t)
-	ln, conns, closed := lingerServer(t, l, []byte("reply"))
+// drainStubborn drains (Listener.Drain) a lingerServer's connection made
+// with cfg, whose peer reads the FIN and never closes, and returns how
+// long the drain took to end the connection, orderly, and the peer.
+func drainStubborn(t *testing.T, l *Loop, cfg ConnConfig) (time.Duration, net.Conn) {
+	t.Helper()
+	ln, conns, closed := lingerServerWith(t, l, cfg, []byte("reply"))
 	stubborn := netDial(t, ln)
 	c := recv(t, conns)
 
@@ -105,10 +110,21 @@ func TestListenerDrainLingerBounded(t *testing.T) {
 	finSent(t, l, c)
 	n, err := stubborn.Read(make([]byte, 8))
 	require.Equal(t, io.EOF, err, "the FIN, read %d bytes", n)
-	_, err = waitWithin(t, drainLinger+waitTimeout, drained)
+	_, err = waitWithin(t, DefaultLinger+waitTimeout, drained)
 	require.NoError(t, err)
-	require.GreaterOrEqual(t, time.Since(start), drainLinger, "lingered for the peer")
+	took := time.Since(start)
 	require.NoError(t, recv(t, closed), "the linger ends the connection as Close does")
+	return took, stubborn
+}
+
+// A peer that never closes holds a draining connection for DefaultLinger at
+// most (Runtime.Shutdown's drain has no other bound), and a Drain's grace
+// that ends first ends it first.
+func TestListenerDrainLingerBounded(t *testing.T) {
+	l := startLoop(t)
+	fds := fdCount(t)
+	took, stubborn := drainStubborn(t, l, ConnConfig{})
+	require.GreaterOrEqual(t, took, DefaultLinger, "lingered for the peer")
 
 	// A grace shorter than the linger closes it at the grace's end.
 	ln2, conns2, closed2 := lingerServer(t, l, []byte("reply"))
@@ -116,7 +132,7 @@ func TestListenerDrainLingerBounded(t *testing.T) {
 	c2 := recv(t, conns2)
 	drained2 := ln2.Drain(50 * time.Millisecond)
 	finSent(t, l, c2)
-	_, err = waitWithin(t, drainLinger/2, drained2)
+	_, err := waitWithin(t, DefaultLinger/2, drained2)
 	require.NoError(t, err)
 	require.ErrorIs(t, recv(t, closed2), ErrCancelled, "closed by the grace's end")
 	_, err = stubborn2.Read(make([]byte, 8))

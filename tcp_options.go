@@ -145,6 +145,9 @@ type connTimeouts struct {
 	// linger is the loop clock at which a draining connection that sent
 	// its FIN stops waiting for the peer's EOF (tcp_drain.go); 0: none.
 	linger time.Duration
+	// lingerFor is ConnConfig.Linger: 0 means DefaultLinger, negative no
+	// lingering close. Set when the connection is made.
+	lingerFor time.Duration
 }
 
 // timeouts returns c's timeouts, making them on first use. On the loop (or

@@ -90,11 +90,12 @@
 // final GOAWAY (Shutdown's, an idle one's, a client's NO_ERROR one), the
 // responses are flushed, FIN goes out, and what the client still sends (a
 // pipelined request or frames that crossed the FIN) is read and dropped
-// until the client's EOF closes the connection, or 2 s after the FIN.
-// Closing on those unread bytes would send a reset, which can destroy
-// responses the client has not read yet. Clients close at the server's
-// EOF, so Shutdown returns as soon as they have read their last
-// response; one that does not holds it 2 s at most. A 400 (a malformed
+// until the client's EOF closes the connection, or Config.Listen.Conn.Linger
+// (aio.ConnConfig.Linger: 2 s by default; negative closes right after the
+// FIN) after the FIN. Closing on those unread bytes would send a reset,
+// which can destroy responses the client has not read yet. Clients close
+// at the server's EOF, so Shutdown returns as soon as they have read their
+// last response; one that does not holds it that long at most. A 400 (a malformed
 // request, perhaps a smuggling attempt) and a request that is not HTTP
 // at all are not lingered for, as nginx does not: the connection closes
 // once the answer is out; so does an HTTP/2 connection ended for an error

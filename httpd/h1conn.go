@@ -575,9 +575,9 @@ func (hc *h1conn) abort() {
 // the root package's lingering close (aio.Conn.Drain): FIN once it is
 // flushed, then what the client still sends (a pipelined request that
 // crossed the FIN) is read and dropped until its EOF closes the
-// connection, or 2 s after the FIN. Closing on those unread bytes would
-// send a reset, which can destroy the responses the client has not read
-// yet.
+// connection, or Config.Listen.Conn.Linger after the FIN. Closing on
+// those unread bytes would send a reset, which can destroy the responses
+// the client has not read yet.
 func (hc *h1conn) finish() {
 	if hc.finished {
 		return

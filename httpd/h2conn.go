@@ -601,8 +601,8 @@ func (h *h2conn) maybeEnd() {
 // lingering close (aio.Conn.Drain), as HTTP/1.1's finish does: FIN once
 // what it wrote is flushed, then what the client still sends (frames
 // that crossed the GOAWAY: a WINDOW_UPDATE, a PING's answer, a new
-// stream) is read and dropped until its EOF closes the connection, or 2 s
-// after the FIN. Closing on those unread bytes would send a reset, which
+// stream) is read and dropped until its EOF closes the connection, or
+// Config.Listen.Conn.Linger after the FIN. Closing on those unread bytes would send a reset, which
 // can destroy the responses the client has not read yet.
 func (h *h2conn) end() {
 	h.flush()

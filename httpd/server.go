@@ -203,8 +203,8 @@ func (s *Server) loopStates() []*loopState {
 // (their responses say Connection: close, and each connection ends after
 // its last one; an HTTP/2 connection gets GOAWAY and ends after its last
 // stream) until ctx ends. A connection ends with a lingering close (see
-// the package doc): FIN, then it closes at its client's EOF, or 2 s after
-// the FIN. When ctx ends, the rest are cancelled and their
+// the package doc): FIN, then it closes at its client's EOF, or
+// Config.Listen.Conn.Linger (2 s by default) after the FIN. When ctx ends, the rest are cancelled and their
 // connections closed, and Shutdown returns ctx's error. It returns nil
 // once every connection has closed in time. The loops go on running. Any
 // goroutine but the loops'.

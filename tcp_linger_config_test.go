@@ -1,0 +1,51 @@
+package aio
+
+import (
+	"io"
+	"testing"
+	"time"
+
+	"github.com/stretchr/testify/require"
+)
+
+// ConnConfig.Linger bounds the lingering close of a peer that never
+// closes: a short one ends it long before DefaultLinger would.
+func TestListenerDrainLingerConfigured(t *testing.T) {
+	l := startLoop(t)
+	fds := fdCount(t)
+	took, stubborn := drainStubborn(t, l, ConnConfig{Linger: 50 * time.Millisecond})
+	require.Less(t, took, DefaultLinger/2, "the configured linger, not the default")
+
+	closedLoopTCP(t, l)
+	require.NoError(t, stubborn.Close())
+	require.Equal(t, fds, fdCount(t), "fds back")
+}
+
+// A negative ConnConfig.Linger closes a draining connection right after
+// its FIN, without waiting for the peer's EOF: the peer reads its replies
+// and the FIN, and the connection is gone while the peer is still open.
+func TestConnDrainNegativeLinger(t *testing.T) {
+	l := startLoop(t)
+	fds := fdCount(t)
+	ln, conns, closed := lingerServerWith(t, l, ConnConfig{Linger: -1}, []byte("reply"))
+	stubborn := netDial(t, ln)
+	_, err := stubborn.Write([]byte("request"))
+	require.NoError(t, err)
+	c := recv(t, conns)
+	eventually(t, func() bool { return l.Stats().TCPBytesOut == uint64(len("reply")) }, "reply sent")
+
+	start := time.Now()
+	_, err = waitWithin(t, DefaultLinger+waitTimeout, c.Drain())
+	require.NoError(t, err)
+	require.Less(t, time.Since(start), DefaultLinger/2, "closed without lingering")
+	require.NoError(t, recv(t, closed), "closed orderly after the FIN")
+	got, err := io.ReadAll(stubborn)
+	require.NoError(t, err, "the reply, then EOF")
+	require.Equal(t, "reply", string(got))
+
+	_, err = wait(t, ln.Close())
+	require.NoError(t, err)
+	closedLoopTCP(t, l)
+	require.NoError(t, stubborn.Close())
+	require.Equal(t, fds, fdCount(t), "fds back")
+}
