@@ -6,8 +6,6 @@ import (
 	"fmt"
 	"syscall"
 	"time"
-
-	"github.com/valkyria/aio/internal/sock"
 )
 
 // AdoptTLSConfig holds the options of AdoptTLSConn: a Conn's, and the TLS
@@ -65,15 +63,11 @@ func AdoptTLSConnFrom(l *Loop, from syscall.Conn, cfg AdoptTLSConfig) (*Handle[*
 	if cfg.TLS == nil {
 		return nil, errors.New("aio: adopt tls: nil TLS config")
 	}
-	fd, err := dupSocket(from)
+	c, err := AdoptConnFrom(l, from, cfg.Conn)
 	if err != nil {
-		return nil, fmt.Errorf("aio: adopt tls: %w", err)
+		return nil, err
 	}
-	h, err := AdoptTLSConn(l, fd, cfg)
-	if err != nil {
-		_ = sock.Close(fd)
-	}
-	return h, err
+	return adoptTLS(c, cfg), nil
 }
 
 // adoptTLS runs the handshake of c, just adopted, in a Do coroutine
