@@ -30,24 +30,14 @@ func BenchmarkTLSHandshake(b *testing.B) {
 		if err != nil {
 			b.Fatal(err)
 		}
-		done := make(chan struct{})
-		go func() {
-			defer close(done)
-			for {
-				nc, err := nl.Accept()
-				if err != nil {
-					return
-				}
-				go func() {
-					defer nc.Close()
-					sc := tls.Server(nc, scfg)
-					_, _ = io.Copy(sc, sc)
-				}()
-			}
-		}()
+		acceptEach(b, nl, func(nc net.Conn) {
+			go func() {
+				defer nc.Close()
+				sc := tls.Server(nc, scfg)
+				_, _ = io.Copy(sc, sc)
+			}()
+		})
 		benchHandshakes(b, nl.Addr().String(), ccfg)
-		_ = nl.Close()
-		recv(b, done)
 	})
 }
 

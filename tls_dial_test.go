@@ -35,7 +35,7 @@ func goTLSServer(t *testing.T, cfg *tls.Config, greeting string) net.Listener {
 // acceptEach hands each connection ln accepts to fn, on the accepting
 // goroutine, until the test ends: then ln is closed and the goroutine
 // waited for.
-func acceptEach(t *testing.T, ln net.Listener, fn func(net.Conn)) {
+func acceptEach(t testing.TB, ln net.Listener, fn func(net.Conn)) {
 	done := make(chan struct{})
 	t.Cleanup(func() { ln.Close(); <-done })
 	go func() {
