@@ -43,18 +43,16 @@ func main() {
 	fmt.Printf("listening on %s\n", ln.Addr())
 	switch *server {
 	case "nethttp":
+		srv := &http.Server{Handler: http.HandlerFunc(serveStd), Protocols: new(http.Protocols)}
+		srv.Protocols.SetHTTP1(true)
 		if tlsOn {
 			// HTTPS: HTTP/1.1 and HTTP/2 by ALPN, as the webserver's
 			// -tls flags serve them.
-			srv := &http.Server{Handler: http.HandlerFunc(serveStd), Protocols: new(http.Protocols)}
-			srv.Protocols.SetHTTP1(true)
 			srv.Protocols.SetHTTP2(true)
 			log.Fatal(srv.ServeTLS(ln, *cert, *key))
 		}
 		// HTTP/1.1, and h2c by prior knowledge on the same port, as the
 		// webserver serves them.
-		srv := &http.Server{Handler: http.HandlerFunc(serveStd), Protocols: new(http.Protocols)}
-		srv.Protocols.SetHTTP1(true)
 		srv.Protocols.SetUnencryptedHTTP2(true)
 		log.Fatal(srv.Serve(ln))
 	case "fasthttp":
