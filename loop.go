@@ -239,6 +239,9 @@ func (l *Loop) Post(fn func()) error {
 // then wakes the loop unless it is awake. Internal work (a remote completion, a
 // cancellation) uses max = stateStopping so that teardown still receives it.
 func (l *Loop) enqueue(fn func(), max int32) error {
+	if l.qlen.Load() == 0 && l.OnLoop() {
+		return l.enqueueOnLoop(fn, max)
+	}
 	l.postMu.Lock()
 	if l.state.Load() > max {
 		l.postMu.Unlock()
@@ -259,6 +262,27 @@ func (l *Loop) enqueue(fn func(), max int32) error {
 		l.wakeups.Add(1)
 		_ = l.poller.Wake()
 	}
+	return nil
+}
+
+// enqueueOnLoop is enqueue's path for a post made on the loop while the post
+// queue is empty: fn joins the loop's own batch (ready) with no lock, no
+// atomic write and no wakeup (the loop is awake, running the caller). Order
+// stays causal FIFO: whatever was posted before fn is in ready already (the
+// queue is empty), and whatever is posted after it goes to the queue (whose
+// emptiness this call saw), which the loop takes only once ready is done.
+// runPosted never runs fn in the batch that is running (see there). On the
+// loop, which only the loop changes from running to dead.
+func (l *Loop) enqueueOnLoop(fn func(), max int32) error {
+	if l.state.Load() > max {
+		return ErrStopped
+	}
+	if l.readyPos == len(l.ready) {
+		// ready is done: start it over, and its wait for Stats.PostLag.
+		l.ready, l.readyPos = l.ready[:0], 0
+		l.m.readySince = time.Duration(l.now.Load())
+	}
+	l.ready = append(l.ready, fn)
 	return nil
 }
 
@@ -453,16 +477,18 @@ func (l *Loop) runPosted() {
 	}
 	l.enter(phasePosted)
 	l.m.postLag.add(l.m.mark - l.m.readySince)
-	start := l.readyPos
-	end := min(len(l.ready), start+l.cfg.PostBatch)
-	for l.readyPos < end {
+	// A count, not an end index: a callback that posts on the loop appends
+	// to ready, or starts it over once this batch's last callback is the
+	// one running (enqueueOnLoop), and neither may run in this batch.
+	n := min(len(l.ready)-l.readyPos, l.cfg.PostBatch)
+	for i := 0; i < n; i++ {
 		fn := l.ready[l.readyPos]
 		l.ready[l.readyPos] = nil // let fn be collected
 		l.readyPos++
 		l.call(fn)
 		l.drain()
 	}
-	l.m.posted += uint64(end - start)
+	l.m.posted += uint64(n)
 	l.busy = true
 }
 

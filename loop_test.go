@@ -89,6 +89,39 @@ func TestPostFromLoopRunsLater(t *testing.T) {
 	require.Equal(t, []string{"caller", "posted"}, got)
 }
 
+// Posts made on the loop take a path of their own while the queue is empty
+// (they join the loop's batch without the lock): causal FIFO still holds
+// across the two paths, both ways, and a callback posted by the last one
+// of a batch still runs in a later iteration.
+func TestPostOnLoopKeepsCausalOrderWithOtherGoroutines(t *testing.T) {
+	l := startLoop(t)
+	var seq []string // on the loop
+	note := func(s string) func() { return func() { seq = append(seq, s) } }
+	postFrom := func(s string) { // another goroutine's Post, returned before this
+		done := make(chan error)
+		go func() { done <- l.Post(note(s)) }()
+		assert.NoError(t, <-done)
+	}
+	var iterPosted, iterRan uint64
+	onLoop(t, l, func() {
+		// The queue is empty: on the loop's own path, then the queue's.
+		assert.NoError(t, l.Post(note("loop-1")))
+		postFrom("other-1")
+		// The queue is not empty: this one follows other-1 there.
+		assert.NoError(t, l.Post(note("loop-2")))
+		postFrom("other-2")
+	})
+	onLoop(t, l, func() {
+		// The last callback of its batch posts: not run in that batch.
+		iterPosted = l.m.iterations
+		assert.NoError(t, l.Post(func() { iterRan = l.m.iterations; seq = append(seq, "later") }))
+	})
+	var got []string
+	onLoop(t, l, func() { got = append(got, seq...) })
+	require.Equal(t, []string{"loop-1", "other-1", "loop-2", "other-2", "later"}, got)
+	require.Greater(t, iterRan, iterPosted)
+}
+
 // A flood of posts is run in bounded batches: timers due meanwhile still fire
 // between batches instead of after the whole flood.
 func TestPostFloodDoesNotStarveTimers(t *testing.T) {

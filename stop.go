@@ -122,6 +122,9 @@ func (l *Loop) turnDead() {
 	defer l.deadMu.Unlock()
 	l.postMu.Lock()
 	l.state.Store(stateDead)
+	// Posts made on the loop joined ready; the queue has what came after.
+	l.rest = append(l.rest, l.ready[l.readyPos:]...)
+	l.ready, l.readyPos = nil, 0
 	l.rest = append(l.rest, l.postQ...)
 	l.postQ = nil
 	l.qlen.Store(0)
