@@ -70,9 +70,17 @@ func (q *jobQueue) grow() {
 }
 
 // drain runs queued jobs until none is left, including those pushed while
-// draining. It is called after every top-level callback. On the loop only.
+// draining. It is called after every top-level callback, and inlines to a
+// test when no job is queued. On the loop only.
 func (l *Loop) drain() {
 	l.checkOnLoop()
+	if l.jobs.n > 0 {
+		l.drainJobs()
+	}
+}
+
+// drainJobs is drain's loop, out of line.
+func (l *Loop) drainJobs() {
 	for l.jobs.n > 0 {
 		j := l.jobs.pop()
 		switch {

@@ -451,14 +451,27 @@ func (l *Loop) run() {
 }
 
 // iterate runs one pass of the phases.
+//
+// A phase with nothing to do costs a test here, not a call: an iteration
+// of a busy loop is mostly empty phases around one system call.
 func (l *Loop) iterate() {
 	l.startIteration() // and Now
-	l.runTimers()
-	l.runPosted()
-	l.trackYoung()
+	if len(l.timers) > 0 {
+		l.runTimers()
+	}
+	if l.readyPos < len(l.ready) || l.qlen.Load() > 0 {
+		l.runPosted()
+	}
+	if len(l.young) > 0 || len(l.older) > 0 || l.youngCap != youngCompact {
+		l.trackYoung()
+	}
 	l.pollIO(l.pollTimeout())
-	l.runTLSSteps() // after the turn's I/O: see tls_turn.go
-	l.runClosing()
+	if l.tcp.tlsStepsQueued() {
+		l.runTLSSteps() // after the turn's I/O: see tls_turn.go
+	}
+	if len(l.closing) > 0 {
+		l.runClosing()
+	}
 	l.m.iterations++
 }
 
