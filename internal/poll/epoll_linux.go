@@ -7,6 +7,7 @@ import (
 	"os"
 	"sync"
 	"sync/atomic"
+	"syscall"
 	"time"
 	"unsafe"
 
@@ -363,7 +364,10 @@ func (p *Poller) Close() error {
 func (p *Poller) epollWait(buf []unix.EpollEvent, timeout time.Duration) (uintptr, unix.Errno, string) {
 	switch {
 	case timeout == 0:
-		r, _, errno := unix.RawSyscall6(unix.SYS_EPOLL_PWAIT, uintptr(p.epfd),
+		// syscall's RawSyscall6, not unix's: unix's is an assembly jump
+		// to it through an ABI wrapper, 8 ns of a 210 ns poll here, and
+		// this is the poll of every busy iteration.
+		r, _, errno := syscall.RawSyscall6(unix.SYS_EPOLL_PWAIT, uintptr(p.epfd),
 			uintptr(unsafe.Pointer(&buf[0])), uintptr(len(buf)), 0, 0, 0)
 		return r, errno, "epoll_pwait"
 	case timeout > 0 && p.pwait2:
