@@ -37,7 +37,9 @@
 //	                With no fd registered the loop makes no system call.
 //	                loop-iter-fd keeps an idle listener in the poller, so
 //	                every iteration polls with epoll_wait(0), as libuv's
-//	                loop_count does (3.4M/s here). No Go baseline.
+//	                loop_count does. No Go baseline. Beside loop_count, note
+//	                that a poll costs more in a process with more than one
+//	                thread (as every Go process has): see loopiter.go.
 //	chain           a Then chain of -chain links (default 1,000,000), built and
 //	                completed in one callback; ops = links. gostd: a pipeline
 //	                of one goroutine per stage over unbuffered channels.
