@@ -141,7 +141,9 @@ type ConnConfig struct {
 	// connection (and a drain without a grace) this long. 0 means
 	// DefaultLinger; negative closes right after the FIN, so bytes the
 	// peer sends after it may reset the connection and cost the peer
-	// replies it has not read yet.
+	// replies it has not read yet. A ReadTimeout or IdleTimeout that runs
+	// out first ends the linger early; the connection still closes with
+	// no error, as at the linger's own end (it had ended well already).
 	Linger time.Duration
 	// ReadBuffer and WriteBuffer > 0 set the kernel's receive and send
 	// buffer sizes (SO_RCVBUF, SO_SNDBUF; Linux doubles the value and caps

@@ -21,6 +21,20 @@ func TestListenerDrainLingerConfigured(t *testing.T) {
 	require.Equal(t, fds, fdCount(t), "fds back")
 }
 
+// A timeout that runs out while a connection lingers ends the linger, as
+// its own bound does: the connection ended well (its reply and FIN are
+// out), so it closes with no error, not with the timeout's.
+func TestConnLingerCutByIdleTimeoutIsNoFailure(t *testing.T) {
+	l := startLoop(t)
+	fds := fdCount(t)
+	took, stubborn := drainStubborn(t, l, ConnConfig{Linger: time.Hour, IdleTimeout: 50 * time.Millisecond})
+	require.Less(t, took, DefaultLinger/2, "the idle timeout, not the linger")
+
+	closedLoopTCP(t, l)
+	require.NoError(t, stubborn.Close())
+	require.Equal(t, fds, fdCount(t), "fds back")
+}
+
 // A negative ConnConfig.Linger closes a draining connection right after
 // its FIN, without waiting for the peer's EOF: the peer reads its replies
 // and the FIN, and the connection is gone while the peer is still open.

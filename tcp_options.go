@@ -274,16 +274,25 @@ func (c *Conn) fire() {
 		return
 	}
 	now, to := c.l.Now(), c.to
+	var err error
 	switch {
 	case to.read > 0 && c.reading() && now >= to.lastRead+to.read:
-		c.closeWith(ErrReadTimeout)
+		err = ErrReadTimeout
 	case to.idle > 0 && now >= to.lastIO+to.idle:
-		c.closeWith(ErrIdleTimeout)
+		err = ErrIdleTimeout
 	case to.write > 0 && c.ev&poll.Writable != 0 && now >= to.lastWrite+to.write:
-		c.closeWith(ErrWriteTimeout)
+		err = ErrWriteTimeout
 	case to.linger > 0 && now >= to.linger:
-		c.closeWith(nil) // the drain's lingering close ends (tcp_drain.go)
+		// The drain's lingering close ends (tcp_linger.go).
 	default:
 		c.armTimeouts()
+		return
 	}
+	if to.linger > 0 {
+		// Lingering, the connection has ended well already (its replies
+		// flushed, its FIN sent): a timeout only cuts the linger short,
+		// and is no failure of it.
+		err = nil
+	}
+	c.closeWith(err)
 }
