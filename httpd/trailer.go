@@ -27,12 +27,21 @@ func (ls *loopState) keepTrailer(fields []h1.Field) {
 // keepTrailerField appends a trailer field to the loop's scratch unless
 // a trailer may not carry it; viewTrailer ends the section. On the loop.
 func (ls *loopState) keepTrailerField(name, value string) {
-	if !httpguts.ValidTrailerHeader(name) {
-		return // framing, routing and the like cannot come after the body (RFC 9110, 6.5.1)
+	if !trailerAllowed(name) {
+		return
 	}
 	ls.tbuf = append(ls.tbuf, name...)
 	ls.tbuf = append(ls.tbuf, value...)
 	ls.tfields = append(ls.tfields, h1.Field{Name: strBytes(name), Value: strBytes(value)})
+}
+
+// trailerAllowed reports whether a trailer may carry the field called
+// name, received or sent: not framing, routing, authentication, request
+// controls and the like, which cannot come after the body (RFC 9110,
+// 6.5.1: httpguts' list), nor Upgrade, connection-specific, which that
+// list lets through.
+func trailerAllowed(name string) bool {
+	return httpguts.ValidTrailerHeader(name) && !h1.EqualFold(strBytes(name), "Upgrade")
 }
 
 // viewTrailer points the kept fields, until now the sender's bytes, at

@@ -60,7 +60,7 @@ func checkTrailerField(f Field) error {
 		return fmt.Errorf("%w: invalid name %q", ErrTrailerField, f.Name)
 	case !httpguts.ValidHeaderFieldValue(f.Value):
 		return fmt.Errorf("%w: invalid value of %q", ErrTrailerField, f.Name)
-	case !httpguts.ValidTrailerHeader(f.Name) || h1.EqualFold(strBytes(f.Name), "Upgrade"):
+	case !trailerAllowed(f.Name):
 		return fmt.Errorf("%w: %q", ErrTrailerField, f.Name)
 	}
 	return nil

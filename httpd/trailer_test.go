@@ -27,7 +27,7 @@ func chunkedPost(path string, n int, trailer string) string {
 // carry are dropped.
 func TestRequestTrailer(t *testing.T) {
 	ts := startServer(t, trailerMux(), Config{}) // h2trailer_test.go
-	const trailer = "X-Sum: 42\r\nContent-Length: 5\r\nx-more: yes\r\n"
+	const trailer = "X-Sum: 42\r\nContent-Length: 5\r\nUpgrade: websocket\r\nx-more: yes\r\n"
 	for _, n := range []int{5, 100000} { // buffered, streamed
 		c := dialRaw(t, ts.addr)
 		c.send(chunkedPost("/native", n, trailer))
