@@ -27,6 +27,7 @@ type Co struct {
 	cancelled bool         // the Do handle was cancelled: Await returns ErrCancelled
 	waiting   pendingAwait // what the body is suspended on, to withdraw on cancel
 	wake      bool         // the awaited handle ended (vs. resumed by cancellation)
+	link      awaitLink    // the link of Await, reused by each (see awaitLink)
 
 	ctx    context.Context         // Context, once the body asked for it
 	endCtx context.CancelCauseFunc // cancels ctx: at cancellation, or when the body returns
@@ -201,15 +202,22 @@ func (co *Co) suspend() bool {
 // Loop returns the loop the body runs on.
 func (co *Co) Loop() *Loop { return co.l }
 
-// awaitLink resumes a suspended body when the awaited handle ends.
-type awaitLink[T any] struct {
-	co   *Co                   // immutable
-	in   *Handle[T]            // immutable
-	node interface{ resume() } // immutable
-	done bool                  // the body was woken by this link or stopped waiting; co's loop
+// awaitLink resumes a suspended body when the awaited handle ends. Each
+// Co has one, which every Await of its body reuses, so that an await
+// allocates nothing. Reuse is safe because a link that went into a
+// handle's dependents is told at most once, and only a told link lets
+// the body await again: the body resumes from an Await either woken by
+// its link (the handle ended and told it), or cancelled (the link
+// withdrew, done), after which no Await registers again. A telling
+// that comes late, crossing from another loop after a cancellation,
+// finds the link done.
+type awaitLink struct {
+	co   *Co   // set by Await, then the same
+	in   *core // the awaited handle, set by each Await
+	done bool  // the body was woken by this link or stopped waiting; co's loop
 }
 
-func (a *awaitLink[T]) inputDone() {
+func (a *awaitLink) inputDone() {
 	if a.co.l == a.in.loop {
 		a.wakeBody()
 		return
@@ -218,7 +226,7 @@ func (a *awaitLink[T]) inputDone() {
 }
 
 // wakeBody resumes the body if it still waits on this link. On co's loop.
-func (a *awaitLink[T]) wakeBody() {
+func (a *awaitLink) wakeBody() {
 	a.co.l.checkOnLoop()
 	if a.done || a.co.waiting != pendingAwait(a) {
 		return
@@ -226,10 +234,10 @@ func (a *awaitLink[T]) wakeBody() {
 	a.done = true
 	a.co.waiting = nil
 	a.co.wake = true
-	a.node.resume()
+	a.co.node.resume()
 }
 
-func (a *awaitLink[T]) withdraw() {
+func (a *awaitLink) withdraw() {
 	if a.done {
 		return
 	}
@@ -260,8 +268,8 @@ func Await[T any](co *Co, h *Handle[T]) (T, error) {
 	if statusOf(h.state.Load()).Terminal() {
 		return h.Result()
 	}
-	a := &awaitLink[T]{co: co, in: h}
-	a.node = co.node
+	a := &co.link
+	a.co, a.in, a.done = co, &h.core, false
 	co.waiting = a
 	co.wake = false
 	h.register(a)
@@ -269,7 +277,11 @@ func Await[T any](co *Co, h *Handle[T]) (T, error) {
 		co.core.adoptCrossLoop()
 	}
 	if !co.suspend() || !co.wake {
+		// Cancelled (stop withdrew the link), or torn down: the link may
+		// still be among h's dependents, so no later Await may reuse it
+		// (see awaitLink).
 		co.waiting = nil
+		co.cancelled = true
 		return zero, ErrCancelled
 	}
 	return h.Result()

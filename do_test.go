@@ -2,6 +2,7 @@ package aio
 
 import (
 	"context"
+	"fmt"
 	"runtime"
 	"sync/atomic"
 	"testing"
@@ -130,6 +131,59 @@ func TestDoAcrossLoopsAndOutsideBody(t *testing.T) {
 	require.ErrorIs(t, err, ErrNotInBody)
 	_, err = Await[int](nil, Pure(a, 1))
 	require.ErrorIs(t, err, ErrNotInBody)
+}
+
+// Every Await of a body reuses one link (awaitLink). Awaits of handles on
+// another loop, each told from there, get each its own outcome; and when
+// the Do handle is cancelled while the first input ends on the other loop
+// at the same moment, the body never takes the second Await's outcome
+// early: a late telling of the first finds its link done, and after a
+// cancellation no Await registers the link again.
+func TestAwaitReusedLinkAcrossLoops(t *testing.T) {
+	a, b := startLoop(t), startLoop(t)
+	const n = 500
+	h := Do(a, func(co *Co) (int, error) {
+		for i := range n {
+			p := NewPromise[int](b)
+			require.NoError(t, b.Post(func() { p.Resolve(i) }))
+			v, err := Await(co, p.Handle())
+			if err != nil || v != i {
+				return i, fmt.Errorf("await %d: got %d, %v", i, v, err)
+			}
+		}
+		return n, nil
+	})
+	v, err := wait(t, h)
+	require.NoError(t, err)
+	require.Equal(t, n, v)
+
+	for range 200 {
+		first := NewPromise[int](b)
+		second := NewPromise[int](b) // resolved only after the body's outcome is known
+		type outcome struct {
+			err1, err2 error
+			v2         int
+		}
+		got, ready := make(chan outcome, 1), make(chan struct{})
+		d := Do(a, func(co *Co) (struct{}, error) {
+			var o outcome
+			close(ready)
+			_, o.err1 = Await(co, first.Handle())
+			o.v2, o.err2 = Await(co, second.Handle())
+			got <- o
+			return struct{}{}, nil
+		})
+		recv(t, ready)
+		go first.Resolve(1)
+		d.Cancel()
+		o := recv(t, got)
+		if o.err1 != nil {
+			require.ErrorIs(t, o.err1, ErrCancelled)
+		}
+		require.ErrorIs(t, o.err2, ErrCancelled, "second awaited after %v: %d", o.err1, o.v2)
+		second.Resolve(2)
+		_, _ = wait(t, d)
+	}
 }
 
 // Bug R6: Await called outside its body raced on co.g.
