@@ -160,7 +160,14 @@ func (h *h2conn) calm() {
 		return
 	}
 	h.ls.st.abusive.Add(1)
-	h.goAwayDead(http2.ErrCodeEnhanceYourCalm)
+	h.goAwayClose(http2.ErrCodeEnhanceYourCalm)
+}
+
+// goAwayClose ends the connection for a limit: GOAWAY(code), then it
+// closes once that is written, or at once if the client has left bytes
+// unread (it would not read the GOAWAY either).
+func (h *h2conn) goAwayClose(code http2.ErrCode) {
+	h.goAwayDead(code)
 	if h.c.Buffered() > 0 {
 		h.c.Close()
 		return
