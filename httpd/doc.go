@@ -136,9 +136,25 @@
 // connection. Past a budget the connection gets GOAWAY(ENHANCE_YOUR_CALM)
 // and closes, counted in Stats.Abusive. The decoded header list is bounded
 // by Config.MaxHeadBytes (SETTINGS_MAX_HEADER_LIST_SIZE), so an HPACK bomb
-// is answered 431 without being expanded; and a response held by a client
-// that grants no window puts the connection on Config.IdleTimeout until
-// DATA moves again.
+// is answered 431 without being expanded.
+//
+// A response held by a flow-control window the client keeps shut (the
+// "zero window" and "data dribble" attacks: the client reads and answers
+// PINGs, so neither the write queue nor the idle timeout sees it) is
+// under Config.WriteTimeout as well (h2stall.go): a stream whose own
+// window has not opened for that long is reset with CANCEL (we no longer
+// want it; the client broke no rule) and its handler cancelled, as a
+// client's reset does; a connection whose window has not is the one
+// stalled: GOAWAY(CANCEL), then it closes, cancelling its streams,
+// counted in Stats.WriteTimeouts. Opening a window restarts the clock
+// only when it opens by a frame's worth (16 KiB) in all, or by all that
+// waits: a window dribbled open a few bytes at a time is cut (a minimum
+// rate of 16 KiB per WriteTimeout, 546 B/s by default). Meanwhile a
+// stalled response holds its arena, the view of its body (no copy), or
+// a Stream's bytes up to the point Full pauses it; a connection holds at
+// most 256 streams, a loop Config.Arenas. With a negative WriteTimeout,
+// such a connection is on Config.IdleTimeout instead until DATA moves
+// again.
 //
 // # Threading
 //

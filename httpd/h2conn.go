@@ -81,6 +81,7 @@ type h2conn struct {
 	dateRaw []byte   // the Date value dateEnc encodes
 	dateEnc []byte   // the Date field, encoded
 	lim     h2limits // the budgets against hostile clients (h2limits.go)
+	ws      h2stall  // the windows' stalls: WriteTimeout for what they hold (h2stall.go)
 
 	settings bool // the client's first SETTINGS arrived
 	preface  bool // the client preface is still to come (after a 101 to h2c: h2upgrade.go)
@@ -371,6 +372,9 @@ func (h *h2conn) applySetting(s http2.Setting) error {
 		h.peerInit = int64(s.Val)
 		for _, st := range h.streams {
 			st.sendWin += delta
+			if delta > 0 {
+				st.streamOpened(delta)
+			}
 			if st.sendWin > h2MaxWindow {
 				return http2.ConnectionError(http2.ErrCodeFlowControl)
 			}
@@ -390,7 +394,9 @@ func (h *h2conn) onWindowUpdate(f *http2.WindowUpdateFrame) {
 			h.fail(http2.ErrCodeFlowControl)
 			return
 		}
+		h.connOpened(inc)
 		h.sendWaiting()
+		h.connSent()
 		return
 	}
 	st := h.streams[f.StreamID]
@@ -405,6 +411,7 @@ func (h *h2conn) onWindowUpdate(f *http2.WindowUpdateFrame) {
 		h.resetStream(st.id, http2.ErrCodeFlowControl)
 		return
 	}
+	st.streamOpened(inc)
 	h.sendData(st)
 }
 
@@ -649,6 +656,9 @@ func (h *h2conn) onClose(c *aio.Conn, err error) {
 		}
 	}
 	h.waiting = nil
+	if h.ws.counted {
+		err = nil // counted in Stats.WriteTimeouts already, whatever ended the flush of its GOAWAY
+	}
 	h.hc.onClose(c, err)
 }
 

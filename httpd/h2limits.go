@@ -44,12 +44,14 @@ import (
 //     connection ends with ENHANCE_YOUR_CALM at once, its queue dropped
 //     (nghttp2's max_outbound_ack is 1000; x/net/http2 allows 10000).
 //     Below that the write queue's high-water mark pauses reading anyway.
-//   - A write stall: while a response waits for the client's window (a
-//     client that grants none), the connection is on its idle timeout
-//     (Config.IdleTimeout), which DATA going out again takes it off:
-//     it cannot hold its streams' arenas longer than that. A buffered
-//     response waits as the view of its body it already is; a Stream's
-//     Write reports Full past streamPendMax.
+//   - A write stall: a response that waits for a window the client keeps
+//     shut is given up after Config.WriteTimeout, the stream's or the
+//     connection's (h2stall.go). Besides, while a response waits for the
+//     client's window, the connection is on its idle timeout
+//     (Config.IdleTimeout), which DATA going out again takes it off: the
+//     bound left when WriteTimeout is negative. A buffered response waits
+//     as the view of its body it already is; a Stream's Write reports
+//     Full past streamPendMax.
 //
 // Each end of a connection for a budget counts in Stats.Abusive.
 const (

@@ -4,6 +4,7 @@ import (
 	"errors"
 	"strconv"
 	"strings"
+	"time"
 
 	"github.com/valkyria/aio/httpd/internal/h1"
 	"golang.org/x/net/http/httpguts"
@@ -30,6 +31,12 @@ type h2stream struct {
 	sendWin int64 // what we may send
 	recvWin int64 // what the client may send
 	unacked int64 // bytes consumed and not yet given back to the client
+
+	// The stall of the stream's own window (h2stall.go): when it ends the
+	// stream (0: not stalled), and how much the window opened since it
+	// began.
+	stallDue  time.Duration
+	stallOpen int64
 
 	rbuf []byte // body bytes waiting for the handler (OnData, Resume)
 	rend bool   // the body's end waits in rbuf
@@ -652,6 +659,9 @@ func (h *h2conn) sendData(st *h2stream) {
 		}
 		k := min(int64(n), st.sendWin, h.sendWin, int64(h.peerMaxFrame))
 		if k <= 0 || h.c.Full() {
+			if k <= 0 {
+				h.windowStall(st)
+			}
 			h.stall()
 			if k > 0 || h.sendWin <= 0 {
 				h.wait(st) // the connection's window or its write queue: any stream's turn
@@ -675,6 +685,7 @@ func (h *h2conn) sendData(st *h2stream) {
 	if len(st.out) == st.off && !st.reset {
 		st.out, st.off = st.out[:0], 0 // all sent: the room is for what comes next
 	}
+	st.stallDue = 0 // all sent, or the stream is over: no window holds it
 	h.drained(st)
 }
 

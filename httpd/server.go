@@ -56,10 +56,14 @@ type Config struct {
 	// WriteTimeout closes a connection whose response bytes wait to be
 	// sent while the kernel takes none of them for this long (a client
 	// that stopped reading: aio.Conn.SetWriteTimeout), HTTP/1.1 or
-	// HTTP/2, and cancels its requests (Stats.WriteTimeouts). Progress,
-	// however slow, restarts it, so unlike net/http's WriteTimeout (none
-	// by default, and a deadline for the whole response) it never cuts a
-	// long download or an event stream that is being read. The default,
+	// HTTP/2, and cancels its requests (Stats.WriteTimeouts). On HTTP/2
+	// it also times the bytes a client's flow-control window holds back:
+	// a stream whose own window stays shut this long is reset (CANCEL), a
+	// connection whose window does is closed as above (see the package
+	// doc). Progress, however slow, restarts it (a window's: 16 KiB
+	// opened in all), so unlike net/http's WriteTimeout (none by default,
+	// and a deadline for the whole response) it never cuts a long
+	// download or an event stream that is being read. The default,
 	// DefaultWriteTimeout (30 s, nginx's send_timeout is 60 s), is far
 	// longer than any live reader stalls with a kernel buffer to fill,
 	// and bounds the time a dead or hostile one holds an arena, a
