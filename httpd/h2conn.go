@@ -614,6 +614,7 @@ func (h *h2conn) maybeEnd() {
 func (h *h2conn) end() {
 	h.flush()
 	h.dead = true
+	h.stopStall()        // Drain waits for the handles in the connection's scope
 	h.hc.setTimeout(nil) // the linger's bound is the connection's own
 	h.c.Drain()
 }

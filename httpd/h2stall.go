@@ -47,6 +47,8 @@ import (
 // when none is, looks at them all when it fires and arms itself for the
 // next, at least WriteTimeout/8 on: a deadline may pass up to that late,
 // and a connection's timer fires at most eight times per WriteTimeout.
+// It lives in the connection's scope, so the connection's close cancels
+// it; its lingering close (end) cancels it first.
 
 // h2StallMin is how much a stalled window must open in all within
 // WriteTimeout to count as progress: a frame's worth (a minimum rate of
@@ -123,6 +125,17 @@ func (h *h2conn) armStall(d time.Duration) {
 		return struct{}{}, nil
 	})
 	aio.Adopt(h.c.Scope(), h.ws.timer) // the connection's end cancels it
+}
+
+// stopStall cancels the stall timer of a connection that is ending: no
+// stream is left to stall, and the timer, in the connection's scope,
+// would hold its lingering close (aio.Conn.Drain waits for the scope's
+// handles) until it fired.
+func (h *h2conn) stopStall() {
+	if t := h.ws.timer; t != nil {
+		h.ws.timer = nil
+		t.Cancel()
+	}
 }
 
 // stallTimedOut ends what a window has held past its deadline: the

@@ -242,30 +242,61 @@ func TestH2StallBesideServed(t *testing.T) {
 	assert.Zero(t, st.WriteTimeouts)
 }
 
+// stalledHead reads the head of stream 1's response, whose body waits
+// for the window.
+func (c *h2Raw) stalledHead() {
+	c.t.Helper()
+	f := c.next()
+	if _, ok := f.(*http2.SettingsFrame); ok {
+		f = c.next() // the server's SETTINGS came first
+	}
+	mh, ok := f.(*http2.MetaHeadersFrame)
+	require.True(c.t, ok && mh.StreamID == 1 && !mh.StreamEnded(), "no response head: %v", f)
+}
+
+// openForBody opens the windows for stallBig and reads it, byte-exact,
+// on stream 1.
+func (c *h2Raw) openForBody() {
+	c.t.Helper()
+	require.NoError(c.t, c.fr.WriteWindowUpdate(1, uint32(len(stallBig))))
+	require.NoError(c.t, c.fr.WriteWindowUpdate(0, uint32(len(stallBig))))
+	var body []byte
+	for {
+		f, ok := c.next().(*http2.DataFrame)
+		require.True(c.t, ok, "not DATA: %v", f)
+		body = append(body, f.Data()...)
+		if f.StreamEnded() {
+			break
+		}
+	}
+	require.True(c.t, bytes.Equal(stallBig, body), "the body differs (%d bytes)", len(body))
+}
+
 // A negative WriteTimeout times no stall either: the stream waits for
 // its window (IdleTimeout's stall bound, h2limits.go, is what is left).
 func TestH2StallNoWriteTimeout(t *testing.T) {
 	ts := startServer(t, stallMux(), Config{WriteTimeout: -1})
 	c := stallClient(t, ts, 0)
 	c.get(1, "/body")
-	f := c.next()
-	if _, ok := f.(*http2.SettingsFrame); ok {
-		f = c.next() // the server's SETTINGS came first
-	}
-	_, ok := f.(*http2.MetaHeadersFrame)
-	require.True(t, ok, "no response head: %v", f)
+	c.stalledHead()
 	time.Sleep(3 * stallWT) // what must not happen: a reset
-	require.NoError(t, c.fr.WriteWindowUpdate(1, uint32(len(stallBig))))
-	require.NoError(t, c.fr.WriteWindowUpdate(0, uint32(len(stallBig))))
-	var body []byte
-	for {
-		f, ok := c.next().(*http2.DataFrame)
-		require.True(t, ok, "not DATA: %v", f)
-		body = append(body, f.Data()...)
-		if f.StreamEnded() {
-			break
-		}
-	}
-	assert.True(t, bytes.Equal(stallBig, body), "the body differs (%d bytes)", len(body))
+	c.openForBody()
+	ts.atRest(t)
+}
+
+// A stall that ended leaves its timer armed (lazily) until its deadline;
+// the connection's lingering close does not wait for it: Shutdown
+// returns as soon as the client has read its response and closed, not a
+// WriteTimeout (the default 30 s, past the test's bound) later.
+func TestH2StallTimerLeavesShutdown(t *testing.T) {
+	ts := startServer(t, stallMux(), Config{})
+	c := stallClient(t, ts, 0)
+	c.get(1, "/body")
+	c.stalledHead() // the body waits for the window: the timer is armed
+	c.openForBody()
+	done := shutdownInBackground(ts)
+	assert.True(t, c.eof(), "the connection was not ended")
+	require.NoError(t, c.nc.Close())
+	require.NoError(t, recvT(t, done))
 	ts.atRest(t)
 }
