@@ -139,9 +139,9 @@
 // is answered 431 without being expanded.
 //
 // A response held by a flow-control window the client keeps shut (the
-// "zero window" and "data dribble" attacks: the client reads and answers
-// PINGs, so neither the write queue nor the idle timeout sees it) is
-// under Config.WriteTimeout as well (h2stall.go): a stream whose own
+// "zero window" and "data dribble" attacks: the client reads everything
+// and answers PINGs, so the write queue never stalls) is under
+// Config.WriteTimeout as well (h2stall.go): a stream whose own
 // window has not opened for that long is reset with CANCEL (we no longer
 // want it; the client broke no rule) and its handler cancelled, as a
 // client's reset does; a connection whose window has not is the one
@@ -152,9 +152,9 @@
 // rate of 16 KiB per WriteTimeout, 546 B/s by default). Meanwhile a
 // stalled response holds its arena, the view of its body (no copy), or
 // a Stream's bytes up to the point Full pauses it; a connection holds at
-// most 256 streams, a loop Config.Arenas. With a negative WriteTimeout,
-// such a connection is on Config.IdleTimeout instead until DATA moves
-// again.
+// most 256 streams, a loop Config.Arenas. Besides, a connection with a
+// response waiting for a window is on Config.IdleTimeout until DATA
+// moves again: the only bound with a negative WriteTimeout.
 //
 // # Threading
 //
