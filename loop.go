@@ -462,7 +462,7 @@ func (l *Loop) iterate() {
 	if l.readyPos < len(l.ready) || l.qlen.Load() > 0 {
 		l.runPosted()
 	}
-	if len(l.young) > 0 || len(l.older) > 0 || l.youngCap != youngCompact {
+	if l.youngToTrack() {
 		l.trackYoung()
 	}
 	l.pollIO(l.pollTimeout())

@@ -165,6 +165,7 @@ func (r *record) abandon() {
 // less than the clock reading that would set them apart, and it counts with
 // the phase before it. On the loop.
 func (l *Loop) trackYoung() {
+	// Keep youngToTrack in step with what this reads and resets.
 	if len(l.young) > youngCompact {
 		l.enter(phaseBook)
 	}
@@ -184,6 +185,14 @@ func (l *Loop) trackYoung() {
 	}
 	l.young = l.young[:0]
 	l.youngCap = youngCompact
+}
+
+// youngToTrack reports whether trackYoung has anything to do: producers
+// young or older to look at, or a compaction threshold to reset. The
+// iteration tests it inline rather than call trackYoung for nothing. On
+// the loop.
+func (l *Loop) youngToTrack() bool {
+	return len(l.young) > 0 || len(l.older) > 0 || l.youngCap != youngCompact
 }
 
 // youngAging bounds how long an idle loop sleeps while it holds young
