@@ -146,10 +146,11 @@
 // want it; the client broke no rule) and its handler cancelled, as a
 // client's reset does; a connection whose window has not is the one
 // stalled: GOAWAY(CANCEL), then it closes, cancelling its streams,
-// counted in Stats.WriteTimeouts. Opening a window restarts the clock
-// only when it opens by a frame's worth (16 KiB) in all, or by all that
-// waits: a window dribbled open a few bytes at a time is cut (a minimum
-// rate of 16 KiB per WriteTimeout, 546 B/s by default). Meanwhile a
+// counted in Stats.WriteTimeouts. What restarts the clock is DATA sent
+// through the window, a frame's worth (16 KiB) in all or all that waits:
+// a window dribbled open a few bytes at a time is cut (a minimum rate of
+// 16 KiB per WriteTimeout, 546 B/s by default), and so is one opened and
+// shut again before anything went. Meanwhile a
 // stalled response holds its arena, the view of its body (no copy), or
 // a Stream's bytes up to the point Full pauses it; a connection holds at
 // most 256 streams, a loop Config.Arenas. Besides, a connection with a

@@ -372,9 +372,6 @@ func (h *h2conn) applySetting(s http2.Setting) error {
 		h.peerInit = int64(s.Val)
 		for _, st := range h.streams {
 			st.sendWin += delta
-			if delta > 0 {
-				st.streamOpened(delta)
-			}
 			if st.sendWin > h2MaxWindow {
 				return http2.ConnectionError(http2.ErrCodeFlowControl)
 			}
@@ -394,7 +391,6 @@ func (h *h2conn) onWindowUpdate(f *http2.WindowUpdateFrame) {
 			h.fail(http2.ErrCodeFlowControl)
 			return
 		}
-		h.connOpened(inc)
 		h.sendWaiting()
 		h.connSent()
 		return
@@ -411,7 +407,6 @@ func (h *h2conn) onWindowUpdate(f *http2.WindowUpdateFrame) {
 		h.resetStream(st.id, http2.ErrCodeFlowControl)
 		return
 	}
-	st.streamOpened(inc)
 	h.sendData(st)
 }
 

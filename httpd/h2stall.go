@@ -33,10 +33,12 @@ import (
 //     counted in Stats.WriteTimeouts.
 //
 // Progress, however slow, restarts the clock, as for the write queue;
-// but a window is progress only in earnest: it must open by h2StallMin
-// bytes in all (or by all that waits) within WriteTimeout, so a client
-// that opens it by a byte every few seconds, a few bytes of DATA each
-// time, is cut as if it had opened nothing. What a stalled stream holds
+// but progress is DATA sent, in earnest: h2StallMin bytes in all (or all
+// that waits) within WriteTimeout. So a client that opens its window by a
+// byte every few seconds, a few bytes of DATA each time, is cut as if it
+// had opened nothing; and so is one that opens it and shuts it again
+// before anything could go (SETTINGS_INITIAL_WINDOW_SIZE up, then down,
+// in one frame): a window that opens is no progress by itself. What a stalled stream holds
 // is bounded meanwhile: a buffered body waits as its own view (the
 // arena's or the handler's bytes, no copy), a Stream's at most
 // streamPendMax before Full pauses it, the streams of a connection
@@ -50,15 +52,15 @@ import (
 // It lives in the connection's scope, so the connection's close cancels
 // it; its lingering close (end) cancels it first.
 
-// h2StallMin is how much a stalled window must open in all within
-// WriteTimeout to count as progress: a frame's worth (a minimum rate of
+// h2StallMin is how much DATA a stalled window must let through in all
+// within WriteTimeout to count as progress: a frame's worth (a minimum rate of
 // 546 B/s with the default 30 s), far below any reader's pace.
 const h2StallMin = h2DefaultFrame
 
 // h2stall is a connection's watch over its windows. Owned by the loop.
 type h2stall struct {
 	due     time.Duration         // when the connection window's stall ends the connection; 0: not stalled
-	open    int64                 // bytes the connection window opened since its stall began
+	sent    int64                 // DATA bytes sent since its stall began
 	timer   *aio.Handle[struct{}] // armed for the earliest deadline (or a little after), or nil
 	counted bool                  // the connection was ended for a stall: counted in Stats.WriteTimeouts
 }
@@ -75,30 +77,26 @@ func (h *h2conn) windowStall(st *h2stream) {
 	case st.sendWin > 0:
 		st.stallDue = 0 // its own window is open: the connection's holds it
 	case st.stallDue == 0:
-		st.stallDue, st.stallOpen = now+wt, 0
+		st.stallDue, st.stallSent = now+wt, 0
 		h.armStall(wt)
 	}
 	if h.sendWin <= 0 && h.ws.due == 0 {
-		h.ws.due, h.ws.open = now+wt, 0
+		h.ws.due, h.ws.sent = now+wt, 0
 		h.armStall(wt)
 	}
 }
 
-// streamOpened: the client opened st's window by inc (WINDOW_UPDATE, or
-// a larger SETTINGS_INITIAL_WINDOW_SIZE): enough in all ends the stall.
-func (st *h2stream) streamOpened(inc int64) {
+// stallSent: k bytes of st's DATA went out, progress for the stalls in
+// progress, st's and the connection's: enough in all ends them. From
+// sendData, on the loop.
+func (h *h2conn) stallSent(st *h2stream, k int64) {
 	if st.stallDue != 0 {
-		if st.stallOpen += inc; st.stallOpen >= h2StallMin {
+		if st.stallSent += k; st.stallSent >= h2StallMin {
 			st.stallDue = 0
 		}
 	}
-}
-
-// connOpened: the client opened the connection window by inc: enough in
-// all ends its stall.
-func (h *h2conn) connOpened(inc int64) {
 	if h.ws.due != 0 {
-		if h.ws.open += inc; h.ws.open >= h2StallMin {
+		if h.ws.sent += k; h.ws.sent >= h2StallMin {
 			h.ws.due = 0
 		}
 	}

@@ -195,6 +195,43 @@ func TestH2WindowDribbleCut(t *testing.T) {
 	assert.Zero(t, ts.Stats().WriteTimeouts)
 }
 
+// A window opened and shut again before anything could go through it is
+// no progress: a client that sends, again and again, one SETTINGS frame
+// that raises INITIAL_WINDOW_SIZE and lowers it back is cut as one that
+// never opens.
+func TestH2WindowSeesawCut(t *testing.T) {
+	ts := startServer(t, stallMux(), Config{WriteTimeout: stallWT})
+	c := stallClient(t, ts, 0)
+	c.get(1, "/body")
+	stop, stopped := make(chan struct{}), make(chan error, 1)
+	go func() {
+		tick := time.NewTicker(stallWT / 4) // the client's pace, not a synchronisation
+		defer tick.Stop()
+		for {
+			select {
+			case <-stop:
+				stopped <- nil
+				return
+			case <-tick.C:
+			}
+			err := c.fr.WriteSettings(
+				http2.Setting{ID: http2.SettingInitialWindowSize, Val: h2StallMin},
+				http2.Setting{ID: http2.SettingInitialWindowSize, Val: 0})
+			if err != nil {
+				stopped <- err
+				return
+			}
+		}
+	}()
+	var data int
+	codes := c.resets(&data, 1)
+	close(stop)
+	require.NoError(t, recvT(t, stopped))
+	assert.Equal(t, http2.ErrCodeCancel, codes[1])
+	assert.Zero(t, data, "DATA went through a window never open between frames")
+	ts.atRest(t)
+}
+
 // While one stream is stalled on its own window, and after it is reset,
 // the other streams of the connection are served.
 func TestH2StallBesideServed(t *testing.T) {

@@ -33,10 +33,9 @@ type h2stream struct {
 	unacked int64 // bytes consumed and not yet given back to the client
 
 	// The stall of the stream's own window (h2stall.go): when it ends the
-	// stream (0: not stalled), and how much the window opened since it
-	// began.
+	// stream (0: not stalled), and how much DATA was sent since it began.
 	stallDue  time.Duration
-	stallOpen int64
+	stallSent int64
 
 	rbuf []byte // body bytes waiting for the handler (OnData, Resume)
 	rend bool   // the body's end waits in rbuf
@@ -673,6 +672,7 @@ func (h *h2conn) sendData(st *h2stream) {
 		st.off += int(k)
 		st.sendWin -= k
 		h.sendWin -= k
+		h.stallSent(st, k)
 		h.unstall()
 		if len(h.out.b) >= h2OutFlush {
 			h.flush() // so that Full tells the truth

@@ -60,8 +60,8 @@ type Config struct {
 	// it also times the bytes a client's flow-control window holds back:
 	// a stream whose own window stays shut this long is reset (CANCEL), a
 	// connection whose window does is closed as above (see the package
-	// doc). Progress, however slow, restarts it (a window's: 16 KiB
-	// opened in all), so unlike net/http's WriteTimeout (none by default,
+	// doc). Progress, however slow, restarts it (through a window: 16
+	// KiB of DATA sent in all), so unlike net/http's WriteTimeout (none by default,
 	// and a deadline for the whole response) it never cuts a long
 	// download or an event stream that is being read. The default,
 	// DefaultWriteTimeout (30 s, nginx's send_timeout is 60 s), is far
