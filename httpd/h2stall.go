@@ -80,7 +80,10 @@ func (h *h2conn) windowStall(st *h2stream) {
 		st.stallDue, st.stallSent = now+wt, 0
 		h.armStall(wt)
 	}
-	if h.sendWin <= 0 && h.ws.due == 0 {
+	// The connection's stall begins, or begins again if the streams it
+	// held are gone (reset, or ended): st must not pay for their wait.
+	// (st is not among the waiting yet: sendData adds it after this.)
+	if h.sendWin <= 0 && (h.ws.due == 0 || !h.connWaits()) {
 		h.ws.due, h.ws.sent = now+wt, 0
 		h.armStall(wt)
 	}

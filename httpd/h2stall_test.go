@@ -133,6 +133,36 @@ func TestH2ConnWindowStall(t *testing.T) {
 	eventually(t, func() bool { return ts.Stats().ConnsOpen == 0 }, "the connection is still open")
 }
 
+// A connection window's stall is timed from when the streams it holds
+// began to wait: a stream that waits after the client reset the one
+// that had waited most of WriteTimeout gets the whole WriteTimeout.
+func TestH2ConnWindowStallRestartsForNewStream(t *testing.T) {
+	ts := startServer(t, stallMux(), Config{WriteTimeout: stallWT})
+	c := stallClient(t, ts, 1<<30)
+	c.get(1, "/body")
+	for data := 0; data < h2DefaultWindow; {
+		if f, ok := c.next().(*http2.DataFrame); ok {
+			data += len(f.Data())
+		}
+	}
+	time.Sleep(stallWT * 3 / 4) // most of stream 1's wait: the scenario, not a synchronisation
+	require.NoError(t, c.fr.WriteRSTStream(1, http2.ErrCodeCancel))
+	start := time.Now()
+	c.get(3, "/body")
+	for {
+		f := c.next()
+		if g, ok := f.(*http2.GoAwayFrame); ok {
+			assert.Equal(t, http2.ErrCodeCancel, g.ErrCode)
+			break
+		}
+		_, isData := f.(*http2.DataFrame)
+		require.False(t, isData, "DATA through a shut connection window")
+	}
+	assert.GreaterOrEqual(t, time.Since(start), stallWT, "stream 3 was cut before its own WriteTimeout")
+	ts.atRest(t)
+	assert.Equal(t, uint64(1), ts.Stats().WriteTimeouts)
+}
+
 // noReset is pace's code when the stream was not reset.
 const noReset = http2.ErrCode(1 << 31)
 
