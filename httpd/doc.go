@@ -143,8 +143,8 @@
 // and answers PINGs, so the write queue never stalls) is under
 // Config.WriteTimeout as well (h2stall.go): a stream whose own
 // window has not opened for that long is reset with CANCEL (we no longer
-// want it; the client broke no rule) and its handler cancelled, as a
-// client's reset does; a connection whose window has not is the one
+// want it; the client broke no rule; Stats.WindowStalls) and its handler
+// cancelled, as a client's reset does; a connection whose window has not is the one
 // stalled: GOAWAY(CANCEL), then it closes, cancelling its streams,
 // counted in Stats.WriteTimeouts. What restarts the clock is DATA sent
 // through the window, a frame's worth (16 KiB) in all or all that waits:

@@ -20,8 +20,9 @@ import (
 // same knob with the same meaning: when the client has not opened it for
 // WriteTimeout, what it holds is given up.
 //
-//   - A stream's own window: RST_STREAM(CANCEL), and its handler is
-//     cancelled as a client's reset cancels it. CANCEL, not
+//   - A stream's own window: RST_STREAM(CANCEL), counted in
+//     Stats.WindowStalls, and its handler is cancelled as a client's reset
+//     cancels it. CANCEL, not
 //     FLOW_CONTROL_ERROR: a client that grants no window breaks no rule
 //     of RFC 9113 (a shut window is how it says "not now"); it is we who
 //     no longer want the stream (§7: "the stream is no longer needed"),
@@ -169,6 +170,7 @@ func (h *h2conn) stallTimedOut() {
 		default:
 			st.stallDue = 0
 			if st.sendWin <= 0 && len(st.out) > st.off && !st.reset {
+				h.ls.st.windowStalls.Add(1)
 				h.resetStream(st.id, http2.ErrCodeCancel)
 			}
 		}

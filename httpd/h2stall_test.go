@@ -87,6 +87,7 @@ func TestH2StreamWindowStall(t *testing.T) {
 	st := ts.Stats()
 	assert.Equal(t, uint64(1), st.Cancelled, "the Stream's handler")
 	assert.Equal(t, uint64(2), st.ResponsesSuppressed)
+	assert.Equal(t, uint64(2), st.WindowStalls)
 	assert.Zero(t, st.WriteTimeouts)
 	assert.Equal(t, int64(1), st.ConnsOpen)
 
@@ -128,6 +129,7 @@ func TestH2ConnWindowStall(t *testing.T) {
 	ts.atRest(t)
 	st := ts.Stats()
 	assert.Equal(t, uint64(1), st.WriteTimeouts)
+	assert.Zero(t, st.WindowStalls, "the connection stalled, not a stream")
 	assert.Equal(t, uint64(1), st.Cancelled, "the Stream's handler")
 	assert.Zero(t, st.Abusive)
 	eventually(t, func() bool { return ts.Stats().ConnsOpen == 0 }, "the connection is still open")

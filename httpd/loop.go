@@ -50,7 +50,7 @@ type loopStats struct {
 	connsOpen, streamsOpen, handlersPending atomic.Int64
 	requests, cancelled, suppressed         atomic.Uint64
 	refused, releases, panics, badRequests  atomic.Uint64
-	writeTimeouts, abusive                  atomic.Uint64
+	writeTimeouts, abusive, windowStalls    atomic.Uint64
 }
 
 func newLoopState(srv *Server, cfg *Config, l *aio.Loop) *loopState {

@@ -298,6 +298,7 @@ type Stats struct {
 	BadRequests         uint64 `json:"bad_requests"`         // requests refused by the parser (4xx, 5xx, then closed; not HTTP/1: closed)
 	WriteTimeouts       uint64 `json:"write_timeouts"`       // connections closed by Config.WriteTimeout
 	Abusive             uint64 `json:"abusive"`              // HTTP/2 connections ended for a hostile client's flood: GOAWAY(ENHANCE_YOUR_CALM)
+	WindowStalls        uint64 `json:"window_stalls"`        // HTTP/2 streams reset (CANCEL) because the client kept their window shut for Config.WriteTimeout
 }
 
 // Stats returns the server's counters, summed over its loops. Any
@@ -320,6 +321,7 @@ func (s *Server) Stats() Stats {
 		st.BadRequests += c.badRequests.Load()
 		st.WriteTimeouts += c.writeTimeouts.Load()
 		st.Abusive += c.abusive.Load()
+		st.WindowStalls += c.windowStalls.Load()
 	}
 	return st
 }
