@@ -32,11 +32,9 @@ func (t *tcpLoop) tlsStepsQueued() bool {
 }
 
 // runTLSSteps resumes at most tlsStepsPerTurn queued handshakes, oldest
-// first. On the loop, once per turn after I/O dispatch.
+// first. On the loop, once per turn after I/O dispatch, when
+// tlsStepsQueued (iterate tests it inline).
 func (l *Loop) runTLSSteps() {
-	if !l.tcp.tlsStepsQueued() {
-		return
-	}
 	l.enter(phaseIO)
 	l.busy = true
 	for n := 0; n < tlsStepsPerTurn; {
