@@ -11,24 +11,25 @@ import (
 // ConnConfig.Linger bounds the lingering close of a peer that never
 // closes: a short one ends it long before DefaultLinger would.
 func TestListenerDrainLingerConfigured(t *testing.T) {
-	l := startLoop(t)
-	fds := fdCount(t)
-	took, stubborn := drainStubborn(t, l, ConnConfig{Linger: 50 * time.Millisecond})
-	require.Less(t, took, DefaultLinger/2, "the configured linger, not the default")
-
-	closedLoopTCP(t, l)
-	require.NoError(t, stubborn.Close())
-	require.Equal(t, fds, fdCount(t), "fds back")
+	requireDrainEndsEarly(t, ConnConfig{Linger: 50 * time.Millisecond}, "the configured linger, not the default")
 }
 
 // A timeout that runs out while a connection lingers ends the linger, as
 // its own bound does: the connection ended well (its reply and FIN are
 // out), so it closes with no error, not with the timeout's.
 func TestConnLingerCutByIdleTimeoutIsNoFailure(t *testing.T) {
+	requireDrainEndsEarly(t, ConnConfig{Linger: time.Hour, IdleTimeout: 50 * time.Millisecond}, "the idle timeout, not the linger")
+}
+
+// requireDrainEndsEarly checks that drainStubborn, with cfg, ends the
+// connection (orderly) well before DefaultLinger, for why, and that every
+// fd comes back.
+func requireDrainEndsEarly(t *testing.T, cfg ConnConfig, why string) {
+	t.Helper()
 	l := startLoop(t)
 	fds := fdCount(t)
-	took, stubborn := drainStubborn(t, l, ConnConfig{Linger: time.Hour, IdleTimeout: 50 * time.Millisecond})
-	require.Less(t, took, DefaultLinger/2, "the idle timeout, not the linger")
+	took, stubborn := drainStubborn(t, l, cfg)
+	require.Less(t, took, DefaultLinger/2, why)
 
 	closedLoopTCP(t, l)
 	require.NoError(t, stubborn.Close())
