@@ -31,7 +31,8 @@ func lingerServerWith(t *testing.T, l *Loop, cfg ConnConfig, reply []byte) (*Lis
 }
 
 // repliedConn is a lingerServer's connection that has answered its
-// peer's first request with 64 KiB the peer has not read yet.
+// peer's first request with a reply (64 KiB from newRepliedConn) the peer
+// has not read yet.
 type repliedConn struct {
 	ln     *Listener
 	c      *Conn        // the server's side
@@ -42,9 +43,17 @@ type repliedConn struct {
 
 func newRepliedConn(t *testing.T, l *Loop) repliedConn {
 	t.Helper()
-	r := repliedConn{reply: make([]byte, 64<<10)}
-	pattern(r.reply, 0)
-	ln, conns, closed := lingerServer(t, l, r.reply)
+	reply := make([]byte, 64<<10)
+	pattern(reply, 0)
+	return newRepliedConnWith(t, l, ConnConfig{}, reply)
+}
+
+// newRepliedConnWith is newRepliedConn with cfg for the server's
+// connection and reply for its answer.
+func newRepliedConnWith(t *testing.T, l *Loop, cfg ConnConfig, reply []byte) repliedConn {
+	t.Helper()
+	r := repliedConn{reply: reply}
+	ln, conns, closed := lingerServerWith(t, l, cfg, r.reply)
 	r.ln, r.closed = ln, closed
 	r.nc = netDial(t, ln)
 	_, err := r.nc.Write([]byte("first request"))

@@ -42,15 +42,11 @@ func requireDrainEndsEarly(t *testing.T, cfg ConnConfig, why string) {
 func TestConnDrainNegativeLinger(t *testing.T) {
 	l := startLoop(t)
 	fds := fdCount(t)
-	ln, conns, closed := lingerServerWith(t, l, ConnConfig{Linger: -1}, []byte("reply"))
-	stubborn := netDial(t, ln)
-	_, err := stubborn.Write([]byte("request"))
-	require.NoError(t, err)
-	c := recv(t, conns)
-	eventually(t, func() bool { return l.Stats().TCPBytesOut == uint64(len("reply")) }, "reply sent")
+	r := newRepliedConnWith(t, l, ConnConfig{Linger: -1}, []byte("reply"))
+	ln, c, stubborn, closed := r.ln, r.c, r.nc, r.closed
 
 	start := time.Now()
-	_, err = waitWithin(t, DefaultLinger+waitTimeout, c.Drain())
+	_, err := waitWithin(t, DefaultLinger+waitTimeout, c.Drain())
 	require.NoError(t, err)
 	require.Less(t, time.Since(start), DefaultLinger/2, "closed without lingering")
 	require.NoError(t, recv(t, closed), "closed orderly after the FIN")
