@@ -53,7 +53,9 @@ func TestConnDrainWaitsForScope(t *testing.T) {
 		}))
 		c.Drain()
 	})
-	onLoop(t, l, func() { require.False(t, c.wdone, "no FIN while the scope is busy") })
+	var finned bool
+	onLoop(t, l, func() { finned = c.wdone })
+	require.False(t, finned, "no FIN while the scope is busy")
 	onLoop(t, l, func() { p.Resolve(struct{}{}) })
 	got, err := io.ReadAll(nc)
 	require.NoError(t, err)
