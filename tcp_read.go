@@ -124,10 +124,13 @@ func (c *Conn) readSome() {
 }
 
 // read accounts for n bytes read from the socket: the counter, the read
-// and idle timeouts. On the loop.
+// and idle timeouts. A connection whose timeouts are only others (a
+// WriteTimeout, a Linger) reads no clock here, as sent does not for
+// reads; SetReadTimeout and SetIdleTimeout count from their call. On the
+// loop.
 func (c *Conn) read(n int) {
 	c.tl.bytesIn.Add(uint64(n))
-	if to := c.to; to != nil {
+	if to := c.to; to != nil && to.read|to.idle != 0 {
 		now := c.l.clock()
 		to.lastRead, to.lastIO = now, now
 	}
