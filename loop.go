@@ -280,7 +280,7 @@ func (l *Loop) enqueueOnLoop(fn func(), max int32) error {
 	if l.readyPos == len(l.ready) {
 		// ready is done: start it over, and its wait for Stats.PostLag.
 		l.ready, l.readyPos = l.ready[:0], 0
-		l.m.readySince = time.Duration(l.now.Load())
+		l.m.readySince = l.Now()
 	}
 	l.ready = append(l.ready, fn)
 	return nil
