@@ -206,7 +206,8 @@
 // TLS is the standard crypto/tls on the loop, without a goroutine per
 // connection: ListenConfig.TLS makes a listener hand over connections whose
 // handshake ended, Dialer.TLS makes Dial's handle complete after it, and
-// [AdoptTLSConn] runs it on an adopted socket, either side; their reads
+// [AdoptTLSConn] and [AdoptTLSConnFrom] run it on an adopted socket,
+// either side; their reads
 // and writes are plaintext, with the same callbacks,
 // backpressure (counting ciphertext), timeouts, scope and drain, and
 // [Conn.TLS] tells the ALPN protocol and the rest of the handshake.
@@ -215,7 +216,8 @@
 //
 // Outcomes are matched with errors.Is: [ErrCancelled] for a cancelled handle,
 // [ErrTimeout] for Within and the inputs an AllSettledWithin gave up (and
-// [ErrReadTimeout], [ErrIdleTimeout] of connections, which wrap it),
+// [ErrReadTimeout], [ErrIdleTimeout] of connections and
+// [ErrHandshakeTimeout] of a TLS handshake, which wrap it),
 // [ErrStopped] for work refused by a stopping loop, [ErrAwaitOnLoop] for a Wait
 // that would deadlock, [ErrPending] for the Result of an unfinished handle,
 // [ErrNoInputs] for Race or Any of nothing, [ErrNilFunc], [ErrNilLoop] and
