@@ -1,4 +1,5 @@
-// Package httpd is an HTTP/1.1 and HTTP/2 (h2c) server on aio loops: the seeds' webserver,
+// Package httpd is an HTTP/1.1 and HTTP/2 server on aio loops (h2c, and
+// HTTPS with h2 by ALPN): the seeds' webserver,
 // where a handler answers at once or returns a handle, and a client that
 // goes away cancels everything its request started and gives back every
 // byte it held.
@@ -27,7 +28,16 @@
 // (Respond, Text, JSON, Bytes) sent at once, or Later(h), the handle of a
 // response that arrives later: a timer, Work (a blocking call on the
 // loop's pool), a Do body, All, Race of several. Stream writes a body as
-// it is made.
+// it is made. FromHTTP serves a net/http handler, which may block, on the
+// loop's Work pool.
+//
+// # HTTPS
+//
+// Config.Listen.TLS (aio.ListenConfig.TLS) serves TLS with the standard
+// crypto/tls on the loops, with no goroutine per connection: a connection
+// reaches the engines once its handshake ended, in plaintext. ALPN offers
+// h2 and http/1.1 unless the tls.Config lists protocols itself; a client
+// that negotiated h2 is served by the HTTP/2 engine, any other HTTP/1.1.
 //
 // # Arenas
 //
