@@ -1,4 +1,5 @@
 // Command webserver is the seeds' webserver on package httpd: an HTTP/1.1
+// and HTTP/2 (h2c, by prior knowledge or Upgrade, on the same port)
 // server on aio loops whose handlers answer at once or return a handle (a
 // timer, Work, All, Race, a stream), and where a client that goes away
 // cancels everything its request started and gives back its arena.
@@ -15,6 +16,7 @@
 //	-header-timeout DUR   time a client has to send a complete request head (default 5s)
 //	-idle-timeout DUR     idle keep-alive connection timeout (default 60s)
 //	-api-timeout DUR      the timeout of /api/slow (default 5s)
+//	-cpuprofile FILE      write a CPU profile of the whole run to FILE
 //	-tls-cert FILE        serve HTTPS with this certificate (PEM), with -tls-key
 //	-tls-key FILE         the certificate's private key (PEM)
 //	-tls-self-signed      serve HTTPS with a certificate made at start for localhost
