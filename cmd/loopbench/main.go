@@ -40,9 +40,6 @@
 //	                loop_count does. No Go baseline. Beside loop_count, note
 //	                that a poll costs more in a process with more than one
 //	                thread (as every Go process has): see loopiter.go.
-//	chain           a Then chain of -chain links (default 1,000,000), built and
-//	                completed in one callback; ops = links. gostd: a pipeline
-//	                of one goroutine per stage over unbuffered channels.
 //	cancel-tree     cancel the root of a two-level tree (All of All of
 //	                promises) and time until every handle ended; rows for
 //	                10,000 (cancel-tree-small) and -chain handles, and
@@ -85,6 +82,11 @@
 //	                from a child process (as wrk -c8 --latency), alone
 //	                (tls-storm-quiet) and while 16 clients in another child
 //	                storm full TLS handshakes on the same loop (tls-storm).
+//	chain           a Then chain of -chain links (default 1,000,000), built and
+//	                completed in one callback; ops = links. gostd: a pipeline
+//	                of one goroutine per stage over unbuffered channels
+//	                (last: Go never frees the records of its million
+//	                goroutines, which would weigh on every later row).
 //	                (The TCP workloads are described in more detail in tcp.go
 //	                and proxy.go. A -percore row is how the runtime is
 //	                deployed: loops = cores, GOMAXPROCS of them.)
