@@ -233,7 +233,8 @@
 // Built with the aiodebug tag (go test -tags aiodebug), every loop-only path
 // checks that it runs on its loop and panics where it does not. [Loop.Stats]
 // reports a loop's counters from any goroutine: iterations, posted callbacks,
-// armed timers, live and abandoned handles, panics, and TCP traffic.
+// armed timers, live and abandoned handles, panics, Work jobs queued and
+// running, TCP traffic and TLS handshakes.
 //
 // # Monitoring
 //
