@@ -80,8 +80,9 @@ bench:
 # wrk and h2load, in one run (bench/http/run.sh: REPS rounds of DUR seconds,
 # CONNS, THREADS, H2CONNS; the table goes to bench/http/results.tsv).
 # Installs wrk, h2load (nghttp2-client) and nghttpd (nghttp2-server) if
-# they are missing.
-bench-http:
+# they are missing, and openssl (tools), which makes the TLS rows'
+# certificate.
+bench-http: tools
 	@PATH=$$PATH:/usr/sbin; command -v wrk >/dev/null && command -v h2load >/dev/null && command -v nghttpd >/dev/null || \
 		{ sudo=$$(command -v sudo || true); \
 		$$sudo apt-get install -y wrk nghttp2-client nghttp2-server || \
