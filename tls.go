@@ -110,7 +110,10 @@ type tlsConn struct {
 	first    bool // batch, and no record written yet: the first one goes straight
 	notified bool // close_notify was written
 	parked   bool // pumping stopped with reading off: resume when it is on again
-	queued   bool // the handshake waits in tlsLoop.steps for its turn (tls_turn.go)
+	// full says the handshake holds a whole record it has not taken:
+	// reading stops until it took it (see input).
+	full   bool
+	queued bool // the handshake waits in tlsLoop.steps for its turn (tls_turn.go)
 }
 
 // tlsLoop is a loop's TLS scratch (tcpLoop.tls), made with its first TLS
@@ -255,6 +258,15 @@ func (t *tlsConn) closeHandshake() {
 func (t *tlsConn) input(b []byte) {
 	if !t.done {
 		t.in = append(t.in, b...)
+		if len(t.in) >= maxRecord && !t.full {
+			// A whole record is there, all the handshake's next step
+			// can take: let the kernel hold the rest (and the peer's
+			// window close) until it took it, or a peer flooding a
+			// handshake that waits for its turn grows t.in unbounded.
+			t.full = true
+			t.c.onRead = nil
+			t.c.update()
+		}
 		t.stepReady()
 		return
 	}
@@ -522,6 +534,13 @@ func (t *tlsConn) Read(p []byte) (int, error) {
 	m := copy(p[n:], t.lent)
 	t.lent = t.lent[m:]
 	t.rest -= n + m
+	if t.full && len(t.in) < maxRecord {
+		t.full = false // the handshake took the record: read on
+		if c := t.c; c.state == connOpen && !t.done {
+			c.onRead = dropRead
+			c.update()
+		}
+	}
 	return n + m, nil
 }
 
