@@ -510,7 +510,7 @@ func (t *tlsConn) Read(p []byte) (int, error) {
 		case t.eof:
 			return 0, io.EOF
 		case t.c.state != connOpen:
-			return 0, ErrConnClosed
+			return 0, t.closedErr()
 		case t.co == nil:
 			return 0, errWouldBlock
 		}
@@ -610,4 +610,15 @@ func (c *Conn) tlsClosing() {
 			c.wdone = true
 		}
 	}
+}
+
+// closedErr is what a handshake's Read returns once the connection has
+// closed: the cause it closed with (a read timeout, say), which the
+// handshake fails with, or ErrConnClosed for a close without one. On the
+// loop.
+func (t *tlsConn) closedErr() error {
+	if _, err := t.c.closed.Result(); err != nil && !errors.Is(err, ErrCancelled) {
+		return err
+	}
+	return ErrConnClosed
 }

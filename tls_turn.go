@@ -59,10 +59,10 @@ func (l *Loop) runTLSSteps() {
 
 // await suspends the handshake's coroutine until wake (the bytes it
 // needs may have arrived), or its Do handle is cancelled (ErrCancelled),
-// or the connection closes (ErrConnClosed). It is Await without a handle
-// to settle and a link to it, two allocations per wait: t itself is what
-// the coroutine waits on (Co.waiting), and withdraws when cancelled. In
-// the handshake's Do body, from Read.
+// or the connection closes (its cause, see closedErr). It is Await
+// without a handle to settle and a link to it, two allocations per wait:
+// t itself is what the coroutine waits on (Co.waiting), and withdraws
+// when cancelled. In the handshake's Do body, from Read.
 func (t *tlsConn) await() error {
 	co := t.co
 	if co.cancelled {
@@ -76,7 +76,7 @@ func (t *tlsConn) await() error {
 		return ErrCancelled
 	}
 	if t.c.state != connOpen {
-		return ErrConnClosed
+		return t.closedErr()
 	}
 	return nil
 }
