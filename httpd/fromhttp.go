@@ -29,7 +29,8 @@ import (
 // Write, which blocks while the connection cannot take more (so a large
 // body never sits in memory) and fails with ErrStreamClosed once the
 // client has gone away. A panic in h answers 500, or cuts a response that
-// is already streaming. A trailer, as net/http has it (the fields the
+// is already streaming. The answer to HEAD has the Content-Length h set
+// (http.ServeContent sets the length of the body it does not write). A trailer, as net/http has it (the fields the
 // Trailer header declares, set after the body, and those named with
 // http.TrailerPrefix), follows the body (Stream.SetTrailer); a response
 // that has one goes as a stream, chunked on HTTP/1.1. Fields a trailer may
@@ -51,6 +52,11 @@ func FromHTTP(h http.Handler) Handler {
 			w := &responseWriter{header: make(http.Header), ctx: ctx, out: out}
 			h.ServeHTTP(w, req.WithContext(ctx))
 			trailer := w.trailer()
+			if !w.streaming && req.Method == "HEAD" && w.body.Len() == 0 && w.header.Get("Content-Length") != "" {
+				// The length of the body a GET would get (http.ServeContent
+				// sets it and writes nothing): a Response would say 0.
+				_ = w.streamTrailer(trailer)
+			}
 			if trailer != nil && !w.streaming {
 				_ = w.streamTrailer(trailer) // a trailer comes after the body of a stream
 			}
