@@ -87,6 +87,9 @@ func httpRequest(r *Request) (*http.Request, error) {
 		RequestURI: target,
 		RemoteAddr: r.RemoteAddr().String(),
 	}
+	if r.h2s != nil {
+		req.ProtoMajor = 2 // ProtoMinor 0
+	}
 	for name, value := range r.Headers() {
 		req.Header.Add(name, strings.Clone(value)) // Add canonicalises (and copies) the name
 	}
