@@ -1,6 +1,7 @@
 package httpd
 
 import (
+	"crypto/tls"
 	"net/netip"
 
 	"github.com/valkyria/aio"
@@ -28,6 +29,8 @@ type engine interface {
 	// are adopted there.
 	connScope() *aio.Scope
 	remoteAddr() netip.AddrPort
+	// tlsState is the connection's TLS state, ok false without TLS.
+	tlsState() (state tls.ConnectionState, ok bool)
 }
 
 // serve calls the handler with r, counting the request; a panic is

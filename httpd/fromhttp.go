@@ -20,6 +20,7 @@ import (
 // events as a native handler's handle: the client going away, Shutdown's
 // deadline. Its body is the request's: buffered, or streamed from the
 // connection with flow control (reading pauses while h does not read).
+// Over TLS, its TLS is the connection's state, as net/http's is.
 //
 // A response up to 64 KiB is buffered and sent whole when h returns, with
 // a Content-Length. One that grows past that, or that h flushes (the
@@ -89,6 +90,9 @@ func httpRequest(r *Request) (*http.Request, error) {
 	}
 	if r.h2s != nil {
 		req.ProtoMajor = 2 // ProtoMinor 0
+	}
+	if st, ok := r.eng.tlsState(); ok {
+		req.TLS = &st
 	}
 	for name, value := range r.Headers() {
 		req.Header.Add(name, strings.Clone(value)) // Add canonicalises (and copies) the name

@@ -1,6 +1,7 @@
 package httpd
 
 import (
+	"crypto/tls"
 	"errors"
 	"net/netip"
 	"time"
@@ -841,6 +842,8 @@ func (hc *h1conn) bodyDemand(r *Request) {
 func (hc *h1conn) connScope() *aio.Scope { return hc.c.Scope() }
 
 func (hc *h1conn) remoteAddr() netip.AddrPort { return hc.c.RemoteAddr() }
+
+func (hc *h1conn) tlsState() (tls.ConnectionState, bool) { return hc.c.TLS() }
 
 // reading, stalls and the connection's end
 

@@ -1,6 +1,7 @@
 package httpd
 
 import (
+	"crypto/tls"
 	"errors"
 	"io"
 	"net/netip"
@@ -661,3 +662,5 @@ func (h *h2conn) onClose(c *aio.Conn, err error) {
 func (h *h2conn) connScope() *aio.Scope { return h.c.Scope() }
 
 func (h *h2conn) remoteAddr() netip.AddrPort { return h.c.RemoteAddr() }
+
+func (h *h2conn) tlsState() (tls.ConnectionState, bool) { return h.c.TLS() }
