@@ -19,7 +19,9 @@ import (
 // serve here too. The *http.Request's context is cancelled by the same
 // events as a native handler's handle: the client going away, Shutdown's
 // deadline. Its body is the request's: buffered, or streamed from the
-// connection with flow control (reading pauses while h does not read).
+// connection with flow control (reading pauses while h does not read;
+// it starts, and "100 Continue" goes to a client that waits for it, when
+// h first reads).
 // Over TLS, its TLS is the connection's state, as net/http's is.
 //
 // A response up to 64 KiB is buffered and sent whole when h returns, with
@@ -138,13 +140,14 @@ type bodyPipe struct {
 	seq uint64
 	req *http.Request // its Trailer map is filled on the loop at the end, before Read sees it
 
-	mu     sync.Mutex
-	cond   sync.Cond
-	chunks [][]byte
-	n      int  // bytes waiting
-	end    bool // the last bytes arrived
-	closed bool // Close was called
-	paused bool
+	mu      sync.Mutex
+	cond    sync.Cond
+	chunks  [][]byte
+	n       int  // bytes waiting
+	end     bool // the last bytes arrived
+	closed  bool // Close was called
+	paused  bool
+	started bool // Read has asked the loop for the body (start)
 }
 
 const (
@@ -166,11 +169,20 @@ func trailerOf(r *Request, h http.Header) http.Header {
 
 // newBodyPipe makes req's body, streamed from r's; at its end, req.Trailer
 // gets r's trailer (as net/http's, it is complete once Read returns EOF).
+// The body starts to flow at the first Read, as net/http's does: a
+// handler that refuses the request unread sends no "100 Continue" for it.
 func newBodyPipe(r *Request, req *http.Request) *bodyPipe {
 	p := &bodyPipe{l: r.ls.l, r: r, seq: r.seq, req: req}
 	p.cond.L = &p.mu
-	r.Body().OnData(p.onData)
 	return p
+}
+
+// start starts the body's flow on the loop, if its request still lives
+// (else the request's end has closed the pipe, or will).
+func (p *bodyPipe) start() {
+	if p.r.live(p.seq) {
+		p.r.Body().OnData(p.onData)
+	}
 }
 
 // onData runs on the loop with the next bytes of the body.
@@ -198,6 +210,12 @@ func (p *bodyPipe) onData(b []byte, end bool) {
 func (p *bodyPipe) Read(b []byte) (int, error) {
 	p.mu.Lock()
 	defer p.mu.Unlock()
+	if !p.started && !p.closed {
+		p.started = true
+		if err := p.l.Post(p.start); err != nil {
+			p.closed = true // the loop has stopped: no body will come
+		}
+	}
 	for len(p.chunks) == 0 && !p.end && !p.closed {
 		p.cond.Wait()
 	}
