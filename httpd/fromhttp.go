@@ -16,7 +16,11 @@ import (
 
 // FromHTTP returns a Handler that runs h, a net/http handler, on the
 // loop's Work pool, so that handlers written for net/http (which block)
-// serve here too. The *http.Request's context is cancelled by the same
+// serve here too. Each call of h holds one of the pool's goroutines
+// (aio.Config.WorkPool: 4 by default) until it returns: a handler that
+// runs long (an event stream, a slow upload) takes one for all that
+// time, and the requests beyond the pool wait in its queue, their
+// clients unanswered; size the pool for them. The *http.Request's context is cancelled by the same
 // events as a native handler's handle: the client going away, Shutdown's
 // deadline. Its body is the request's: buffered, or streamed from the
 // connection with flow control (reading pauses while h does not read;
