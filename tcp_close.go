@@ -187,6 +187,7 @@ func (c *Conn) closeWith(err error) {
 		}
 	}
 	c.tl.queued.Add(-c.queued.Swap(0))
+	c.full.Store(false) // the queue is gone: nothing to drain (no OnDrain follows)
 	q := c.q
 	c.q = nil
 	if q != nil {

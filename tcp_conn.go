@@ -153,7 +153,8 @@ func (c *Conn) Buffered() int { return int(c.queued.Load()) }
 // Full reports whether the write queue went above the high-water mark and
 // has not come down to the low-water mark since: OnDrain will run when it
 // has. A program that writes what it reads from elsewhere pauses that
-// source while Full and resumes it in OnDrain. Any goroutine.
+// source while Full and resumes it in OnDrain. A closed connection is not
+// Full: its queue was dropped (no OnDrain runs then). Any goroutine.
 func (c *Conn) Full() bool { return c.full.Load() }
 
 // Closed returns a handle that ends when the connection is gone and its fd
