@@ -26,7 +26,9 @@ import (
 // connection with flow control (reading pauses while h does not read;
 // it starts, and "100 Continue" goes to a client that waits for it, when
 // h first reads).
-// Over TLS, its TLS is the connection's state, as net/http's is.
+// Over TLS, its TLS is the connection's state, as net/http's is; its
+// Close tells, as net/http's does, that the client asked for the
+// connection to close after this response.
 //
 // A response up to 64 KiB is buffered and sent whole when h returns, with
 // a Content-Length. One that grows past that, or that h flushes (the
@@ -93,6 +95,10 @@ func httpRequest(r *Request) (*http.Request, error) {
 		Host:       strings.Clone(r.Host()),
 		RequestURI: target,
 		RemoteAddr: r.RemoteAddr().String(),
+		// The client's "close after this response", as net/http reads it
+		// (HTTP/1.1 "Connection: close", HTTP/1.0 without keep-alive);
+		// never on HTTP/2, which has no Connection field.
+		Close: r.h2s == nil && r.head.Close,
 	}
 	if r.h2s != nil {
 		req.ProtoMajor = 2 // ProtoMinor 0
