@@ -5,6 +5,7 @@ import (
 	"net/netip"
 
 	"github.com/valkyria/aio"
+	"github.com/valkyria/aio/httpd/internal/h1"
 )
 
 // engine is what a protocol engine (HTTP/1.1 in h1conn.go, HTTP/2 in h2conn.go)
@@ -34,9 +35,15 @@ type engine interface {
 }
 
 // serve calls the handler with r, counting the request; a panic is
-// counted and answered 500. On the loop.
+// counted and answered 500. "OPTIONS *" (RFC 9110 §9.3.7: a question
+// about the server, which no handler's route names) is answered here,
+// an empty 200, as net/http's Server answers it (globalOptionsHandler),
+// unless Config.DisableGeneralOptionsHandler. On the loop.
 func (ls *loopState) serve(r *Request) (reply Reply) {
 	ls.st.requests.Add(1)
+	if r.head.Form == h1.FormAsterisk && r.Method() == "OPTIONS" && !ls.cfg.DisableGeneralOptionsHandler {
+		return Reply{} // an empty 200: Content-Length: 0
+	}
 	defer func() {
 		if v := recover(); v != nil {
 			ls.st.panics.Add(1)

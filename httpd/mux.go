@@ -24,7 +24,9 @@ func (f HandlerFunc) ServeAIO(r *Request) Reply { return f(r) }
 // (Go 1.22): "[METHOD ][HOST]/[PATH]" with {name} and {name...} wildcards,
 // {$}, subtrees ending in '/', precedence by specificity, and the same 404,
 // 405 (with Allow), 307 redirects (unclean paths, a missing trailing slash)
-// and 400 for "*". GET patterns match HEAD too. Matching allocates nothing.
+// and 400 for "*" (the Server answers "OPTIONS *" before its Handler: see
+// Config.DisableGeneralOptionsHandler). GET patterns match HEAD too.
+// Matching allocates nothing.
 //
 // Register every pattern before the server starts: Handle and HandleFunc
 // are not safe to call while requests are served.

@@ -82,6 +82,12 @@ type Config struct {
 	// net/http and nginx see it, and its pending handlers are cancelled.
 	HalfClose bool
 
+	// DisableGeneralOptionsHandler hands "OPTIONS *" to the Handler. By
+	// default the server answers it itself, before the Handler, with 200
+	// and Content-Length 0, as net/http's Server does (and its field of
+	// this name turns off).
+	DisableGeneralOptionsHandler bool
+
 	// Listen configures the listeners (SO_REUSEPORT is always set).
 	Listen aio.ListenConfig
 }
