@@ -658,12 +658,13 @@ func (hc *h1conn) write(r *Request) {
 	}
 	body := resp.Body
 	framing := h1.BodyLength
-	if status < 200 || status == 204 || status == 304 {
+	if !hasContent(status) {
 		framing, body = h1.BodyNone, nil
 	}
 	closeNow := hc.closing(r)
-	buf, err := hc.appendHead(status, resp.Header, framing, int64(len(body)), closeNow, r.head.Minor == 0)
-	if err != nil { // the handler's fields could split the response
+	length, ok := r.length(status, resp) // a HEAD's may be GET's
+	buf, err := hc.appendHead(status, resp.Header, framing, length, closeNow, r.head.Minor == 0)
+	if err != nil || !ok { // the handler's fields could split the response, or lie about its length
 		e := errResponse(500)
 		body = e.Body
 		buf, _ = hc.appendHead(500, e.Header, h1.BodyLength, int64(len(body)), closeNow, r.head.Minor == 0)

@@ -508,15 +508,18 @@ func (h *h2conn) respond(st *h2stream) {
 	r := st.r
 	resp := &r.resp
 	status := resp.Status
-	body := resp.Body
-	if status < 200 || status == 204 || status == 304 {
-		body = nil
+	if status == 0 {
+		status = 200
 	}
-	clen := int64(len(body))
+	body := resp.Body
+	clen, ok := r.length(status, resp) // a HEAD's may be GET's
+	if !hasContent(status) {
+		body, clen = nil, 0
+	}
 	if r.isHead {
 		body = nil
 	}
-	if !h.writeHeaders(st, status, resp.Header, clen, len(body) == 0, false) {
+	if !ok || !h.writeHeaders(st, status, resp.Header, clen, len(body) == 0, false) {
 		e := errResponse(500)
 		body = e.Body
 		if r.isHead {
@@ -562,6 +565,8 @@ func (h *h2conn) writeHeaders(st *h2stream, status int, hdr []Field, clen int64,
 		case !ok || !httpguts.ValidHeaderFieldValue(f.Value):
 			return false
 		case name == "content-length" && stream:
+		case name == "content-length" && clen >= 0:
+			continue // respond checked it (Request.length): clen is its value
 		case name == "content-length", name == "date", name == "connection", name == "transfer-encoding",
 			name == "keep-alive", name == "proxy-connection", name == "upgrade":
 			return false

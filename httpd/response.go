@@ -1,9 +1,11 @@
 package httpd
 
 import (
+	"strconv"
 	"unsafe"
 
 	"github.com/valkyria/aio"
+	"github.com/valkyria/aio/httpd/internal/h1"
 )
 
 // Field is one header field of a response: a name and a value, written as
@@ -19,11 +21,43 @@ type Field struct {
 //
 // Content-Length, Transfer-Encoding, Connection and Date are the server's:
 // a Header holding one of them is refused (the client gets a 500). The
-// answer to HEAD has the Content-Length of Body and no body.
+// answer to HEAD has the Content-Length of Body and no body. A Header may
+// hold one Content-Length field, a decimal integer, on a status with
+// content (not 1xx, 204 or 304), if it states Body's length, or, in the
+// answer to HEAD with an empty Body, any length: the one a GET would get
+// (RFC 9110 §9.3.2), which a HEAD handler can tell without making the
+// body. Any other Content-Length field is refused.
 type Response struct {
 	Status int     // 100 to 999; 0 means 200
 	Header []Field // written in order
 	Body   []byte
+}
+
+// length returns the Content-Length of resp, with status (0 made 200),
+// as the answer to r: its Body's, or, answering HEAD with no Body, the
+// one its Content-Length field states (see Response). false: a
+// Content-Length field the server refuses.
+func (r *Request) length(status int, resp *Response) (int64, bool) {
+	n := int64(len(resp.Body))
+	anyLength := r.isHead && n == 0
+	stated := false
+	for _, f := range resp.Header {
+		if len(f.Name) != len("Content-Length") || !h1.EqualFold(strBytes(f.Name), "Content-Length") {
+			continue
+		}
+		v, err := strconv.ParseUint(f.Value, 10, 63) // digits only: no sign
+		if stated || err != nil || !hasContent(status) || int64(v) != n && !anyLength {
+			return 0, false
+		}
+		n, stated = int64(v), true
+	}
+	return n, true
+}
+
+// hasContent reports whether a response of status has content, and so a
+// Content-Length (RFC 9110 §8.6; 304's may be left out, and is).
+func hasContent(status int) bool {
+	return status >= 200 && status != 204 && status != 304
 }
 
 // Reply is what a handler returns: either a Response to send at once (no
