@@ -16,7 +16,11 @@
 //	srv := &httpd.Server{Handler: mux}
 //	err := srv.Serve(rt, "127.0.0.1:8080") // one listener per loop of rt
 //	...
-//	err = srv.Shutdown(ctx)
+//	err = srv.Shutdown(ctx) // the listeners and connections end
+//	err = rt.Shutdown(ctx)  // the loops, which go on running until then
+//
+// Shutdown ends the server only: the loops of rt go on running (they may
+// serve other things), and stop with rt.Shutdown.
 //
 // # Loops, connections, handlers
 //

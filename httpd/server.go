@@ -88,7 +88,14 @@ type Config struct {
 	// this name turns off).
 	DisableGeneralOptionsHandler bool
 
-	// Listen configures the listeners (SO_REUSEPORT is always set).
+	// Listen configures the listeners (SO_REUSEPORT is always set). It is
+	// where TLS goes: Listen.TLS (aio.ListenConfig.TLS) makes every
+	// listener serve HTTPS with crypto/tls on the loops, the handshake
+	// bounded by Listen.HandshakeTimeout. ALPN then picks the engine:
+	// unless the tls.Config lists NextProtos itself, the server offers h2
+	// and http/1.1, and a client that negotiates h2 is served HTTP/2, any
+	// other (http/1.1, or no ALPN) HTTP/1.1. Listen.Conn configures each
+	// connection (its Linger: see the package doc).
 	Listen aio.ListenConfig
 }
 
