@@ -215,7 +215,7 @@ func (t *tlsConn) ended(err error) error {
 	}
 	if err != nil {
 		c.tl.tlsFailed.Add(1)
-		err = fmt.Errorf("aio: tls handshake %s: %w", c.raddr, err)
+		err = fmt.Errorf("aio: tls handshake %s: %w", c.raddr, detachConn(err))
 		if c.state == connOpen {
 			c.closeWith(err)
 		}
@@ -231,6 +231,20 @@ func (t *tlsConn) ended(err error) error {
 	t.parked = true
 	c.update()
 	return nil
+}
+
+// detachConn returns err, a crypto/tls error, fit to leave the package:
+// a RecordHeaderError (a first record that is not TLS, say an HTTP
+// server's answer) carries the conn crypto/tls read it from, which is
+// tlsConn, the loop's alone; a program that wrote to it (as net/http
+// does, to answer with a 400) would race the loop. Its Conn is cleared;
+// the rest of the error stays (crypto/tls returns it unwrapped).
+func detachConn(err error) error {
+	if rh, ok := err.(tls.RecordHeaderError); ok && rh.Conn != nil {
+		rh.Conn = nil
+		return rh
+	}
+	return err
 }
 
 // closing ends what t has in progress as the connection closes: the
@@ -334,7 +348,7 @@ func (t *tlsConn) pump() {
 			return
 		default:
 			if c.state == connOpen {
-				c.closeWith(c.ioError("tls read", err))
+				c.closeWith(c.ioError("tls read", detachConn(err)))
 			}
 			return
 		}
