@@ -181,6 +181,25 @@ func handshakeTimeout(d time.Duration) time.Duration {
 	return d
 }
 
+// handshakeWithin bounds hs, a dial's or an adoption's handshake with
+// addr, by the handshake timeout d (see handshakeTimeout). Within fails
+// with a bare ErrTimeout; the deadline's failure is made a listener's,
+// ErrHandshakeTimeout naming addr. Cancelling the result still reaches
+// hs: Catch withdraws from Within, which withdraws from hs. Any
+// goroutine.
+func handshakeWithin(hs *Handle[*Conn], d time.Duration, addr string) *Handle[*Conn] {
+	if d = handshakeTimeout(d); d <= 0 {
+		return hs
+	}
+	return Catch(Within(hs, d), func(err error) (*Conn, error) {
+		// hs failed on its own (a read timeout, say): its error stands.
+		if hs.Status() != Failed && errors.Is(err, ErrTimeout) {
+			return nil, fmt.Errorf("aio: tls handshake %s: %w after %v", addr, ErrHandshakeTimeout, d)
+		}
+		return nil, err
+	})
+}
+
 // handshake is the Do body of the handshake.
 func (t *tlsConn) handshake(co *Co) (struct{}, error) {
 	t.co = co

@@ -29,8 +29,9 @@ type AdoptTLSConfig struct {
 	// The role is the protocol's, not the socket's, so the caller says.
 	Server bool
 	// HandshakeTimeout bounds the handshake, from the adoption: the
-	// handle fails with an error for which errors.Is(err, ErrTimeout)
-	// holds. 0 means DefaultHandshakeTimeout; negative means none.
+	// handle fails with an error, naming the peer's address, for which
+	// errors.Is(err, ErrHandshakeTimeout) (and so ErrTimeout) holds. 0
+	// means DefaultHandshakeTimeout; negative means none.
 	HandshakeTimeout time.Duration
 }
 
@@ -86,9 +87,7 @@ func adoptTLS(c *Conn, cfg AdoptTLSConfig) *Handle[*Conn] {
 		}
 		return c, nil
 	})
-	if timeout := handshakeTimeout(cfg.HandshakeTimeout); timeout > 0 {
-		h = Within(h, timeout)
-	}
+	h = handshakeWithin(h, cfg.HandshakeTimeout, c.raddr.String())
 	h.watch(&adoptTLSEnd{c: c, h: h})
 	return h
 }

@@ -43,11 +43,8 @@ func dialTLS(ctx context.Context, l *Loop, addr string, h *Handle[*Conn], d *Dia
 		}
 		return c, nil
 	})
-	if timeout := handshakeTimeout(d.HandshakeTimeout); timeout > 0 {
-		// The dial's own time counts too: the timeout bounds the whole.
-		hs = Within(hs, timeout)
-	}
-	return hs
+	// The dial's own time counts too: the timeout bounds the whole.
+	return handshakeWithin(hs, d.HandshakeTimeout, addr)
 }
 
 // clientConfig returns the Config a client dials addr with: cfg, or a

@@ -146,16 +146,23 @@ func TestTLSDialCancelMidHandshake(t *testing.T) {
 	_, ccfg := tlsConfigs(t)
 	ln, conns := silentServer(t)
 	h := (&Dialer{TLS: ccfg}).Dial(l, ln.Addr().String())
-	sc := recv(t, conns)
-	_, err := sc.Read(make([]byte, 512)) // the ClientHello: the handshake waits now
+	cancelMidHandshake(t, h, recv(t, conns))
+	closedLoopTCP(t, l)
+}
+
+// cancelMidHandshake waits for the ClientHello of h's handshake on peer,
+// cancels h, and requires the client's socket closed (the peer reads EOF
+// within a deadline): the cancellation reached the handshake.
+func cancelMidHandshake(t *testing.T, h *Handle[*Conn], peer net.Conn) {
+	t.Helper()
+	_ = peer.SetReadDeadline(time.Now().Add(waitTimeout))
+	_, err := peer.Read(make([]byte, 512)) // the ClientHello: the handshake waits now
 	require.NoError(t, err)
 	require.True(t, h.Cancel())
 	_, err = wait(t, h)
 	require.ErrorIs(t, err, ErrCancelled)
-	_ = sc.SetReadDeadline(time.Now().Add(waitTimeout))
-	_, err = io.Copy(io.Discard, sc)
+	_, err = io.Copy(io.Discard, peer)
 	require.NoError(t, err, "the client closed its socket")
-	closedLoopTCP(t, l)
 }
 
 func TestTLSDialTimeoutAndContext(t *testing.T) {

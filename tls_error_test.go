@@ -6,6 +6,7 @@ import (
 	"io"
 	"net"
 	"testing"
+	"time"
 
 	"github.com/stretchr/testify/require"
 )
@@ -42,4 +43,44 @@ func TestTLSDialRecordHeaderErrorHidesConn(t *testing.T) {
 	closedLoopTCP(t, l)
 	require.EqualValues(t, 1, l.Stats().TLSHandshakeErrors)
 	require.False(t, errors.Is(err, ErrCancelled))
+}
+
+// A Dialer's and an adoption's handshake timeouts fail as a listener's
+// does: with ErrHandshakeTimeout (an ErrTimeout), naming the address.
+func TestTLSHandshakeTimeoutError(t *testing.T) {
+	l := startLoop(t)
+	_, ccfg := tlsConfigs(t)
+	ln, conns := silentServer(t)
+	addr := ln.Addr().String()
+	_, err := wait(t, (&Dialer{TLS: ccfg, HandshakeTimeout: 50 * time.Millisecond}).Dial(l, addr))
+	require.ErrorIs(t, err, ErrHandshakeTimeout)
+	require.ErrorIs(t, err, ErrTimeout)
+	require.ErrorContains(t, err, "tls handshake "+addr)
+	recv(t, conns)
+
+	mine, theirs := acceptNet(t)
+	h, err := AdoptTLSConnFrom(l, mine, AdoptTLSConfig{TLS: ccfg, HandshakeTimeout: 50 * time.Millisecond})
+	require.NoError(t, err)
+	require.NoError(t, mine.Close())
+	_, err = wait(t, h)
+	require.ErrorIs(t, err, ErrHandshakeTimeout)
+	require.ErrorIs(t, err, ErrTimeout)
+	require.ErrorContains(t, err, "tls handshake "+theirs.LocalAddr().String())
+	_, err = io.Copy(io.Discard, theirs)
+	require.NoError(t, err, "the adopted socket was closed")
+	closedLoopTCP(t, l)
+}
+
+// Cancelling an adoption's handle mid-handshake (the ClientHello sent,
+// the server's answer awaited) ends the handshake and closes the socket.
+func TestTLSAdoptCancelMidHandshake(t *testing.T) {
+	l := startLoop(t)
+	_, ccfg := tlsConfigs(t)
+	mine, theirs := acceptNet(t)
+	h, err := AdoptTLSConnFrom(l, mine, AdoptTLSConfig{TLS: ccfg})
+	require.NoError(t, err)
+	require.NoError(t, mine.Close())
+	cancelMidHandshake(t, h, theirs)
+	closedLoopTCP(t, l)
+	eventually(t, func() bool { return l.Stats().TLSHandshakeErrors == 1 }, "not counted")
 }
