@@ -5,6 +5,7 @@ import (
 	"errors"
 	"fmt"
 	"net"
+	"net/netip"
 	"sync"
 	"sync/atomic"
 	"time"
@@ -221,6 +222,14 @@ type ListenConfig struct {
 	// client that stalls is closed with ErrHandshakeTimeout. 0 means
 	// DefaultHandshakeTimeout; negative means none.
 	HandshakeTimeout time.Duration
+	// OnHandshakeError, when set, learns of each TLS handshake that
+	// failed (each one Stats.TLSHandshakeErrors counts): the peer's
+	// address, and why (ErrHandshakeTimeout for a timeout; crypto/tls's
+	// error, as errors.As finds it, for a rejected certificate or a
+	// first record that is not TLS), as net/http logs "TLS handshake
+	// error" through Server.ErrorLog. The connection is already closed.
+	// On the loop: it must not block. nil: failures are only counted.
+	OnHandshakeError func(peer netip.AddrPort, err error)
 }
 
 func (c ListenConfig) withDefaults() (ListenConfig, error) {
