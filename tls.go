@@ -226,7 +226,8 @@ func (t *tlsConn) inputDone() {
 
 // ended takes the handshake's outcome: counted, and either plaintext may
 // flow (the program's reader comes next) or the connection is closed with
-// the error, which it returns wrapped. On the loop.
+// the error, which it returns wrapped once, naming the peer (errors.Unwrap
+// gives the cause back). On the loop.
 func (t *tlsConn) ended(err error) error {
 	c := t.c
 	if c.state != connOpen && err == nil {

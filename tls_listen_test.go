@@ -1,0 +1,82 @@
+package aio
+
+import (
+	"crypto/tls"
+	"crypto/x509"
+	"io"
+	"net"
+	"net/netip"
+	"testing"
+
+	"github.com/stretchr/testify/require"
+)
+
+// handshakeFailure is what ListenConfig.OnHandshakeError was given.
+type handshakeFailure struct {
+	peer netip.AddrPort
+	err  error
+}
+
+// failuresListen listens with a TLS echo server on cfg, whose
+// OnHandshakeError sends on the channel returned.
+func failuresListen(t *testing.T, l *Loop, cfg ListenConfig) (*Listener, <-chan handshakeFailure) {
+	t.Helper()
+	ch := make(chan handshakeFailure, 4)
+	cfg.OnHandshakeError = func(peer netip.AddrPort, err error) {
+		l.checkOnLoop()
+		ch <- handshakeFailure{peer, err}
+	}
+	return tlsEchoListen(t, l, cfg), ch
+}
+
+// A first record that is not TLS: the listener learns the peer and
+// crypto/tls's RecordHeaderError, without the library's connection view.
+func TestTLSOnHandshakeErrorGarbage(t *testing.T) {
+	l := startLoop(t)
+	scfg, _ := tlsConfigs(t)
+	ln, failures := failuresListen(t, l, ListenConfig{TLS: scfg})
+	nc := netDial(t, ln)
+	_, err := io.WriteString(nc, "GET / HTTP/1.0\r\n\r\n")
+	require.NoError(t, err)
+	f := recv(t, failures)
+	require.Equal(t, nc.LocalAddr().String(), f.peer.String())
+	var rh tls.RecordHeaderError
+	require.ErrorAs(t, f.err, &rh)
+	require.Nil(t, rh.Conn)
+	require.NotContains(t, f.err.Error(), "aio: tls handshake", "the address is apart, not in the error")
+	_, err = io.Copy(io.Discard, nc)
+	require.NoError(t, err, "closed")
+	require.EqualValues(t, 1, l.Stats().TLSHandshakeErrors)
+	require.Empty(t, failures)
+}
+
+// Mutual TLS: a client without a certificate is rejected by the server,
+// which learns why. Under TLS 1.3 the client's Dial succeeds (its
+// handshake ends before the server checked its certificate) and the
+// rejection, the server's alert, is its first read's error.
+func TestTLSOnHandshakeErrorClientCert(t *testing.T) {
+	l := startLoop(t)
+	scfg, ccfg := tlsConfigs(t)
+	scfg = scfg.Clone()
+	scfg.ClientAuth = tls.RequireAndVerifyClientCert
+	scfg.ClientCAs = x509.NewCertPool()
+	ln, failures := failuresListen(t, l, ListenConfig{TLS: scfg})
+	c, err := wait(t, (&Dialer{TLS: ccfg}).Dial(l, ln.Addr().String()))
+	require.NoError(t, err, "TLS 1.3: the client's handshake ended")
+	st, _ := c.TLS()
+	require.EqualValues(t, tls.VersionTLS13, st.Version)
+	f := recv(t, failures)
+	require.Equal(t, c.LocalAddr(), f.peer)
+	require.ErrorContains(t, f.err, "client didn't provide a certificate")
+
+	require.NoError(t, c.OnRead(func(*Conn, []byte) { t.Error("plaintext read") }))
+	_, err = wait(t, c.Closed())
+	var remote *net.OpError // crypto/tls's wrapping of the peer's alert
+	require.ErrorAs(t, err, &remote)
+	require.Equal(t, "remote error", remote.Op)
+	require.EqualError(t, remote.Err, "tls: certificate required")
+	_, err = wait(t, ln.Close())
+	require.NoError(t, err)
+	closedLoopTCP(t, l)
+	require.Empty(t, failures)
+}
