@@ -211,6 +211,18 @@
 // and writes are plaintext, with the same callbacks,
 // backpressure (counting ciphertext), timeouts, scope and drain, and
 // [Conn.TLS] tells the ALPN protocol and the rest of the handshake.
+// ListenConfig.OnHandshakeError learns why a listener's handshakes fail.
+//
+// Under TLS 1.3 a client's handshake ends before the server has checked
+// its certificate, so a client that the server rejects (mutual TLS: no
+// certificate, or one it does not trust) sees its Dial succeed, and the
+// rejection, the server's alert, as its first read's error: the
+// connection closes with it (Conn.Closed fails with it, a NetConn view's
+// Read returns it), and errors.As finds a *net.OpError whose Op is
+// "remote error" and whose Err names the alert: with a crypto/tls
+// server, "tls: certificate required" (none sent) or "tls: unknown
+// certificate authority" (one it does not trust). This is TLS 1.3's, as
+// with crypto/tls alone; under TLS 1.2 the Dial fails with the alert.
 //
 // # Errors
 //

@@ -75,6 +75,26 @@ func TestTLSOnHandshakeErrorClientCert(t *testing.T) {
 	require.ErrorAs(t, err, &remote)
 	require.Equal(t, "remote error", remote.Op)
 	require.EqualError(t, remote.Err, "tls: certificate required")
+
+	// A certificate the server does not trust: the same, another alert.
+	untrusted := ccfg.Clone()
+	untrusted.Certificates = []tls.Certificate{testCert(t, "client")}
+	c, err = wait(t, (&Dialer{TLS: untrusted}).Dial(l, ln.Addr().String()))
+	require.NoError(t, err)
+	require.ErrorContains(t, recv(t, failures).err, "certificate")
+	require.NoError(t, c.OnRead(func(*Conn, []byte) { t.Error("plaintext read") }))
+	_, err = wait(t, c.Closed())
+	require.ErrorAs(t, err, &remote)
+	require.EqualError(t, remote.Err, "tls: unknown certificate authority")
+
+	// Under TLS 1.2 the client's handshake waits for the verdict: the
+	// Dial fails with it.
+	tls12 := ccfg.Clone()
+	tls12.MaxVersion = tls.VersionTLS12
+	_, err = wait(t, (&Dialer{TLS: tls12}).Dial(l, ln.Addr().String()))
+	require.ErrorAs(t, err, &remote)
+	require.Equal(t, "remote error", remote.Op)
+	recv(t, failures)
 	_, err = wait(t, ln.Close())
 	require.NoError(t, err)
 	closedLoopTCP(t, l)
