@@ -169,8 +169,8 @@ func (c *Conn) closeWith(err error) {
 	if to := c.to; to != nil {
 		l.removeTimer(&to.t)
 	}
-	clearFD(l, c.fd, c, c.ev != 0)
-	c.ev = 0
+	clearFD(l, c.fd, c, c.inPoll())
+	c.ev, c.quiet = 0, false
 	_ = sock.Close(c.fd)
 	c.fd = -1
 	if was == connOpen {

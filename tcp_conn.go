@@ -73,7 +73,11 @@ type Conn struct {
 	noDelayDue uint8
 	syncing    bool // an interest update is queued as a job
 	paused     bool // PauseRead
-	held       bool // reading is held back by a full queue (not ReadWhileFull)
+	// quiet: the fd is in the poller with no interest, so that a reset
+	// still reaches a connection that is not reading (see syncInterest).
+	// The fd is in the poller iff ev != 0 || quiet.
+	quiet bool
+	held  bool // reading is held back by a full queue (not ReadWhileFull)
 	// readWhileFull is ConnConfig.ReadWhileFull: a full queue does not hold
 	// reading back.
 	readWhileFull bool
@@ -237,9 +241,23 @@ func (c *Conn) update() {
 	}
 }
 
-// syncInterest tells the poller what the connection wants. An fd that wants
-// nothing is taken out of the poller, as libuv does: epoll reports hang-ups
-// even without interest, and an fd nobody reads would report them forever.
+// syncInterest tells the poller what the connection wants.
+//
+// An fd that wants nothing stays in the poller with no interest (a MOD, not
+// a DEL: the same one epoll_ctl): epoll reports EPOLLERR and EPOLLHUP
+// whatever the interest, and a connection that is not reading (PauseRead, a
+// full write queue, a Pipe's backpressure, EOF with its replies still
+// running) must still learn that the peer reset it, so that it closes and
+// cancels what its requests started instead of running it to its end (see
+// hangupQuiet). libuv takes such an fd out of epoll, and so did this code:
+// a reset then went unnoticed until a write failed. An fd not yet in the
+// poller (an accepted connection before OnRead) is not added for this.
+//
+// kqueue has no such report: with neither filter registered the kernel
+// tells nothing about the fd (internal/poll's Add), so on darwin and the
+// BSDs a connection that neither reads nor writes still learns of a reset
+// only at its next read or write. (EVFILT_READ with a NOTE_LOWAT above the
+// receive buffer might report EV_EOF alone; it is untried, so not used.)
 func (c *Conn) syncInterest() {
 	c.syncing = false
 	if c.state != connOpen {
@@ -258,20 +276,19 @@ func (c *Conn) syncInterest() {
 			to.lastWrite = c.l.clock() // the write timeout counts from here
 		}
 	}
-	var err error
-	switch {
-	case want == c.ev:
-	case want == 0:
-		err = c.l.poller.Delete(c.fd)
-	case c.ev == 0:
-		err = c.l.poller.Add(c.fd, want)
-	default:
-		err = c.l.poller.Modify(c.fd, want)
-	}
-	if err != nil {
-		c.ev = 0 // whatever the poller holds goes with the fd's close
-		c.closeWith(c.ioError("poll", err))
-		return
+	if want != c.ev {
+		var err error
+		if c.inPoll() {
+			err = c.l.poller.Modify(c.fd, want) // want 0 keeps Error and Hangup
+		} else {
+			err = c.l.poller.Add(c.fd, want) // want != 0 here
+		}
+		if err != nil {
+			c.ev, c.quiet = 0, false // whatever the poller holds goes with the fd's close
+			c.closeWith(c.ioError("poll", err))
+			return
+		}
+		c.quiet = want == 0
 	}
 	c.ev = want
 	c.armTimeouts()
@@ -282,6 +299,9 @@ func (c *Conn) syncInterest() {
 		t.resume() // likewise what crypto/tls holds
 	}
 }
+
+// inPoll reports whether the fd is registered with the poller. On the loop.
+func (c *Conn) inPoll() bool { return c.ev != 0 || c.quiet }
 
 func (c *Conn) ioError(op string, err error) error {
 	return fmt.Errorf("aio: tcp %s %s: %w", op, c.raddr, err)
@@ -313,11 +333,42 @@ func (c *Conn) onIO(ev poll.Events) {
 		c.readSome()
 		return
 	}
+	if ev&(poll.Error|poll.Hangup) != 0 {
+		c.hangupQuiet(ev)
+	}
+}
+
+// hangupQuiet handles Error or Hangup for an open connection that is not
+// reading, which syncInterest keeps in the poller for that. On the loop.
+//
+//   - An error (a reset: EPOLLERR, SO_ERROR ECONNRESET) closes the
+//     connection with it at once, which fails Closed and cancels its scope:
+//     the peer is gone, and so is whatever its requests started.
+//   - A hang-up without an error means both directions are shut (the
+//     peer's FIN arrived and ours was sent, or the socket closed cleanly):
+//     data the program has not read may still wait in the socket, and
+//     closing would lose it, but the event is level-triggered and would
+//     come back on every Wait. So the fd leaves the poller, as it did
+//     before quiet registration; the next interest (ResumeRead, a write
+//     that queues) adds it again, and reading drains the data, then EOF.
+//     An error without an errno (SO_ERROR already read) is the same.
+//
+// A connection that still wants to write leaves it to the write path
+// (onWritable), which sees the same event and fails the write.
+func (c *Conn) hangupQuiet(ev poll.Events) {
 	if ev&poll.Error != 0 {
-		// Not reading, nothing to write: only SO_ERROR tells what happened.
+		// Only SO_ERROR tells what happened (and clears it).
 		if e, err := sock.SocketError(c.fd); err == nil && e != 0 {
 			c.closeWith(c.ioError("read", unix.Errno(e)))
+			return
 		}
+	}
+	if c.ev != 0 || !c.quiet {
+		return // wanting to write, or an interest update is due (update)
+	}
+	c.quiet = false
+	if err := c.l.poller.Delete(c.fd); err != nil {
+		c.closeWith(c.ioError("poll", err))
 	}
 }
 
