@@ -143,3 +143,34 @@ func TestTCPEOFWaitingForWorkSeesReset(t *testing.T) {
 	resetCancels(t, nc, c, pending, unix.ECONNRESET, unix.EPIPE)
 	closedLoopTCP(t, l.closeListener(t, ln))
 }
+
+// A Pipe that stopped reading one side because the other is full (its
+// peer reads nothing) still learns that the stopped side's peer reset it:
+// the pipe fails with the reset at once and closes both connections.
+func TestPipePausedSideSeesReset(t *testing.T) {
+	l := startLoop(t)
+	nl, err := net.Listen("tcp", "127.0.0.1:0")
+	require.NoError(t, err)
+	t.Cleanup(func() { nl.Close() })
+	cfg := ConnConfig{HighWater: 64 << 10}
+	ln, conns := echoListenConns(t, l, "127.0.0.1:0", ListenConfig{Conn: cfg}, 1)
+	nc := netDial(t, ln)
+	a := recv(t, conns)
+	b, err := wait(t, Dial(l, nl.Addr().String(), cfg))
+	require.NoError(t, err)
+	up, err := nl.Accept() // reads nothing
+	require.NoError(t, err)
+	t.Cleanup(func() { up.Close() })
+	pipe := onLoopValue(t, l, func() *Handle[Piped] { return Pipe(a, b) })
+	wrote := make(chan error, 1)
+	go func() { _, err := nc.Write(make([]byte, 256<<20)); wrote <- err }()
+	eventually(t, func() bool { return onLoopValue(t, l, func() bool { return a.paused }) },
+		"the pipe never paused the full direction's source")
+
+	require.NoError(t, nc.SetLinger(0))
+	require.NoError(t, nc.Close()) // RST
+	_, err = wait(t, pipe)
+	require.ErrorIs(t, err, unix.ECONNRESET)
+	require.Error(t, recv(t, wrote))
+	closedLoopTCP(t, l.closeListener(t, ln))
+}
