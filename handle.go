@@ -46,6 +46,13 @@ type coreRare struct {
 	rec      *record // cleanups and weak tracking
 	holds    int     // producers delaying the terminal transition (see hold)
 	deferred bool    // finish stopped at the producer, waiting for holds
+
+	// What the handle's value holds that aio must release if every
+	// dependent declines it (see releaseUnwanted): the connection a dial
+	// completed with, or the input whose value a node passed on unchanged
+	// (declining the value declines it there). Set on completion.
+	relConn *Conn
+	relFrom *core
 }
 
 // rareFields returns c's coreRare, allocating it on first use. On the loop
@@ -319,7 +326,11 @@ func (c *core) addDep(d dependent, interested bool) {
 		if c.dep0 == nil && (c.rare == nil || len(c.rare.deps) == 0) {
 			c.loop.jobs.push(job{c: c})
 		}
-	} else if interested {
+	}
+	if interested {
+		// Counted even on a finished handle: a late dependent that
+		// withdraws must not take back the interest of one that took the
+		// value (see releaseUnwanted).
 		c.interest++
 	}
 	if c.dep0 == nil {
@@ -367,21 +378,25 @@ func (c *core) unwatch(d dependent) {
 }
 
 // withdraw takes back one dependent's interest in c; when none is left and c
-// is still running, c is cancelled. On c's loop.
+// is still running, c is cancelled, and if c completed with a value aio must
+// release, that value is released (see releaseUnwanted). On c's loop.
 func (c *core) withdraw() {
 	c.loop.checkOnLoop()
 	c.interest--
 	if c.interest <= 0 {
 		c.cancel()
+		c.releaseUnwanted()
 	}
 }
 
-// dropIfUnwanted cancels c unless a dependent has registered interest in it:
-// a withdrawal by someone who never registered. Any goroutine.
+// dropIfUnwanted cancels c, or releases its value (see releaseUnwanted),
+// unless a dependent has registered interest in it: a withdrawal by someone
+// who never registered. Any goroutine.
 func (c *core) dropIfUnwanted() {
 	drop := func() {
 		if c.interest <= 0 {
 			c.cancel()
+			c.releaseUnwanted()
 		}
 	}
 	c.loop.runInline(drop)

@@ -96,11 +96,11 @@ func (c *core) adoptCrossLoop() {
 }
 
 // forward settles h with the outcome of the terminal input in: the same value
-// or error, or cancellation.
+// (passed on, see passOn) or error, or cancellation.
 func forward[T any](h *Handle[T], in *Handle[T]) {
 	switch in.state.Load() {
 	case uint32(Completed):
-		h.settle(in.val, nil)
+		passOn(h, in)
 	case uint32(Failed):
 		var zero T
 		h.settle(zero, in.err)

@@ -366,6 +366,9 @@ func (c *Conn) connected() {
 		c.closeWith(ErrCancelled)
 		return
 	}
+	// Closed if every dependent of the handle declines it (see
+	// releaseUnwanted): set before the dependents are told, by a job.
+	n.rareFields().relConn = c
 	// After settle: the continuations run first (they may set OnRead), then
 	// one interest update replaces the connect's Writable.
 	c.update()

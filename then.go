@@ -28,7 +28,13 @@ func Then[T, U any](h *Handle[T], fn func(T) (U, error)) *Handle[U] {
 func (n *thenNode[T, U]) inputDone() {
 	src := n.src
 	n.src = nil
-	if src == nil || n.finished || n.state.Load() >= uint32(Completed) {
+	if src == nil {
+		return
+	}
+	if n.ended() {
+		// Cancelled, its stop still queued: it declines h's value as its
+		// stop would have (see releaseUnwanted).
+		src.withdraw()
 		return
 	}
 	switch src.state.Load() {
@@ -93,7 +99,11 @@ func ThenAsync[T, U any](h *Handle[T], fn func(T) *Handle[U]) *Handle[U] {
 func (n *thenAsyncNode[T, U]) inputDone() {
 	src := n.src
 	n.src = nil
-	if src == nil || n.ended() {
+	if src == nil {
+		return
+	}
+	if n.ended() {
+		src.withdraw() // declined, as in Then
 		return
 	}
 	switch src.state.Load() {

@@ -1,0 +1,64 @@
+package aio
+
+// A handle that completed with a value aio must release (the connection of
+// a Dial) and whose every registered dependent declined that value (withdrew,
+// or was cancelled without taking it) releases it, as a pending handle that
+// no dependent wants is cancelled. A dependent that takes the value (a Then's
+// function, All collecting it, Await, Bracket's acquire) never withdraws its
+// interest afterwards, so a taken value is never released. Waiting on the
+// handle (Wait, Result, Done, Settled, a Scope's Adopt) is not interest, as
+// with cancellation. A node that passes its input's value on unchanged
+// (Within, Race, Any, Catch, Finally, Retry, ThenAsync, WithScope) keeps its
+// interest in the input and makes its own handle's value releasable: declining
+// it there declines it in the input (relFrom).
+
+// releaseUnwanted releases c's value if c completed with one aio must release
+// and every dependent has declined it: it closes the connection c carries,
+// or declines the input whose value c passed on, and so on down the chain, by
+// iteration, not recursion. On c's loop.
+func (c *core) releaseUnwanted() {
+	for {
+		x := c.rare
+		if x == nil || c.state.Load() != uint32(Completed) {
+			return
+		}
+		conn, from := x.relConn, x.relFrom
+		x.relConn, x.relFrom = nil, nil
+		if conn != nil {
+			conn.closeWith(ErrCancelled)
+		}
+		if from == nil {
+			return
+		}
+		// c passed from's value on and kept its interest in from: c's
+		// dependents declined it, so c declines it too. from is completed
+		// (its value was passed on) and on c's loop.
+		if from.interest--; from.interest > 0 {
+			return
+		}
+		c = from
+	}
+}
+
+// passOn settles h with the value of in, completed, which h passes on
+// unchanged, keeping its interest in in. If in's value is one aio must
+// release, so is h's: declining it in h declines it in in. If h is decided
+// already (cancelled from another goroutine, its stop still queued), the
+// value is declined instead. On h's loop; across loops nothing is passed: h
+// keeps its interest in in, and the value is never released (a leak, never
+// a close under a taker's feet).
+func passOn[T any](h, in *Handle[T]) {
+	same := h.loop == in.loop
+	if !h.settle(in.val, nil) {
+		if same {
+			in.withdraw()
+		}
+		return
+	}
+	if !same {
+		return
+	}
+	if x := in.rare; x != nil && (x.relConn != nil || x.relFrom != nil) {
+		h.rareFields().relFrom = &in.core
+	}
+}
