@@ -158,3 +158,24 @@ func TestDialTakenNotReleased(t *testing.T) {
 	onLoop(t, l, func() { c.Close() })
 	requireDialReleased(t, l, s, 0, fds)
 }
+
+// Catch, Finally, Tap and ThenAsync on a Dial, cancelled as the connect
+// completes, decline the connection as Then does.
+func TestDialContinuationsCancelledAsConnectCompletes(t *testing.T) {
+	for name, mk := range map[string]func(*Handle[*Conn]) *Handle[*Conn]{
+		"Catch": func(h *Handle[*Conn]) *Handle[*Conn] {
+			return Catch(h, func(err error) (*Conn, error) { return nil, err })
+		},
+		"Finally": func(h *Handle[*Conn]) *Handle[*Conn] { return Finally(h, func() {}) },
+		"Tap":     func(h *Handle[*Conn]) *Handle[*Conn] { return Tap(h, func(*Conn) {}) },
+		"ThenAsync": func(h *Handle[*Conn]) *Handle[*Conn] {
+			return ThenAsync(h, func(c *Conn) *Handle[*Conn] { return Pure(c.Loop(), c) })
+		},
+	} {
+		t.Run(name, func(t *testing.T) {
+			l, s, addr := declineSetup(t)
+			fds := cancelAsConnectCompletes(t, l, func() *Handle[*Conn] { return mk(Dial(l, addr, ConnConfig{})) })
+			requireDialReleased(t, l, s, 1, fds)
+		})
+	}
+}

@@ -36,13 +36,23 @@ func (n *finallyNode[T]) runFn() error {
 func (n *finallyNode[T]) inputDone() {
 	src := n.src
 	n.src = nil
-	if src == nil || n.finished || n.state.Load() >= uint32(Completed) {
+	if src == nil {
+		return
+	}
+	if n.ended() {
+		src.withdraw() // declined, as in Then
 		return
 	}
 	err := n.runFn()
 	switch src.state.Load() {
 	case uint32(Completed):
-		n.settle(src.val, err)
+		if err != nil {
+			var zero T
+			n.settle(zero, err)
+			src.withdraw() // the value goes nowhere: declined
+			return
+		}
+		passOn(&n.Handle, src)
 	case uint32(Failed):
 		var zero T
 		n.settle(zero, src.err)

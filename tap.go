@@ -30,13 +30,20 @@ func Tap[T any](h *Handle[T], fn func(T)) *Handle[T] {
 func (n *tapNode[T]) inputDone() {
 	src := n.src
 	n.src = nil
-	if src == nil || n.ended() {
+	if src == nil {
+		return
+	}
+	if n.ended() {
+		src.withdraw() // declined, as in Then
 		return
 	}
 	if src.state.Load() != uint32(Completed) {
 		forward(&n.Handle, src)
 		return
 	}
+	// fn takes the value (a cache fill may keep it): the result passes it
+	// on as a value of the program's, never released by aio (see
+	// releaseUnwanted).
 	n.state.CompareAndSwap(uint32(Pending), uint32(Running))
 	fn := n.fn
 	n.fn = nil
