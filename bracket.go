@@ -46,7 +46,7 @@ func Bracket[R, T any](acquire *Handle[R], release func(R), use func(R) *Handle[
 		gaveUp := k.done
 		k.register(&n.core)
 		if gaveUp {
-			k.in.unregister(k)
+			k.in.unregisterTaking(k)
 		}
 	})
 	return &n.Handle
@@ -137,7 +137,7 @@ func (n *bracketNode[R, T]) doRelease() error {
 func (n *bracketNode[R, T]) stop() {
 	if !n.acq.done {
 		n.hold(&n.holdAcq)
-		n.acq.withdraw()
+		n.acq.withdrawTaking()
 		return
 	}
 	if n.use.registered && !n.use.done {

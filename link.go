@@ -70,19 +70,31 @@ func (k *link[T]) attach(in *Handle[T], node sink, self *core, idx int) {
 
 // withdraw takes back the sink's interest in its input if it has not
 // consumed it yet. On the sink's loop.
-func (k *link[T]) withdraw() {
+func (k *link[T]) withdraw() { k.giveUp(false) }
+
+// withdrawTaking is withdraw for a sink that still takes the input's value
+// if it completes (Bracket's acquire, see core.withdrawTaking). Given up
+// before its registration ran, it leaves the withdrawal to the sink, which
+// registers all the same and then withdraws. On the sink's loop.
+func (k *link[T]) withdrawTaking() { k.giveUp(true) }
+
+func (k *link[T]) giveUp(taking bool) {
 	if k.in == nil || k.done {
 		return
 	}
 	k.dst.checkOnLoop()
 	k.done = true
-	if k.registered {
+	switch {
+	case k.registered && taking:
+		k.in.unregisterTaking(k)
+	case k.registered:
 		k.in.unregister(k)
-		return
+	case !taking:
+		// Given up before its registration ran (the sink was cancelled
+		// right after it was built off its loop): as a register then a
+		// withdraw would.
+		k.in.dropIfUnwanted()
 	}
-	// Given up before its registration ran (the sink was cancelled right
-	// after it was built off its loop): as a register then a withdraw would.
-	k.in.dropIfUnwanted()
 }
 
 // adoptCrossLoop tracks c as a producer of its loop, once. On c's loop (a

@@ -40,6 +40,33 @@ func (c *core) releaseUnwanted() {
 	}
 }
 
+// withdrawTaking takes back the interest of a dependent that still takes c's
+// value if c completes (Bracket's acquire, whose resource is released by the
+// program's function, whenever it arrives): c is cancelled if it is still
+// running and no dependent is left, as withdraw does, but a value c completed
+// with is the dependent's, never released by aio. On c's loop.
+func (c *core) withdrawTaking() {
+	c.loop.checkOnLoop()
+	c.interest--
+	if c.state.Load() == uint32(Completed) {
+		if x := c.rare; x != nil {
+			x.relConn, x.relFrom = nil, nil
+		}
+		return
+	}
+	if c.interest <= 0 {
+		c.cancel()
+	}
+}
+
+// unregisterTaking is withdrawTaking from any goroutine: at once on c's loop,
+// else posted (see unregister).
+func (c *core) unregisterTaking(d dependent) {
+	runInlineCall(c.loop, (*core).withdrawTakingFor, c, d)
+}
+
+func (c *core) withdrawTakingFor(dependent) { c.withdrawTaking() }
+
 // passOn settles h with the value of in, completed, which h passes on
 // unchanged, keeping its interest in in. If in's value is one aio must
 // release, so is h's: declining it in h declines it in in. If h is decided
