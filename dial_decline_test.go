@@ -95,10 +95,16 @@ func TestDialThenWithinCancelledAsConnectCompletes(t *testing.T) {
 func TestDialRaceLoserCompletedReleased(t *testing.T) {
 	l, s, addr := declineSetup(t)
 	fds := fdCount(t)
-	d1, d2 := Dial(l, addr, ConnConfig{}), Dial(l, addr, ConnConfig{})
-	// Both complete before the race registers on them (waiting is not
-	// interest): its first report decides, and the other input is
-	// completed, its report still queued.
+	raceCompletedDials(t, l, s, fds, Dial(l, addr, ConnConfig{}), Dial(l, addr, ConnConfig{}))
+}
+
+// raceCompletedDials races d1 and d2, dialed from l to an echo server on s,
+// once both have completed (waiting is not interest): the race's first
+// report decides, and the other input is completed, its report still
+// queued. The loser must be closed, the winner open; then it closes the
+// winner and checks that everything came back to fds.
+func raceCompletedDials(t *testing.T, l, s *Loop, fds int, d1, d2 *Handle[*Conn]) {
+	t.Helper()
 	_, err := wait(t, d1)
 	require.NoError(t, err)
 	_, err = wait(t, d2)
@@ -178,4 +184,17 @@ func TestDialContinuationsCancelledAsConnectCompletes(t *testing.T) {
 			requireDialReleased(t, l, s, 1, fds)
 		})
 	}
+}
+
+// The loser of a Race of two TLS dials, completed when the winner decides,
+// is closed: the Do that runs the handshake marks its connection, and the
+// Within of the handshake timeout passes it on.
+func TestDialTLSRaceLoserReleased(t *testing.T) {
+	rt := newRuntime(t, RuntimeConfig{})
+	l, s := startLoopOn(t, rt, Config{Name: "client"}), startLoopOn(t, rt, Config{Name: "server"})
+	scfg, ccfg := tlsConfigs(t)
+	addr := tlsEchoListen(t, s, ListenConfig{TLS: scfg}).Addr().String()
+	fds := fdCount(t)
+	d := &Dialer{TLS: ccfg}
+	raceCompletedDials(t, l, s, fds, d.Dial(l, addr), d.Dial(l, addr))
 }

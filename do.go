@@ -161,7 +161,9 @@ func (n *doNode[T]) resume() {
 		v, err := n.bodyVal, n.bodyErr
 		var zero T
 		n.bodyVal, n.bodyErr = zero, nil
-		n.settle(v, err)
+		if !n.settle(v, err) {
+			n.releaseLost() // cancelled as the body returned
+		}
 	}
 }
 

@@ -85,6 +85,7 @@ func adoptTLS(c *Conn, cfg AdoptTLSConfig) *Handle[*Conn] {
 		if err = t.ended(err); err != nil {
 			return nil, err
 		}
+		co.core.rareFields().relConn = c // as a TLS dial's (see dialTLS)
 		return c, nil
 	})
 	h = handshakeWithin(h, cfg.HandshakeTimeout, c.raddr.String())

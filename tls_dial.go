@@ -41,6 +41,9 @@ func dialTLS(ctx context.Context, l *Loop, addr string, h *Handle[*Conn], d *Dia
 		if err = t.ended(err); err != nil {
 			return nil, err
 		}
+		// Closed if every dependent declines it, or if the handle was
+		// cancelled as the body returned (see releaseUnwanted).
+		co.core.rareFields().relConn = c
 		return c, nil
 	})
 	// The dial's own time counts too: the timeout bounds the whole.

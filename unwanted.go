@@ -40,6 +40,17 @@ func (c *core) releaseUnwanted() {
 	}
 }
 
+// releaseLost closes the connection a producer marked as its value (see
+// dialTLS) when the handle was decided otherwise before the value could
+// settle it: nobody will get it. On c's loop.
+func (c *core) releaseLost() {
+	if x := c.rare; x != nil && x.relConn != nil {
+		conn := x.relConn
+		x.relConn = nil
+		conn.closeWith(ErrCancelled)
+	}
+}
+
 // withdrawTaking takes back the interest of a dependent that still takes c's
 // value if c completes (Bracket's acquire, whose resource is released by the
 // program's function, whenever it arrives): c is cancelled if it is still
