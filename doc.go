@@ -113,6 +113,17 @@
 // (Wait, Done, Result) is not interest: cancelling the only Then of a handle
 // cancels the handle even while a goroutine waits on it.
 //
+// The same holds for a value that has arrived but that nobody took: a handle
+// that completed with a connection (Dial, a Dialer's dials, TLS ones too) and
+// that every registered dependent declined (withdrew, or was cancelled before
+// it got the value) closes the connection, with [ErrCancelled]. A Then's
+// function, a Tap's, All, Await and Bracket take the value, and a taken value
+// is never closed; Within, Race, Any, Catch, Finally, Retry, WithScope and
+// ThenAsync's inner handle pass it on, and declining it there declines it in
+// their input. As with cancellation, waiting is not taking: a goroutine that
+// read the connection with Wait or Result while every dependent declined it
+// holds a closed connection.
+//
 // A Scope is stronger: closing it cancels its handles whatever else wants
 // them.
 //

@@ -38,6 +38,13 @@ type dialNode struct {
 // The connection reads nothing until OnRead is set: set the callbacks in a
 // continuation of the handle (Then on the same loop runs before the loop
 // polls again).
+//
+// The connection is the program's once a dependent takes it (a Then's
+// function runs with it, Await returns it); if every dependent of the handle
+// declines it instead (all cancelled or withdrawn as it completed, a Race
+// it lost), the connection is closed with ErrCancelled, as a pending dial
+// nobody wants is cancelled (see "Cancellation is withdrawn interest" in the
+// package documentation).
 func Dial(l *Loop, addr string, cfg ConnConfig) *Handle[*Conn] {
 	_, h := dial(l, addr, cfg, netip.AddrPort{})
 	return h

@@ -13,7 +13,9 @@ type thenNode[T, U any] struct {
 // fn does not run; if h is cancelled, the result is cancelled and fn does not
 // run. fn never runs inside the call to Then, even when h is already terminal.
 // Cancelling the result withdraws its interest in h: h is cancelled once no
-// dependent wants it. A panic in fn fails the result with a *PanicError.
+// dependent wants it, and a value h has already completed with but fn has
+// not received is declined (a connection every dependent declines is
+// closed, see Dial). A panic in fn fails the result with a *PanicError.
 func Then[T, U any](h *Handle[T], fn func(T) (U, error)) *Handle[U] {
 	if h == nil || fn == nil {
 		return refusedAfter[T, U](h)
