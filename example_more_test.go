@@ -4,6 +4,7 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"runtime"
 	"strings"
 	"time"
 
@@ -200,4 +201,25 @@ func ExampleRuntime_Shutdown() {
 	// cleanup ran
 	// <nil> 0 cancelled
 	// aio: loop stopped
+}
+
+// A server that runs a loop per core gives the Go scheduler one P more than
+// it has loops, before it starts them.
+func ExampleReserveProcs() {
+	loops := runtime.NumCPU()
+	prev := aio.ReserveProcs(loops)
+	defer runtime.GOMAXPROCS(prev) // an example puts things back; a server need not
+
+	rt := aio.NewRuntime(aio.RuntimeConfig{MaxSystems: loops})
+	for range loops {
+		if _, err := rt.Start(aio.Config{}); err != nil {
+			fmt.Println(err)
+			return
+		}
+	}
+	fmt.Println(rt.Running() == loops, runtime.GOMAXPROCS(0) > loops)
+	if err := rt.Shutdown(context.Background()); err != nil {
+		fmt.Println(err)
+	}
+	// Output: true true
 }
