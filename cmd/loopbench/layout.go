@@ -31,10 +31,14 @@ func (lay layout) loops() int {
 	case splitLoops, splitLoopsSpin:
 		return 2
 	case perCore:
-		return runtime.GOMAXPROCS(0)
+		return cores
 	}
 	return 1
 }
+
+// cores is GOMAXPROCS as the process started: the perCore layout's loop
+// count, which a section's spare P (reserveProcs) does not change.
+var cores = runtime.GOMAXPROCS(0)
 
 // describe says where the server and the clients run, for a row's config.
 func (lay layout) describe() string {

@@ -91,6 +91,12 @@
 //	                and proxy.go. A -percore row is how the runtime is
 //	                deployed: loops = cores, GOMAXPROCS of them.)
 //
+// A row that runs as many loops as GOMAXPROCS (the -percore rows; the
+// -2loops rows and pingpong-loops on two cores) runs with one P to spare,
+// as aio.ReserveProcs recommends: GOMAXPROCS is loops+1 while its loops
+// run (the JSON's gomaxprocs field says so) and back to Go's default for
+// the next row. The Go standard library rows run with Go's default.
+//
 // Each row reports ops, seconds, ops/s, ns/op, allocs/op and bytes/op (from
 // runtime.ReadMemStats around the section, so they include whatever every
 // goroutine of the process allocated meanwhile, the loop's own bookkeeping

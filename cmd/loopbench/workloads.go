@@ -4,6 +4,7 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"runtime"
 	"strings"
 	"sync"
 	"time"
@@ -134,6 +135,7 @@ func contains(list []string, s string) bool {
 // for the CPU.
 func startLoops(cfgs ...aio.Config) (*aio.Runtime, []*aio.Loop, error) {
 	rt := aio.NewRuntime(aio.RuntimeConfig{})
+	reserveProcs(rt, len(cfgs))
 	var ls []*aio.Loop
 	for _, c := range cfgs {
 		l, err := rt.Start(c)
@@ -161,7 +163,40 @@ func stopLoops(rt *aio.Runtime, ls ...*aio.Loop) error {
 	if len(errs) == 0 && rt.Running() != 0 {
 		errs = append(errs, fmt.Errorf("runtime still has %d systems after every Stop completed", rt.Running()))
 	}
+	restoreProcs(rt)
 	return errors.Join(errs...)
+}
+
+// reserved holds GOMAXPROCS as it was before a runtime's loops reserved a
+// spare P, by runtime, until stopLoops puts it back.
+var reserved struct {
+	sync.Mutex
+	prev map[*aio.Runtime]int
+}
+
+// reserveProcs gives rt's loops a spare P (aio.ReserveProcs) when they are
+// as many as GOMAXPROCS, as aio is deployed with a loop per core; the Go
+// standard library rows keep Go's default GOMAXPROCS.
+func reserveProcs(rt *aio.Runtime, loops int) {
+	if loops < runtime.GOMAXPROCS(0) {
+		return
+	}
+	reserved.Lock()
+	defer reserved.Unlock()
+	if reserved.prev == nil {
+		reserved.prev = make(map[*aio.Runtime]int)
+	}
+	reserved.prev[rt] = aio.ReserveProcs(loops)
+}
+
+// restoreProcs puts GOMAXPROCS back as it was before rt's loops started.
+func restoreProcs(rt *aio.Runtime) {
+	reserved.Lock()
+	defer reserved.Unlock()
+	if prev, ok := reserved.prev[rt]; ok {
+		runtime.GOMAXPROCS(prev)
+		delete(reserved.prev, rt)
+	}
 }
 
 // await waits for done, at most limit. On timeout it describes the loops, so
