@@ -35,6 +35,7 @@ func main() {
 	flag.Parse()
 
 	ctx, stop := signal.NotifyContext(context.Background(), os.Interrupt, syscall.SIGTERM)
+	aio.ReserveProcs(*loops) // a P per loop and one to spare
 	rt := aio.NewRuntime(aio.RuntimeConfig{MaxSystems: max(*loops, 16)})
 	srv, err := start(rt, *addr, *loops)
 	if err != nil {

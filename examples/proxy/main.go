@@ -58,6 +58,7 @@ func main() {
 	// The signals are caught before the address is printed: whoever reads
 	// it may signal at once.
 	ctx, stop := signal.NotifyContext(context.Background(), os.Interrupt, syscall.SIGTERM)
+	aio.ReserveProcs(*loops) // a P per loop and one to spare
 	rt := aio.NewRuntime(aio.RuntimeConfig{MaxSystems: max(*loops, 16)})
 	p, err := start(rt, *listen, *upstream, *loops)
 	if err != nil {

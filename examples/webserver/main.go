@@ -114,6 +114,7 @@ func main() {
 		}
 		defer pprof.StopCPUProfile() // after the drain
 	}
+	aio.ReserveProcs(opts.loops) // a P per loop and one to spare
 	rt := aio.NewRuntime(aio.RuntimeConfig{MaxSystems: max(opts.loops, 16)})
 	app, err := start(rt, opts)
 	if err != nil {
