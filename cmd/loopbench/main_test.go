@@ -232,3 +232,13 @@ func TestCPUProfile(t *testing.T) {
 
 	require.Equal(t, 2, run([]string{"-cpuprofile", filepath.Join(path, "no", "such", "dir")}, &out, &errOut))
 }
+
+// Every row's name selects the workload that produces it.
+func TestEveryRowNameSelectsItsWorkload(t *testing.T) {
+	for _, row := range wantRows {
+		name, _, _ := strings.Cut(row, "/")
+		ws, err := selectWorkloads(name)
+		require.NoError(t, err, row)
+		require.Len(t, ws, 1, row)
+	}
+}

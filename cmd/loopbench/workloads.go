@@ -70,7 +70,7 @@ var workloads = []workload{
 	{name: "loop-iter", aliases: []string{"loop-iter-fd"}, run: runLoopIter},
 	{name: "cancel-tree", aliases: []string{"cancel-tree-small", "cancel-tree-aged"}, run: runCancelTree},
 	{name: "do-await", run: runDoAwait},
-	{name: "tcp-pingpong", aliases: []string{"tcp-pingpong-2loops"}, run: runTCPPingPong},
+	{name: "tcp-pingpong", aliases: []string{"tcp-pingpong-2loops", "tcp-pingpong-2loops-spin"}, run: runTCPPingPong},
 	{name: "tcp-pound", aliases: []string{"tcp-pound-2loops", "tcp-pound-percore"}, run: runTCPPound},
 	{name: "tcp-echo", aliases: []string{"tcp-echo-2loops", "tcp-echo-percore"}, run: runTCPEcho},
 	{name: "tcp-proxy", aliases: []string{"tcp-proxy-percore"}, run: runTCPProxy},
