@@ -23,7 +23,9 @@
 // in it; it returns [ErrTooManySystems] when none is free. A stopped loop
 // gives its slot back, so a runtime can start and stop loops for ever. A
 // program that wants several cores starts several loops (one per core, say)
-// and spreads its work over them, for example with [ListenConfig.ReusePort].
+// and spreads its work over them, for example with [ListenConfig.ReusePort];
+// it calls [ReserveProcs] first, so that the Go scheduler keeps a P to spare
+// beside the loops.
 //
 // # The threading rule
 //
