@@ -130,7 +130,7 @@
 //	-cpuprofile F   write a CPU profile of the whole run to F (go tool pprof;
 //	                samples carry a workload label: -tagfocus workload=NAME)
 //
-// A default run takes about 20 s. The exit status is 1 if any workload
+// A default run takes about 90 s. The exit status is 1 if any workload
 // failed (a hang, a wrong count, a loop that would not stop); the rows that
 // did run are printed anyway.
 //
