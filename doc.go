@@ -224,7 +224,8 @@
 // and writes are plaintext, with the same callbacks,
 // backpressure (counting ciphertext), timeouts, scope and drain, and
 // [Conn.TLS] tells the ALPN protocol and the rest of the handshake.
-// ListenConfig.OnHandshakeError learns why a listener's handshakes fail.
+// ListenConfig.OnHandshakeError learns why a listener's handshakes fail, and
+// ListenConfig.NotTLS answers a client that speaks plaintext to it.
 //
 // Under TLS 1.3 a client's handshake ends before the server has checked
 // its certificate, so a client that the server rejects (mutual TLS: no

@@ -227,9 +227,25 @@ type ListenConfig struct {
 	// address, and why (ErrHandshakeTimeout for a timeout; crypto/tls's
 	// error, as errors.As finds it, for a rejected certificate or a
 	// first record that is not TLS), as net/http logs "TLS handshake
-	// error" through Server.ErrorLog. The connection is already closed.
-	// On the loop: it must not block. nil: failures are only counted.
+	// error" through Server.ErrorLog. The connection is already closed
+	// (or, answered by NotTLS, ending). On the loop: it must not block.
+	// nil: failures are only counted.
 	OnHandshakeError func(peer netip.AddrPort, err error)
+	// NotTLS, when set, answers a client that does not speak TLS to a
+	// TLS listener, as net/http answers plaintext HTTP with a 400: when
+	// the handshake fails because the first record's header is not
+	// TLS's (crypto/tls's RecordHeaderError), NotTLS gets those first 5
+	// bytes and returns the reply, which is written as it is, in
+	// plaintext, on the raw connection. The connection then ends
+	// politely: FIN once the reply is flushed, what the client still
+	// sends is read and dropped until its EOF or Conn.Linger (so that
+	// the rest of its request does not reset the connection and
+	// destroy the reply). The failure is still counted and reported to
+	// OnHandshakeError; the accept callback never sees the connection.
+	// On the loop: it must not block; the reply must be small (it goes
+	// to anyone who connects) and is copied. nil, or an empty reply:
+	// the connection closes with nothing written.
+	NotTLS func(head [5]byte) []byte
 }
 
 func (c ListenConfig) withDefaults() (ListenConfig, error) {

@@ -226,7 +226,7 @@ func (t *tlsConn) inputDone() {
 
 // ended takes the handshake's outcome: counted, and either plaintext may
 // flow (the program's reader comes next) or the connection is closed with
-// the error, which it returns wrapped once, naming the peer (errors.Unwrap
+// the error (or answered in plaintext and ending, see answerPlain), which it returns wrapped once, naming the peer (errors.Unwrap
 // gives the cause back). On the loop.
 func (t *tlsConn) ended(err error) error {
 	c := t.c
@@ -235,8 +235,13 @@ func (t *tlsConn) ended(err error) error {
 	}
 	if err != nil {
 		c.tl.tlsFailed.Add(1)
+		reply := t.notTLSReply(err) // before detachConn: it looks at Conn
 		err = fmt.Errorf("aio: tls handshake %s: %w", c.raddr, detachConn(err))
-		if c.state == connOpen {
+		switch {
+		case c.state != connOpen:
+		case len(reply) > 0:
+			c.answerPlain(reply)
+		default:
 			c.closeWith(err)
 		}
 		t.in = nil
