@@ -42,6 +42,8 @@
 // reaches the engines once its handshake ended, in plaintext. ALPN offers
 // h2 and http/1.1 unless the tls.Config lists protocols itself; a client
 // that negotiated h2 is served by the HTTP/2 engine, any other HTTP/1.1.
+// Plaintext HTTP sent to the TLS port gets net/http's plaintext "400 Bad
+// Request" (Config.Listen.NotTLS changes the answer).
 //
 // # Arenas
 //

@@ -94,7 +94,11 @@ type Config struct {
 	// bounded by Listen.HandshakeTimeout. ALPN then picks the engine:
 	// unless the tls.Config lists NextProtos itself, the server offers h2
 	// and http/1.1, and a client that negotiates h2 is served HTTP/2, any
-	// other (http/1.1, or no ALPN) HTTP/1.1. Listen.Conn configures each
+	// other (http/1.1, or no ALPN) HTTP/1.1. A client that sends
+	// plaintext HTTP to such a listener gets net/http's plaintext "400
+	// Bad Request" ("Client sent an HTTP request to an HTTPS server.")
+	// unless Listen.NotTLS (aio.ListenConfig.NotTLS) answers otherwise;
+	// other plaintext is closed in silence. Listen.Conn configures each
 	// connection (its Linger: see the package doc).
 	Listen aio.ListenConfig
 }
@@ -125,6 +129,9 @@ func (c Config) withDefaults() Config {
 	}
 	c.Listen.ReusePort = true
 	c.Listen.TLS = withALPN(c.Listen.TLS) // tls.go
+	if c.Listen.TLS != nil && c.Listen.NotTLS == nil {
+		c.Listen.NotTLS = notTLS // tls.go
+	}
 	return c
 }
 

@@ -8,7 +8,8 @@ import "crypto/tls"
 // the config lists protocols itself; a client that negotiated h2 opens
 // with the HTTP/2 client preface, which hands the connection to the HTTP/2
 // engine as on a cleartext connection (h2conn.go's startH2), and any other
-// is served HTTP/1.1.
+// is served HTTP/1.1. A client that speaks plaintext HTTP to it gets
+// net/http's plaintext 400 (notTLS).
 
 // alpnProtos is what the server offers by ALPN when its TLS config lists
 // nothing.
@@ -23,4 +24,20 @@ func withALPN(cfg *tls.Config) *tls.Config {
 	cfg = cfg.Clone()
 	cfg.NextProtos = alpnProtos
 	return cfg
+}
+
+// notHTTPS is net/http's answer to plaintext HTTP sent to an HTTPS
+// server, word for word: clients and scripts that look for it find it.
+var notHTTPS = []byte("HTTP/1.0 400 Bad Request\r\n\r\nClient sent an HTTP request to an HTTPS server.\n")
+
+// notTLS is the listeners' ListenConfig.NotTLS unless the config sets
+// one: notHTTPS to a first record whose head looks like an HTTP request
+// (the heads net/http's server recognises), nothing to anything else,
+// which closes in silence. On the loop; aio copies the reply.
+func notTLS(head [5]byte) []byte {
+	switch string(head[:]) {
+	case "GET /", "HEAD ", "POST ", "PUT /", "OPTIO":
+		return notHTTPS
+	}
+	return nil
 }
