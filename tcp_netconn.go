@@ -5,6 +5,7 @@ import (
 	"io"
 	"net"
 	"os"
+	"strings"
 	"sync"
 	"syscall"
 	"time"
@@ -74,8 +75,12 @@ var netViews sync.Map // *Conn → *netConn
 //   - CloseWrite half-closes: the peer gets EOF once the bytes written
 //     before have been sent. SyscallConn is the Conn's.
 //
-// Errors are *net.OpError, as package net's, wrapping the cause: a reset
-// from the peer, the error the connection closed with, ErrWriteClosed.
+// Errors are *net.OpError, as package net's, wrapping the cause: a
+// deadline, ErrConnClosed after Close, ErrWriteClosed; once the connection
+// has closed with an error (a reset from the peer, a timeout), an error
+// that says the connection closed and wraps that cause, which errors.Is
+// finds (a Write after a read saw a reset: "write tcp A->B: aio: tcp
+// connection closed: aio: tcp read B: connection reset by peer").
 // The methods may be called from any goroutine at once, except that Read
 // and Write, which block, return ErrAwaitOnLoop on the connection's loop:
 // use the Conn's callbacks there. (On another loop they would block it:
@@ -268,11 +273,34 @@ func (v *netConn) Read(p []byte) (int, error) {
 // closeCause is what a Read or Write reports once the connection has
 // closed. Under mu.
 func (v *netConn) closeCause() error {
-	if v.cerr != nil {
-		return v.cerr
+	switch {
+	case v.cerr == nil:
+		return ErrConnClosed
+	case strings.HasPrefix(v.cerr.Error(), ErrConnClosed.Error()):
+		return v.cerr // it says so already (Stop, a drain deadline)
 	}
-	return ErrConnClosed
+	return &closedByError{v.cerr}
 }
+
+// closedByError is the error of a view's Read or Write on a connection that
+// closed with an error: the view's methods never touch the socket, so the
+// cause is the loop's, and often of the other direction (a Write that finds
+// the connection closed by a read's reset). Its text says the connection
+// had closed, then why; errors.Is finds the cause, and Timeout is the
+// cause's, as it was when the cause was reported bare.
+type closedByError struct{ cause error }
+
+func (e *closedByError) Error() string { return ErrConnClosed.Error() + ": " + e.cause.Error() }
+func (e *closedByError) Unwrap() error { return e.cause }
+
+// Timeout is net.Error's: the cause's.
+func (e *closedByError) Timeout() bool {
+	t, ok := e.cause.(interface{ Timeout() bool })
+	return ok && t.Timeout()
+}
+
+// Temporary is net.Error's (deprecated there): as Timeout.
+func (e *closedByError) Temporary() bool { return e.Timeout() }
 
 // Write queues b, waiting while the write queue is full: see NetConn.
 func (v *netConn) Write(b []byte) (int, error) {

@@ -500,3 +500,44 @@ func BenchmarkNetConnPingPong(b *testing.B) {
 		})
 	}
 }
+
+// A view's Write (and Read) on a connection that closed with an error, here
+// the peer's reset seen by a read: the error says the write failed because
+// the connection had closed, with the cause after, and errors.Is still
+// finds the cause.
+func TestNetConnWriteAfterCloseCause(t *testing.T) {
+	l := startLoop(t)
+	view, c, peer := viewPair(t, l, ListenConfig{})
+	require.NoError(t, peer.SetLinger(0))
+	require.NoError(t, peer.Close())
+	closedView(t, c)
+	_, cause := wait(t, c.Closed())
+	require.ErrorIs(t, cause, syscall.ECONNRESET)
+
+	for _, op := range []string{"write", "read"} {
+		var err error
+		if op == "write" {
+			_, err = view.Write([]byte("to nobody"))
+		} else {
+			_, err = view.Read(make([]byte, 8))
+		}
+		require.ErrorIs(t, err, syscall.ECONNRESET, op)
+		require.ErrorIs(t, err, cause, op)
+		var oe *net.OpError
+		require.ErrorAs(t, err, &oe, op)
+		require.Equal(t, op, oe.Op)
+		require.Equal(t, "aio: tcp connection closed: "+cause.Error(), oe.Err.Error(), op)
+		require.False(t, oe.Timeout(), op)
+	}
+	closedLoopTCP(t, l)
+
+	// A cause that is a timeout stays one, and one that says the
+	// connection closed already is not said twice.
+	v := &netConn{cerr: ErrIdleTimeout}
+	require.True(t, v.opError("write", v.closeCause()).(*net.OpError).Timeout())
+	require.ErrorIs(t, v.closeCause(), ErrTimeout)
+	v.cerr = errConnStopped
+	require.Equal(t, errConnStopped, v.closeCause())
+	v.cerr = nil
+	require.Equal(t, ErrConnClosed, v.closeCause())
+}
