@@ -135,6 +135,17 @@ type Stats struct {
 	Name       string
 	Iterations uint64 // loop iterations so far
 	Posted     uint64 // callbacks run from Post, and posted internally (completions from other goroutines)
+	// PostQueued: callbacks posted (as counted in Posted) and not yet run,
+	// the loop's backlog. Post is unbounded: a program that posts to many
+	// loops (a broadcast) can watch it to find a loop that falls behind.
+	// On the loop it is exact. Off the loop, the post queue is counted as
+	// it is, but the loop takes the whole queue at once and then runs at
+	// most Config.PostBatch of those callbacks an iteration: what it took
+	// counts as it was when it took it (less the first one, which it runs
+	// at once), or as the loop last published its counters (every
+	// iteration that sleeps, and at least every millisecond), whichever
+	// is later. So a loop stuck in a callback shows its whole backlog.
+	PostQueued int
 	Timers     int    // armed timers
 	Handles    int    // handles pinned to this loop from creation until their cleanups have run
 	Abandoned  uint64 // handles collected without reaching a terminal state (their cleanups still ran)
@@ -483,10 +494,11 @@ func (l *Loop) runPosted() {
 		}
 		l.postMu.Lock()
 		l.ready, l.postQ = l.postQ, l.ready[:0]
+		l.readyPos = 0
+		l.noteBatch(1) // with the swap, under postMu: Stats sees one or the other
 		l.qlen.Store(0)
 		l.m.readySince = l.postSince
 		l.postMu.Unlock()
-		l.readyPos = 0
 	}
 	l.enter(phasePosted)
 	l.m.postLag.add(l.m.mark - l.m.readySince)

@@ -185,6 +185,13 @@ type loopMetrics struct {
 	timerLag   lagAcc
 
 	readySince time.Duration // when the batch in Loop.ready was first posted
+	// batchLeft is the callbacks of the loop's batch (Loop.ready) not yet
+	// run, as of the last swap that emptied the queue into the batch (less
+	// the first, about to run; stored under postMu with the swap) or the
+	// last publication, whichever is later: Stats.PostQueued off the loop.
+	// Not stored per batch run, which would put two atomic stores on every
+	// iteration that runs a posted callback (loop-iter's whole work).
+	batchLeft atomic.Int64
 
 	pub struct {
 		seq        atomic.Uint64 // odd while the loop writes
@@ -299,6 +306,14 @@ func (l *Loop) publishLocked() {
 	}
 	m.pub.postLag.store(&m.postLag)
 	m.pub.timerLag.store(&m.timerLag)
+	l.noteBatch(0)
+}
+
+// noteBatch records how much of the loop's batch is left to run, less
+// running (1 as runPosted takes a new batch and starts on it, 0 when the
+// loop publishes), for Stats.PostQueued off the loop. On the loop.
+func (l *Loop) noteBatch(running int) {
+	l.m.batchLeft.Store(int64(max(0, len(l.ready)-l.readyPos-running)))
 }
 
 // finalMetrics cuts the last segment and publishes, as the loop stops. On
@@ -314,11 +329,17 @@ func (l *Loop) finalMetrics() {
 func (l *Loop) metrics(s *Stats) {
 	m := &l.m
 	if l.OnLoop() {
+		s.PostQueued = int(l.qlen.Load()) + len(l.ready) - l.readyPos
 		s.Iterations, s.Posted = m.iterations, m.posted
 		s.Time = loopTime(func(p phase) time.Duration { return m.times[p] })
 		s.PostLag, s.TimerLag = m.postLag.lag(), m.timerLag.lag()
 		return
 	}
+	// Under postMu, so that a batch swapped out of the queue is counted
+	// once: in the queue's length or in batchLeft.
+	l.postMu.Lock()
+	s.PostQueued = int(l.qlen.Load() + m.batchLeft.Load())
+	l.postMu.Unlock()
 	for {
 		seq := m.pub.seq.Load()
 		if seq&1 != 0 { // the loop is publishing: a few dozen stores

@@ -209,3 +209,40 @@ func TestLagBuckets(t *testing.T) {
 	assert.Equal(t, g.Sum/4, g.Mean())
 	assert.Zero(t, Lag{}.Mean())
 }
+
+// Callbacks posted to a loop held busy are counted in PostQueued until they
+// run: exactly on the loop (the one running no more), off it the queue
+// exactly and what the loop took from it as of the start of its run.
+func TestStatsPostQueued(t *testing.T) {
+	const n, batch = 50, 8
+	l := startLoop(t, Config{PostBatch: batch})
+	release := holdLoop(t, l)
+	left := make(chan int, n)
+	for range n {
+		require.NoError(t, l.Post(func() { left <- l.Stats().PostQueued }))
+	}
+	assert.Equal(t, n, l.Stats().PostQueued, "posted behind a held loop")
+	release()
+	for i := range n {
+		assert.Equal(t, n-1-i, recv(t, left), "on the loop, in callback %d", i)
+	}
+	assert.Zero(t, statsOnLoop(t, l).PostQueued)
+	eventually(t, func() bool { return l.Stats().PostQueued == 0 }, "PostQueued stays at %d", l.Stats().PostQueued)
+
+	// Off the loop, what the loop took from the queue counts as it was
+	// when it started on it, less the first callback, running.
+	release = holdLoop(t, l)
+	started, ran := make(chan struct{}), make(chan struct{})
+	require.NoError(t, l.Post(func() { close(started); <-ran }))
+	for range batch - 1 {
+		require.NoError(t, l.Post(func() {}))
+	}
+	for range n {
+		require.NoError(t, l.Post(func() {}))
+	}
+	release()
+	recv(t, started)
+	assert.Equal(t, batch+n-1, l.Stats().PostQueued, "the rest of what the loop took")
+	close(ran)
+	eventually(t, func() bool { return l.Stats().PostQueued == 0 }, "PostQueued stays at %d", l.Stats().PostQueued)
+}

@@ -35,8 +35,8 @@
 //     of how long posted callbacks waited for the loop and how late timers
 //     fired (see aio.Stats.PostLag), with their maxima as gauges.
 //
-// The rest of aio.Stats (iterations, handles, timers, Work jobs, TCP) comes as
-// counters and gauges of the same names in snake case. Off the loop, the
-// health counters are published by the loop at least every millisecond, so a
-// scrape sees them at most that much behind.
+// The rest of aio.Stats (iterations, the post queue's backlog, handles,
+// timers, Work jobs, TCP) comes as counters and gauges of the same names in
+// snake case. Off the loop, the health counters are published by the loop at
+// least every millisecond, so a scrape sees them at most that much behind.
 package metrics

@@ -171,6 +171,8 @@ func TestWritePrometheusParses(t *testing.T) {
 	want := []string{"api", "same#" + strconv.Itoa(ls[1].Slot()), "same#" + strconv.Itoa(ls[2].Slot()),
 		"we\"ird\\name\nnext\uFFFD", "#" + strconv.Itoa(ls[4].Slot())}
 	assert.Equal(t, want, got)
+	require.Equal(t, "gauge", fams["aio_loop_post_queued"].typ, "Stats.PostQueued")
+	require.Len(t, fams["aio_loop_post_queued"].samples, 5)
 	require.Len(t, fams["aio_runtime_loops"].samples, 1)
 	assert.Equal(t, 5.0, fams["aio_runtime_loops"].samples[0].value)
 
