@@ -14,6 +14,16 @@ package aio
 // cost the peer the replies before it). A connection in its TLS
 // handshake closes at once. Close still closes it at once. The handle is
 // Closed's. Any goroutine.
+//
+// Linger counts from the FIN, and the FIN waits for the write queue to
+// reach the kernel (and for the scope's handles to finish): a peer that
+// does not read keeps the queue full, the FIN unsent, and the drain
+// pending for ever. Two things bound it: ConnConfig.WriteTimeout (or
+// SetWriteTimeout), which closes the connection with ErrWriteTimeout once
+// the kernel has taken nothing for that long; or a deadline of the
+// program's own, Within(c.Drain(), d), and Close when that fails with
+// ErrTimeout (Within gives the handle up then, which closes the connection
+// too unless something else waits on Closed; Close closes it regardless).
 func (c *Conn) Drain() *Handle[struct{}] {
 	_ = c.runInlineIfOpen(c.drain)
 	return &c.closed
