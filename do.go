@@ -267,7 +267,14 @@ func Await[T any](co *Co, h *Handle[T]) (T, error) {
 		h.dropIfUnwanted()
 		return zero, ErrCancelled
 	}
-	if statusOf(h.state.Load()).Terminal() {
+	if st := statusOf(h.state.Load()); st.Terminal() && (st != Completed || h.loop == co.l) {
+		if st == Completed {
+			// The body takes the value: counted as a dependent that never
+			// withdraws, so that others declining it cannot release it
+			// (see releaseUnwanted). Across loops h's count is not ours to
+			// touch: the body registers and waits for its report instead.
+			h.interest++
+		}
 		return h.Result()
 	}
 	a := &co.link
