@@ -53,6 +53,9 @@ type coreRare struct {
 	// (declining the value declines it there). Set on completion.
 	relConn *Conn
 	relFrom *core
+	// kept: a dependent that withdrew still takes the value (Bracket's
+	// acquire, see withdrawTaking), so it is never released.
+	kept bool
 }
 
 // rareFields returns c's coreRare, allocating it on first use. On the loop

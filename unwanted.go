@@ -19,7 +19,7 @@ package aio
 func (c *core) releaseUnwanted() {
 	for {
 		x := c.rare
-		if x == nil || c.state.Load() != uint32(Completed) {
+		if x == nil || x.kept || c.state.Load() != uint32(Completed) {
 			return
 		}
 		conn, from := x.relConn, x.relFrom
@@ -59,13 +59,10 @@ func (c *core) releaseLost() {
 func (c *core) withdrawTaking() {
 	c.loop.checkOnLoop()
 	c.interest--
-	if c.state.Load() == uint32(Completed) {
-		if x := c.rare; x != nil {
-			x.relConn, x.relFrom = nil, nil
-		}
-		return
-	}
-	if c.interest <= 0 {
+	// Kept whether or not c has completed yet: a value it completes with
+	// later is the dependent's as well, whoever else declines it.
+	c.rareFields().kept = true
+	if c.state.Load() != uint32(Completed) && c.interest <= 0 {
 		c.cancel()
 	}
 }
