@@ -138,8 +138,11 @@ type ConnConfig struct {
 	// Linger bounds a draining connection's lingering close (Conn.Drain,
 	// Listener.Drain, Runtime.Shutdown): how long, after its FIN, it waits
 	// for the peer's EOF, reading and dropping what the peer sends, as
-	// nginx's lingering_timeout does. A peer that never closes holds the
-	// connection (and a drain without a grace) this long. 0 means
+	// nginx's lingering_timeout does. The FIN waits for the write queue
+	// to flush and the linger starts only then, so a peer that does not
+	// read is bounded by WriteTimeout instead (see Conn.Drain). A peer
+	// that never closes holds the connection (and a drain without a
+	// grace) this long. 0 means
 	// DefaultLinger; negative closes right after the FIN, so bytes the
 	// peer sends after it may reset the connection and cost the peer
 	// replies it has not read yet. A ReadTimeout or IdleTimeout that runs

@@ -73,8 +73,9 @@ type Dialer struct {
 	// crypto/tls. Renegotiation stays off whatever Renegotiation says.
 	TLS *tls.Config
 	// HandshakeTimeout bounds a TLS dial, the connect and the handshake
-	// together: the handle fails with an error for which errors.Is(err,
-	// ErrTimeout) holds. 0 means DefaultHandshakeTimeout;
+	// together: the handle fails with an error that names the address
+	// and for which errors.Is(err, ErrHandshakeTimeout) and
+	// errors.Is(err, ErrTimeout) hold. 0 means DefaultHandshakeTimeout;
 	// negative means none.
 	HandshakeTimeout time.Duration
 }
