@@ -12,7 +12,9 @@ type allNode[T any] struct {
 // once all of them completed. The first failure fails it with that error and
 // withdraws its interest in the others (cancelling those nobody else wants); an
 // input cancelled cancels it. Cancelling the result withdraws from every input
-// still running. The result is pinned to the first input's loop; inputs may
+// still running. Values All collected but never delivers, as it fails or is
+// cancelled, are declined: a connection no other dependent took is closed
+// (see Dial). The result is pinned to the first input's loop; inputs may
 // live on any loop. All of no inputs is completed with an empty slice and has
 // no loop; a nil input fails it with ErrNilHandle.
 func All[T any](hs ...*Handle[T]) *Handle[[]T] {
@@ -46,6 +48,7 @@ func (n *allNode[T]) onInput(i int) {
 		}
 	case uint32(Failed):
 		n.vals = nil
+		n.declineCollected()
 		withdrawAll(n.links)
 		n.settle(nil, in.err)
 	default:
@@ -53,4 +56,22 @@ func (n *allNode[T]) onInput(i int) {
 	}
 }
 
-func (n *allNode[T]) stop() { withdrawAll(n.links) }
+func (n *allNode[T]) stop() {
+	n.declineCollected()
+	withdrawAll(n.links)
+}
+
+// declineCollected gives back the values All collected and will never
+// deliver, as it fails or is cancelled: it withdraws its interest in each
+// input it collected, as if it had withdrawn before collecting, so that a
+// connection nobody else took is released (see releaseUnwanted). Before
+// withdrawAll, while the links done are exactly the collected ones (and
+// the failed input, which has no value). On the sink's loop.
+func (n *allNode[T]) declineCollected() {
+	for i := range n.links {
+		k := &n.links[i]
+		if k.done && k.registered && k.in.state.Load() == uint32(Completed) {
+			k.in.unregister(k)
+		}
+	}
+}

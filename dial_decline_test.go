@@ -198,3 +198,33 @@ func TestDialTLSRaceLoserReleased(t *testing.T) {
 	d := &Dialer{TLS: ccfg}
 	raceCompletedDials(t, l, s, fds, d.Dial(l, addr), d.Dial(l, addr))
 }
+
+// All that fails after it collected a dial's connection never delivers it:
+// the connection is declined like a withdrawn input's, and closed.
+func TestDialCollectedByFailedAllReleased(t *testing.T) {
+	l, s, addr := declineSetup(t)
+	fds := fdCount(t)
+	d := Dial(l, addr, ConnConfig{})
+	p := NewPromise[*Conn](l)
+	all := All(d, p.Handle())
+	_, err := wait(t, d) // collected by All on d's completion, before the Reject below
+	require.NoError(t, err)
+	require.True(t, p.Reject(errBoom))
+	_, err = wait(t, all)
+	require.ErrorIs(t, err, errBoom)
+	requireDialReleased(t, l, s, 0, fds)
+}
+
+// All cancelled after it collected a dial's connection declines it too.
+func TestDialCollectedByCancelledAllReleased(t *testing.T) {
+	l, s, addr := declineSetup(t)
+	fds := fdCount(t)
+	d := Dial(l, addr, ConnConfig{})
+	all := All(d, NewPromise[*Conn](l).Handle())
+	_, err := wait(t, d)
+	require.NoError(t, err)
+	require.True(t, all.Cancel())
+	_, err = wait(t, all)
+	require.ErrorIs(t, err, ErrCancelled)
+	requireDialReleased(t, l, s, 0, fds)
+}
