@@ -48,7 +48,7 @@ func (n *allNode[T]) onInput(i int) {
 		}
 	case uint32(Failed):
 		n.vals = nil
-		n.declineCollected()
+		declineCollected(n.links)
 		withdrawAll(n.links)
 		n.settle(nil, in.err)
 	default:
@@ -57,21 +57,6 @@ func (n *allNode[T]) onInput(i int) {
 }
 
 func (n *allNode[T]) stop() {
-	n.declineCollected()
+	declineCollected(n.links)
 	withdrawAll(n.links)
-}
-
-// declineCollected gives back the values All collected and will never
-// deliver, as it fails or is cancelled: it withdraws its interest in each
-// input it collected, as if it had withdrawn before collecting, so that a
-// connection nobody else took is released (see releaseUnwanted). Before
-// withdrawAll, while the links done are exactly the collected ones (and
-// the failed input, which has no value). On the sink's loop.
-func (n *allNode[T]) declineCollected() {
-	for i := range n.links {
-		k := &n.links[i]
-		if k.done && k.registered && k.in.state.Load() == uint32(Completed) {
-			k.in.unregister(k)
-		}
-	}
 }

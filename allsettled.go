@@ -25,7 +25,8 @@ type settledNode[T any] struct {
 // alike. It never fails because an input did, so it gives partial results
 // where All gives the first failure. Cancelling it withdraws its interest in
 // every input still running (cancelling those nobody else wants), as All
-// does. The result is pinned to the first input's loop; inputs may live on
+// does, and declines the values it collected (a connection no other
+// dependent took is closed, see Dial). The result is pinned to the first input's loop; inputs may live on
 // any loop. AllSettled of no inputs is completed with an empty slice and has
 // no loop; a nil input fails it with ErrNilHandle.
 //
@@ -112,5 +113,6 @@ func (n *settledNode[T]) disarm() { n.exp.disarm(n.loop) }
 
 func (n *settledNode[T]) stop() {
 	n.disarm()
+	declineCollected(n.links)
 	withdrawAll(n.links)
 }

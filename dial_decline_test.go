@@ -217,14 +217,28 @@ func TestDialCollectedByFailedAllReleased(t *testing.T) {
 
 // All cancelled after it collected a dial's connection declines it too.
 func TestDialCollectedByCancelledAllReleased(t *testing.T) {
+	requireCollectedDeclinedOnCancel(t, func(in ...*Handle[*Conn]) *Handle[[]*Conn] { return All(in...) })
+}
+
+// AllSettled cancelled after it collected a dial's connection declines it,
+// as All does.
+func TestDialCollectedByCancelledAllSettledReleased(t *testing.T) {
+	requireCollectedDeclinedOnCancel(t, AllSettled[*Conn])
+}
+
+// requireCollectedDeclinedOnCancel builds sink over a dial and a handle
+// that never ends, lets the sink collect the dial's connection, cancels the
+// sink and waits for the connection to be released.
+func requireCollectedDeclinedOnCancel[R any](t *testing.T, sink func(...*Handle[*Conn]) *Handle[R]) {
+	t.Helper()
 	l, s, addr := declineSetup(t)
 	fds := fdCount(t)
 	d := Dial(l, addr, ConnConfig{})
-	all := All(d, NewPromise[*Conn](l).Handle())
-	_, err := wait(t, d)
+	h := sink(d, NewPromise[*Conn](l).Handle())
+	_, err := wait(t, d) // collected by the sink on d's completion
 	require.NoError(t, err)
-	require.True(t, all.Cancel())
-	_, err = wait(t, all)
+	require.True(t, h.Cancel())
+	_, err = wait(t, h)
 	require.ErrorIs(t, err, ErrCancelled)
 	requireDialReleased(t, l, s, 0, fds)
 }

@@ -150,6 +150,21 @@ func registerAll[T any](self *core, links []link[T]) {
 	}
 }
 
+// declineCollected gives back the values a sink collected and will never
+// deliver, as it fails or is cancelled (All, AllSettled): it withdraws its
+// interest in each input it collected, as if it had withdrawn before, so
+// that a connection nobody else took is released (see releaseUnwanted).
+// Call it before withdrawAll, while the links done are exactly those
+// collected (and a failed input, which has no value). On the sink's loop.
+func declineCollected[T any](links []link[T]) {
+	for i := range links {
+		k := &links[i]
+		if k.done && k.registered && k.in.state.Load() == uint32(Completed) {
+			k.in.unregister(k)
+		}
+	}
+}
+
 // withdrawAll withdraws from every input not consumed yet.
 func withdrawAll[T any](links []link[T]) {
 	for i := range links {
