@@ -58,14 +58,9 @@ func FromHTTP(h http.Handler) Handler {
 			if p, ok := req.Body.(*bodyPipe); ok { // a reader waiting for a client gone must wake
 				defer context.AfterFunc(ctx, func() { _ = p.Close() })()
 			}
-			w := &responseWriter{header: make(http.Header), ctx: ctx, out: out}
+			w := &responseWriter{header: make(http.Header), ctx: ctx, out: out, head: req.Method == "HEAD"}
 			h.ServeHTTP(w, req.WithContext(ctx))
 			trailer := w.trailer()
-			if !w.streaming && req.Method == "HEAD" && w.body.Len() == 0 && w.header.Get("Content-Length") != "" {
-				// The length of the body a GET would get (http.ServeContent
-				// sets it and writes nothing): a Response would say 0.
-				_ = w.streamTrailer(trailer)
-			}
 			if trailer != nil && !w.streaming {
 				_ = w.streamTrailer(trailer) // a trailer comes after the body of a stream
 			}
@@ -282,6 +277,7 @@ type responseWriter struct {
 	ctx       context.Context
 	out       *streamOut
 	streaming bool // the response went to out
+	head      bool // it answers HEAD
 }
 
 func (w *responseWriter) Header() http.Header { return w.header }
@@ -348,13 +344,16 @@ func (w *responseWriter) response() Response {
 // fields are the response's header fields, with a Content-Type sniffed
 // from body when the handler set none; with the handler's Content-Length
 // (if valid) when the response streams: the stream must then be exactly
-// that long.
+// that long; or when it answers HEAD with no body: the length of the body
+// a GET would get (http.ServeContent sets it and writes nothing), which a
+// Response may state (Request.length).
 func (w *responseWriter) fields(body []byte, streams bool) []Field {
 	var fields []Field
 	for name, values := range w.header {
 		switch http.CanonicalHeaderKey(name) {
 		case "Content-Length":
-			if n, err := strconv.ParseInt(w.header.Get(name), 10, 64); streams && err == nil && n >= 0 {
+			keep := streams || w.head && len(body) == 0 && hasContent(w.status)
+			if n, err := strconv.ParseInt(w.header.Get(name), 10, 64); keep && err == nil && n >= 0 {
 				fields = append(fields, Field{"Content-Length", strconv.FormatInt(n, 10)})
 			}
 			continue
