@@ -5,7 +5,6 @@ import (
 	"io"
 	"net"
 	"os"
-	"strings"
 	"sync"
 	"syscall"
 	"time"
@@ -276,8 +275,8 @@ func (v *netConn) closeCause() error {
 	switch {
 	case v.cerr == nil:
 		return ErrConnClosed
-	case strings.HasPrefix(v.cerr.Error(), ErrConnClosed.Error()):
-		return v.cerr // it says so already (Stop, a drain deadline)
+	case v.cerr == errConnStopped, v.cerr == errDrainDeadline:
+		return v.cerr // it says so already
 	}
 	return &closedByError{v.cerr}
 }
