@@ -142,12 +142,12 @@ type ConnConfig struct {
 	// to flush and the linger starts only then, so a peer that does not
 	// read is bounded by WriteTimeout instead (see Conn.Drain). A peer
 	// that never closes holds the connection (and a drain without a
-	// grace) this long. 0 means
-	// DefaultLinger; negative closes right after the FIN, so bytes the
-	// peer sends after it may reset the connection and cost the peer
-	// replies it has not read yet. A ReadTimeout or IdleTimeout that runs
-	// out first ends the linger early; the connection still closes with
-	// no error, as at the linger's own end (it had ended well already).
+	// grace) this long. 0 means DefaultLinger; negative closes right
+	// after the FIN, so bytes the peer sends after it may reset the
+	// connection and cost the peer replies it has not read yet. A
+	// ReadTimeout or IdleTimeout that runs out first ends the linger
+	// early; the connection still closes with no error, as at the
+	// linger's own end (it had ended well already).
 	Linger time.Duration
 	// ReadBuffer and WriteBuffer > 0 set the kernel's receive and send
 	// buffer sizes (SO_RCVBUF, SO_SNDBUF; Linux doubles the value and caps
