@@ -18,17 +18,7 @@ func TestDialAwaitTerminalTakenNotReleased(t *testing.T) {
 	c, err := wait(t, Do(l, func(co *Co) (*Conn, error) { return Await(co, d) }))
 	require.NoError(t, err)
 
-	var late *Handle[struct{}]
-	onLoop(t, l, func() {
-		late = Then(d, func(*Conn) (struct{}, error) { return struct{}{}, nil })
-		require.True(t, late.Cancel())
-	})
-	_, err = wait(t, late)
-	require.ErrorIs(t, err, ErrCancelled)
-	requireConnOpen(t, l, c)
-	pingEcho(t, l, c)
-	onLoop(t, l, func() { c.Close() })
-	requireDialReleased(t, l, s, 0, fds)
+	requireLateDeclineKeeps(t, l, s, fds, d, c)
 }
 
 // A Bracket cancelled while its acquire runs still takes the connection when
@@ -58,17 +48,7 @@ func TestDialBracketWithdrawnTakenNotReleased(t *testing.T) {
 	_, err = wait(t, w)
 	require.NoError(t, err)
 
-	var late *Handle[struct{}]
-	onLoop(t, l, func() {
-		late = Then(w, func(*Conn) (struct{}, error) { return struct{}{}, nil })
-		require.True(t, late.Cancel())
-	})
-	_, err = wait(t, late)
-	require.ErrorIs(t, err, ErrCancelled)
-	requireConnOpen(t, l, c)
-	pingEcho(t, l, c)
-	onLoop(t, l, func() { c.Close() })
-	requireDialReleased(t, l, s, 0, fds)
+	requireLateDeclineKeeps(t, l, s, fds, w, c)
 }
 
 // requireConnOpen fails at once if aio closed c (rather than in pingEcho,
@@ -76,4 +56,23 @@ func TestDialBracketWithdrawnTakenNotReleased(t *testing.T) {
 func requireConnOpen(t *testing.T, l *Loop, c *Conn) {
 	t.Helper()
 	require.True(t, onLoopValue(t, l, func() bool { return c.state != connClosed }), "a taken connection was closed")
+}
+
+// requireLateDeclineKeeps declines h's value, which c was taken from, by a
+// Then registered late and cancelled before it is told, then proves c still
+// open and working, closes it and waits for the dial's resources to come
+// back.
+func requireLateDeclineKeeps(t *testing.T, l, s *Loop, fds int, h *Handle[*Conn], c *Conn) {
+	t.Helper()
+	var late *Handle[struct{}]
+	onLoop(t, l, func() {
+		late = Then(h, func(*Conn) (struct{}, error) { return struct{}{}, nil })
+		require.True(t, late.Cancel())
+	})
+	_, err := wait(t, late)
+	require.ErrorIs(t, err, ErrCancelled)
+	requireConnOpen(t, l, c)
+	pingEcho(t, l, c)
+	onLoop(t, l, func() { c.Close() })
+	requireDialReleased(t, l, s, 0, fds)
 }
