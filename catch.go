@@ -25,11 +25,7 @@ func Catch[T any](h *Handle[T], fn func(error) (T, error)) *Handle[T] {
 func (n *catchNode[T]) inputDone() {
 	src := n.src
 	n.src = nil
-	if src == nil {
-		return
-	}
-	if n.ended() {
-		src.withdraw() // declined, as in Then
+	if src == nil || n.declines(&src.core) {
 		return
 	}
 	if src.state.Load() == uint32(Failed) {

@@ -36,11 +36,7 @@ func (n *finallyNode[T]) runFn() error {
 func (n *finallyNode[T]) inputDone() {
 	src := n.src
 	n.src = nil
-	if src == nil {
-		return
-	}
-	if n.ended() {
-		src.withdraw() // declined, as in Then
+	if src == nil || n.declines(&src.core) {
 		return
 	}
 	err := n.runFn()

@@ -165,6 +165,17 @@ func declineCollected[T any](links []link[T]) {
 	}
 }
 
+// declines reports whether c, a one-input node told of its input in, has
+// ended (cancelled, its stop still queued); if so it declines in's value as
+// its stop would have (see releaseUnwanted). On c's loop.
+func (c *core) declines(in *core) bool {
+	if !c.ended() {
+		return false
+	}
+	in.withdraw()
+	return true
+}
+
 // withdrawAll withdraws from every input not consumed yet.
 func withdrawAll[T any](links []link[T]) {
 	for i := range links {

@@ -30,11 +30,7 @@ func Tap[T any](h *Handle[T], fn func(T)) *Handle[T] {
 func (n *tapNode[T]) inputDone() {
 	src := n.src
 	n.src = nil
-	if src == nil {
-		return
-	}
-	if n.ended() {
-		src.withdraw() // declined, as in Then
+	if src == nil || n.declines(&src.core) {
 		return
 	}
 	if src.state.Load() != uint32(Completed) {

@@ -30,13 +30,7 @@ func Then[T, U any](h *Handle[T], fn func(T) (U, error)) *Handle[U] {
 func (n *thenNode[T, U]) inputDone() {
 	src := n.src
 	n.src = nil
-	if src == nil {
-		return
-	}
-	if n.ended() {
-		// Cancelled, its stop still queued: it declines h's value as its
-		// stop would have (see releaseUnwanted).
-		src.withdraw()
+	if src == nil || n.declines(&src.core) {
 		return
 	}
 	switch src.state.Load() {
@@ -101,11 +95,7 @@ func ThenAsync[T, U any](h *Handle[T], fn func(T) *Handle[U]) *Handle[U] {
 func (n *thenAsyncNode[T, U]) inputDone() {
 	src := n.src
 	n.src = nil
-	if src == nil {
-		return
-	}
-	if n.ended() {
-		src.withdraw() // declined, as in Then
+	if src == nil || n.declines(&src.core) {
 		return
 	}
 	switch src.state.Load() {
