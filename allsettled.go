@@ -26,9 +26,10 @@ type settledNode[T any] struct {
 // where All gives the first failure. Cancelling it withdraws its interest in
 // every input still running (cancelling those nobody else wants), as All
 // does, and declines the values it collected (a connection no other
-// dependent took is closed, see Dial). The result is pinned to the first input's loop; inputs may live on
-// any loop. AllSettled of no inputs is completed with an empty slice and has
-// no loop; a nil input fails it with ErrNilHandle.
+// dependent took is closed, see Dial). The result is pinned to the first
+// input's loop; inputs may live on any loop. AllSettled of no inputs is
+// completed with an empty slice and has no loop; a nil input fails it with
+// ErrNilHandle.
 //
 // A deadline on the whole is AllSettledWithin, not Within(AllSettled(...)),
 // which at the deadline discards the outcomes of the inputs that did end.
