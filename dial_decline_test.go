@@ -204,15 +204,21 @@ func TestDialTLSRaceLoserReleased(t *testing.T) {
 func TestDialCollectedByFailedAllReleased(t *testing.T) {
 	l, s, addr := declineSetup(t)
 	fds := fdCount(t)
-	d := Dial(l, addr, ConnConfig{})
+	failAllOver(t, l, Dial(l, addr, ConnConfig{}))
+	requireDialReleased(t, l, s, 0, fds)
+}
+
+// failAllOver lets an All on l collect h's connection, then fails that All
+// with another input's error.
+func failAllOver(t *testing.T, l *Loop, h *Handle[*Conn]) {
+	t.Helper()
 	p := NewPromise[*Conn](l)
-	all := All(d, p.Handle())
-	_, err := wait(t, d) // collected by All on d's completion, before the Reject below
+	all := All(h, p.Handle())
+	_, err := wait(t, h) // collected by All on h's completion (on l), before the Reject below
 	require.NoError(t, err)
 	require.True(t, p.Reject(errBoom))
 	_, err = wait(t, all)
 	require.ErrorIs(t, err, errBoom)
-	requireDialReleased(t, l, s, 0, fds)
 }
 
 // All cancelled after it collected a dial's connection declines it too.

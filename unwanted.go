@@ -32,7 +32,12 @@ func (c *core) releaseUnwanted() {
 		}
 		// c passed from's value on and kept its interest in from: c's
 		// dependents declined it, so c declines it too. from is completed
-		// (its value was passed on) and on c's loop.
+		// (its value was passed on). On another loop the withdrawal is
+		// posted there, and goes on down the chain from there.
+		if from.loop != c.loop {
+			from.unregister(nil)
+			return
+		}
 		if from.interest--; from.interest > 0 {
 			return
 		}
@@ -79,18 +84,18 @@ func (c *core) withdrawTakingFor(dependent) { c.withdrawTaking() }
 // unchanged, keeping its interest in in. If in's value is one aio must
 // release, so is h's: declining it in h declines it in in. If h is decided
 // already (cancelled from another goroutine, its stop still queued), the
-// value is declined instead. On h's loop; across loops nothing is passed: h
-// keeps its interest in in, and the value is never released (a leak, never
-// a close under a taker's feet).
+// value is declined instead. On h's loop; in may live on another loop, where
+// the decline is posted (see releaseUnwanted).
 func passOn[T any](h, in *Handle[T]) {
-	same := h.loop == in.loop
 	if !h.settle(in.val, nil) {
-		if same {
-			in.withdraw()
-		}
+		in.unregister(nil)
 		return
 	}
-	if !same {
+	if h.loop != in.loop {
+		// in's rare fields belong to its loop (a node sets relFrom after
+		// its status is published): whether its value is one to release
+		// is decided there, when a decline arrives.
+		h.rareFields().relFrom = &in.core
 		return
 	}
 	if x := in.rare; x != nil && (x.relConn != nil || x.relFrom != nil) {
