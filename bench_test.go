@@ -143,3 +143,19 @@ func BenchmarkDoAwait(b *testing.B) {
 		b.Fatal(err)
 	}
 }
+
+// BenchmarkDoShort is a Do whose body awaits one completed handle and
+// returns: the cost of running a short piece of sequential code on the
+// loop, its coroutine included.
+func BenchmarkDoShort(b *testing.B) {
+	l := startLoop(b)
+	done := NewPromise[int](l)
+	done.Resolve(1)
+	b.ReportAllocs()
+	b.ResetTimer()
+	onLoop(b, l, func() {
+		for range b.N {
+			Do(l, func(co *Co) (int, error) { return Await(co, done.Handle()) })
+		}
+	})
+}

@@ -3,7 +3,6 @@ package aio
 import (
 	"context"
 	"errors"
-	"iter"
 	"sync/atomic"
 )
 
@@ -42,11 +41,11 @@ type doNode[T any] struct {
 	Handle[T]
 	co       Co
 	body     func(*Co) (T, error)
-	next     func() (struct{}, bool) // resumes the body; loop goroutine only
-	stopPull func()
-	bodyVal  T     // what the body returned, until the handle settles with it
-	bodyErr  error // likewise
-	bodyDone bool  // the body returned (or called runtime.Goexit)
+	w        *coWorker // the coroutine running the body, until it returns; loop goroutine only
+	bodyVal  T         // what the body returned, until the handle settles with it
+	bodyErr  error     // likewise
+	bodyDone bool      // the body returned (or called runtime.Goexit)
+	goexit   bool      // the body called runtime.Goexit, which ended its worker
 }
 
 // Do runs body on the loop as a coroutine: plain sequential Go code that
@@ -102,29 +101,35 @@ func (n *doNode[T]) start() {
 	if n.Handle.ended() {
 		return // adopted by a dying loop, and so cancelled
 	}
+	n.w = n.loop.takeWorker()
+	n.w.task = n
+	n.resume()
+}
+
+// runBody runs the body on its worker's coroutine (see coWorker.run), from
+// the first resumption to its return.
+func (n *doNode[T]) runBody() {
 	co := &n.co
 	body := n.body
 	n.body = nil
-	n.next, n.stopPull = iter.Pull(func(yield func(struct{}) bool) {
-		co.yield = yield
-		co.enter()
-		returned := false
-		defer func() {
-			co.leave()
-			n.bodyDone = true
-			if !returned {
-				n.bodyErr = ErrGoexit
-				// iter.Pull would re-raise the Goexit on the loop goroutine
-				// (in next), killing the loop. A panic started during Goexit
-				// and recovered (by iter.Pull) lets the coroutine finish
-				// exiting, and reaches next as a panic, which pull catches.
-				panic(goexitInBody{})
-			}
-		}()
-		n.bodyVal, n.bodyErr = callValue(func() (T, error) { return body(co) })
-		returned = true
-	})
-	n.resume()
+	co.yield = n.w.yield
+	co.enter()
+	returned := false
+	defer func() {
+		co.leave()
+		n.bodyDone = true
+		if !returned {
+			n.bodyErr = ErrGoexit
+			n.goexit = true
+			// iter.Pull would re-raise the Goexit on the loop goroutine
+			// (in next), killing the loop. A panic started during Goexit
+			// and recovered (by iter.Pull) lets the coroutine finish
+			// exiting, and reaches next as a panic, which pull catches.
+			panic(goexitInBody{})
+		}
+	}()
+	n.bodyVal, n.bodyErr = callValue(func() (T, error) { return body(co) })
+	returned = true
 }
 
 // ErrGoexit is the error of a Do handle whose body called runtime.Goexit (as
@@ -144,20 +149,22 @@ func (n *doNode[T]) pull() {
 			}
 		}
 	}()
-	n.next()
+	n.w.next()
 }
 
 // resume runs the body until it awaits again or returns. On the loop
 // goroutine.
 func (n *doNode[T]) resume() {
-	if n.bodyDone || n.next == nil || !n.loop.onLoopThread() {
+	if n.bodyDone || n.w == nil || !n.loop.onLoopThread() {
 		return
 	}
 	n.pull()
 	if n.bodyDone {
 		n.co.endContext(nil)
-		n.stopPull()
-		n.next = nil
+		if !n.goexit {
+			n.loop.putWorker(n.w) // idle at its yield: ready for another body
+		}
+		n.w = nil
 		v, err := n.bodyVal, n.bodyErr
 		var zero T
 		n.bodyVal, n.bodyErr = zero, nil

@@ -112,6 +112,8 @@ type Loop struct {
 
 	m loopMetrics // iterations, posted callbacks, time by phase, lag (loop_metrics.go)
 
+	idleWorkers []*coWorker // coroutines ready to run a Do body (do_worker.go); loop goroutine
+
 	now       atomic.Int64 // cached monotonic time in ns since base; written by the loop
 	ntimers   atomic.Int64
 	handles   atomic.Int64

@@ -97,6 +97,7 @@ func (l *Loop) teardown() {
 			break
 		}
 	}
+	l.stopIdleWorkers() // every Do body has returned by now
 	l.closeFDs()
 	_ = l.poller.Close()
 	l.finalMetrics()
