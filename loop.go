@@ -110,6 +110,15 @@ type Loop struct {
 	busy       bool    // work ran since the last poll (decides whether to spin)
 	pollFailed bool    // the poller returned an error once (reported once)
 
+	// The posted batch runPosted is running, and its guard (see
+	// runBatch): its size, for Stats.Posted once it is done, and the
+	// callbacks of it still to start; inCall is true while one of them
+	// runs, so that the guard recovers their panics and no other (an
+	// internal panic stays fatal); resume says a callback's panic cut
+	// the batch short, to be picked up after it.
+	postRun, postLeft int
+	inCall, resume    bool
+
 	m loopMetrics // iterations, posted callbacks, time by phase, lag (loop_metrics.go)
 
 	idleWorkers []*coWorker // coroutines ready to run a Do body (do_worker.go); loop goroutine
@@ -425,7 +434,8 @@ func (l *Loop) Stats() Stats {
 }
 
 // call runs a user callback, turning a panic into a report instead of the
-// death of the loop.
+// death of the loop. A batch of callbacks (runPosted) has one guard for the
+// whole batch instead: see runBatch.
 func (l *Loop) call(fn func()) {
 	defer func() {
 		if v := recover(); v != nil {
@@ -490,33 +500,81 @@ func (l *Loop) iterate() {
 
 // runPosted runs at most cfg.PostBatch posted callbacks, oldest first.
 func (l *Loop) runPosted() {
-	if l.readyPos == len(l.ready) {
-		if l.qlen.Load() == 0 {
-			return
-		}
-		l.postMu.Lock()
-		l.ready, l.postQ = l.postQ, l.ready[:0]
-		l.readyPos = 0
-		l.noteBatch(1) // with the swap, under postMu: Stats sees one or the other
-		l.qlen.Store(0)
-		l.m.readySince = l.postSince
-		l.postMu.Unlock()
+	for !l.runBatch() { // a callback panicked: the batch goes on after it
 	}
-	l.enter(phasePosted)
-	l.m.postLag.add(l.m.mark - l.m.readySince)
-	// A count, not an end index: a callback that posts on the loop appends
-	// to ready, or starts it over once this batch's last callback is the
-	// one running (enqueueOnLoop), and neither may run in this batch.
-	n := min(len(l.ready)-l.readyPos, l.cfg.PostBatch)
-	for i := 0; i < n; i++ {
+}
+
+// runBatch is runPosted under one guard for the whole batch, not one per
+// callback: the deferred recover (recoverBatch) costs about as much as an
+// empty callback, and most batches of a busy loop are a callback or two.
+// A callback's panic unwinds runBatch; recoverBatch reports it and leaves
+// the batch's progress in the loop (readyPos, postLeft, resume), and
+// runPosted calls runBatch again, which drains the jobs the callback
+// queued (as after any callback) and goes on with the next one. It
+// reports whether the batch is done.
+func (l *Loop) runBatch() (done bool) {
+	defer l.recoverBatch()
+	if l.resume {
+		l.resume = false
+		l.drain()
+	} else {
+		if l.readyPos == len(l.ready) {
+			if l.qlen.Load() == 0 {
+				return true
+			}
+			l.takeQueue()
+		}
+		l.enter(phasePosted)
+		l.m.postLag.add(l.m.mark - l.m.readySince)
+		// A count, not an end index: a callback that posts on the
+		// loop appends to ready, or starts it over once this batch's
+		// last callback is the one running (enqueueOnLoop), and
+		// neither may run in this batch.
+		l.postRun = min(len(l.ready)-l.readyPos, l.cfg.PostBatch)
+		l.postLeft = l.postRun
+	}
+	for l.postLeft > 0 {
 		fn := l.ready[l.readyPos]
 		l.ready[l.readyPos] = nil // let fn be collected
 		l.readyPos++
-		l.call(fn)
+		l.postLeft--
+		l.inCall = true
+		fn()
+		l.inCall = false
 		l.drain()
 	}
-	l.m.posted += uint64(n)
+	l.m.posted += uint64(l.postRun)
 	l.busy = true
+	return true
+}
+
+// takeQueue swaps the post queue in as the loop's batch (ready), once
+// ready is done.
+func (l *Loop) takeQueue() {
+	l.postMu.Lock()
+	l.ready, l.postQ = l.postQ, l.ready[:0]
+	l.readyPos = 0
+	l.noteBatch(1) // with the swap, under postMu: Stats sees one or the other
+	l.qlen.Store(0)
+	l.m.readySince = l.postSince
+	l.postMu.Unlock()
+}
+
+// recoverBatch is runBatch's guard. A panic of a callback of the batch
+// (inCall) is recovered and reported, and the batch resumes after it; any
+// other panic goes on (an internal one stays fatal, see goexited), and so
+// does a runtime.Goexit, which recover does not stop: the teardown that
+// goexited runs takes the batch up where it was cut off (resume, if the
+// Goexit came from OnPanic).
+func (l *Loop) recoverBatch() {
+	if !l.inCall {
+		return // the common case: no recover call at all
+	}
+	l.inCall = false
+	if v := recover(); v != nil {
+		l.resume = true
+		l.reportPanic(v)
+	}
 }
 
 // hasWork reports whether something is ready to run without waiting.
