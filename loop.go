@@ -110,8 +110,8 @@ type Loop struct {
 	busy       bool    // work ran since the last poll (decides whether to spin)
 	pollFailed bool    // the poller returned an error once (reported once)
 
-	// The posted batch runPosted is running, and its guard (see
-	// runBatch): its size, for Stats.Posted once it is done, and the
+	// The posted batch runBatch is running, and its guard (see
+	// recoverBatch): its size, for Stats.Posted once it is done, and the
 	// callbacks of it still to start; inCall is true while one of them
 	// runs, so that the guard recovers their panics and no other (an
 	// internal panic stays fatal); resume says a callback's panic cut
@@ -434,8 +434,8 @@ func (l *Loop) Stats() Stats {
 }
 
 // call runs a user callback, turning a panic into a report instead of the
-// death of the loop. A batch of callbacks (runPosted) has one guard for the
-// whole batch instead: see runBatch.
+// death of the loop. Posted callbacks have a guard further up instead, not
+// one each: see runBatch.
 func (l *Loop) call(fn func()) {
 	defer func() {
 		if v := recover(); v != nil {
@@ -464,7 +464,7 @@ func (l *Loop) run() {
 	l.loopG.Store(getg())
 	defer l.goexited()
 	for l.state.Load() == stateRunning {
-		l.iterate()
+		l.iterateGuarded() // returns after a posted callback's panic
 	}
 	l.teardown()
 	l.tornDown = true
@@ -473,17 +473,35 @@ func (l *Loop) run() {
 	l.finishStop()
 }
 
-// iterate runs one pass of the phases.
+// iterateGuarded runs iterations while the loop runs, under the guard of
+// the posted callbacks (recoverBatch): one deferred call for as many
+// iterations as run without a panic, instead of one per batch or per
+// callback. After a panic it returns, and the next call resumes the
+// iteration the panic cut short (iterate).
+func (l *Loop) iterateGuarded() {
+	defer l.recoverBatch()
+	for l.state.Load() == stateRunning {
+		l.iterate()
+	}
+}
+
+// iterate runs one pass of the phases, or the rest of the one a posted
+// callback's panic cut short (resume): from the rest of its batch on. Under
+// iterateGuarded's guard.
 //
 // A phase with nothing to do costs a test here, not a call: an iteration
 // of a busy loop is mostly empty phases around one system call.
 func (l *Loop) iterate() {
-	l.startIteration() // and Now
-	if len(l.timers) > 0 {
-		l.runTimers()
-	}
-	if l.readyPos < len(l.ready) || l.qlen.Load() > 0 {
-		l.runPosted()
+	if l.resume {
+		l.runBatch()
+	} else {
+		l.startIteration() // and Now
+		if len(l.timers) > 0 {
+			l.runTimers()
+		}
+		if l.readyPos < len(l.ready) || l.qlen.Load() > 0 {
+			l.runBatch()
+		}
 	}
 	if l.youngToTrack() {
 		l.trackYoung()
@@ -498,29 +516,39 @@ func (l *Loop) iterate() {
 	l.m.iterations++
 }
 
-// runPosted runs at most cfg.PostBatch posted callbacks, oldest first.
+// runPosted is runBatch under a guard of its own, for teardown, which runs
+// outside iterateGuarded.
 func (l *Loop) runPosted() {
-	for !l.runBatch() { // a callback panicked: the batch goes on after it
+	for !l.runBatchGuarded() { // a callback panicked: the batch goes on after it
 	}
 }
 
-// runBatch is runPosted under one guard for the whole batch, not one per
-// callback: the deferred recover (recoverBatch) costs about as much as an
-// empty callback, and most batches of a busy loop are a callback or two.
-// A callback's panic unwinds runBatch; recoverBatch reports it and leaves
-// the batch's progress in the loop (readyPos, postLeft, resume), and
-// runPosted calls runBatch again, which drains the jobs the callback
-// queued (as after any callback) and goes on with the next one. It
-// reports whether the batch is done.
-func (l *Loop) runBatch() (done bool) {
+// runBatchGuarded is runBatch under recoverBatch; it reports whether the
+// batch is done, false after a callback's panic (the next call resumes it).
+func (l *Loop) runBatchGuarded() (done bool) {
 	defer l.recoverBatch()
+	l.runBatch()
+	return true
+}
+
+// runBatch runs at most cfg.PostBatch posted callbacks, oldest first, or
+// the rest of the batch a callback's panic cut short (resume). Its callers
+// guard it, with one deferred recover for many batches where they can
+// (iterateGuarded): the guard of a callback costs about as much as an
+// empty callback, and most batches of a busy loop are a callback or two.
+// A callback's panic unwinds runBatch and its callers up to the guard
+// (recoverBatch), which reports it and leaves the batch's progress in the
+// loop (readyPos, postLeft, resume); runBatch, called again, drains the
+// jobs the callback queued (as after any callback) and goes on with the
+// next one.
+func (l *Loop) runBatch() {
 	if l.resume {
 		l.resume = false
 		l.drain()
 	} else {
 		if l.readyPos == len(l.ready) {
 			if l.qlen.Load() == 0 {
-				return true
+				return
 			}
 			l.takeQueue()
 		}
@@ -545,7 +573,6 @@ func (l *Loop) runBatch() (done bool) {
 	}
 	l.m.posted += uint64(l.postRun)
 	l.busy = true
-	return true
 }
 
 // takeQueue swaps the post queue in as the loop's batch (ready), once
@@ -560,12 +587,12 @@ func (l *Loop) takeQueue() {
 	l.postMu.Unlock()
 }
 
-// recoverBatch is runBatch's guard. A panic of a callback of the batch
-// (inCall) is recovered and reported, and the batch resumes after it; any
-// other panic goes on (an internal one stays fatal, see goexited), and so
-// does a runtime.Goexit, which recover does not stop: the teardown that
-// goexited runs takes the batch up where it was cut off (resume, if the
-// Goexit came from OnPanic).
+// recoverBatch is runBatch's guard, deferred by its callers. A panic of a
+// callback of the batch (inCall) is recovered and reported, and the batch
+// resumes after it; any other panic goes on (an internal one stays fatal,
+// see goexited), and so does a runtime.Goexit, which recover does not
+// stop: the teardown that goexited runs takes the batch up where it was
+// cut off (resume, if the Goexit came from OnPanic).
 func (l *Loop) recoverBatch() {
 	if !l.inCall {
 		return // the common case: no recover call at all
