@@ -15,23 +15,8 @@ import (
 // path allocates nothing per request (the client here reuses its buffers,
 // so every allocation counted would be the server's or the loop's).
 func BenchmarkHealth(b *testing.B) {
-	ts := startServer(b, testMux(), Config{})
-	nc, err := net.DialTimeout("tcp", ts.addr, waitTimeout)
-	require.NoError(b, err)
-	defer nc.Close()
-	req := []byte("GET /health HTTP/1.1\r\nHost: bench\r\n\r\n")
-	// The response's length is fixed (Date has a fixed length): learn it.
-	_, err = nc.Write(req)
-	require.NoError(b, err)
-	buf := make([]byte, 4096)
-	n := 0
-	for !bytes.HasSuffix(buf[:n], []byte("\r\n\r\nok")) {
-		require.NoError(b, nc.SetReadDeadline(time.Now().Add(waitTimeout)))
-		k, err := nc.Read(buf[n:])
-		require.NoError(b, err)
-		n += k
-	}
-	size := n
+	nc, req, size := healthConn(b)
+	buf := make([]byte, size)
 	b.ReportAllocs()
 	for b.Loop() { // the timer runs from its first call to its last
 		if _, err := nc.Write(req); err != nil {
@@ -43,5 +28,54 @@ func BenchmarkHealth(b *testing.B) {
 	}
 	if !bytes.HasSuffix(buf[:size], []byte("ok")) {
 		b.Fatalf("bad response %q", buf[:size])
+	}
+}
+
+// healthConn starts a server and returns a connection to it, the
+// request GET /health, and the length of its response, which is fixed
+// (Date has a fixed length). The connection closes at the end.
+func healthConn(b *testing.B) (net.Conn, []byte, int) {
+	ts := startServer(b, testMux(), Config{})
+	nc, err := net.DialTimeout("tcp", ts.addr, waitTimeout)
+	require.NoError(b, err)
+	b.Cleanup(func() { _ = nc.Close() })
+	req := []byte("GET /health HTTP/1.1\r\nHost: bench\r\n\r\n")
+	_, err = nc.Write(req)
+	require.NoError(b, err)
+	buf := make([]byte, 4096)
+	n := 0
+	for !bytes.HasSuffix(buf[:n], []byte("\r\n\r\nok")) {
+		require.NoError(b, nc.SetReadDeadline(time.Now().Add(waitTimeout)))
+		k, err := nc.Read(buf[n:])
+		require.NoError(b, err)
+		n += k
+	}
+	require.NoError(b, nc.SetReadDeadline(time.Time{}))
+	return nc, req, n
+}
+
+// BenchmarkHealthPipelined is BenchmarkHealth with 16 requests sent in
+// one write, as wrk's pipeline.lua sends them (ns/op is per request):
+// the system calls are shared by 16 requests, so the server's own work
+// per request shows.
+func BenchmarkHealthPipelined(b *testing.B) {
+	const depth = 16
+	nc, req, size := healthConn(b)
+	reqs := bytes.Repeat(req, depth)
+	buf := make([]byte, depth*size)
+	b.ReportAllocs()
+	for i := 0; b.Loop(); i++ {
+		if i%depth != 0 {
+			continue // a request of the batch sent below
+		}
+		if _, err := nc.Write(reqs); err != nil {
+			b.Fatal(err)
+		}
+		if _, err := io.ReadFull(nc, buf); err != nil {
+			b.Fatal(err)
+		}
+	}
+	if !bytes.HasSuffix(buf, []byte("ok")) {
+		b.Fatalf("bad response %q", buf[len(buf)-size:])
 	}
 }
