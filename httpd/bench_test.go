@@ -9,6 +9,7 @@ import (
 	"time"
 
 	"github.com/stretchr/testify/require"
+	"github.com/valkyria/aio/httpd/internal/h1"
 )
 
 // BenchmarkHealth measures GET /health over one keep-alive loopback
@@ -100,4 +101,24 @@ func BenchmarkHealthPipelined(b *testing.B) {
 	if !bytes.HasSuffix(buf, []byte("ok")) {
 		b.Fatalf("bad response %q", buf[len(buf)-size:])
 	}
+}
+
+// BenchmarkAppendHead makes the head of /health's response (Text), as
+// the engine writes it, on the loop.
+func BenchmarkAppendHead(b *testing.B) {
+	ts := startServer(b, testMux(), Config{})
+	hc := &h1conn{ls: ts.loopStates()[0]}
+	hdr := Text(200, "ok").resp.Header
+	b.ReportAllocs()
+	defer reportCPU(b)()
+	ts.onLoop(b, func() {
+		for b.Loop() {
+			buf, err := hc.appendHead(200, hdr, h1.BodyLength, 2, false, false)
+			if err != nil {
+				b.Error(err)
+				return
+			}
+			hc.ls.wbuf = buf[:0] // as write keeps it
+		}
+	})
 }
