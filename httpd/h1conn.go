@@ -617,6 +617,14 @@ func (hc *h1conn) maybeRelease(r *Request) {
 // returns it.
 func (hc *h1conn) appendHead(status int, hdr []Field, framing h1.Framing, length int64, close, minor0 bool) ([]byte, error) {
 	ls := hc.ls
+	resp := h1.Response{Status: status, Body: framing, ContentLength: length,
+		Close: close, KeepAlive: minor0 && !close, Date: ls.dateValue(),
+		Checked: h1.CheckedDate} // dateValue's is AppendDate's
+	if own := ownFields(hdr); own != nil {
+		resp.Fields = own
+		resp.Checked |= h1.CheckedFields
+		return h1.AppendResponse(ls.wbuf[:0], &resp)
+	}
 	fields := ls.fields[:0]
 	for _, f := range hdr {
 		if framing != h1.BodyNone && h1.EqualFold(strBytes(f.Name), "Content-Length") {
@@ -625,8 +633,7 @@ func (hc *h1conn) appendHead(status int, hdr []Field, framing h1.Framing, length
 		fields = append(fields, h1.Field{Name: strBytes(f.Name), Value: strBytes(f.Value)})
 	}
 	ls.fields = fields
-	resp := h1.Response{Status: status, Body: framing, ContentLength: length,
-		Close: close, KeepAlive: minor0 && !close, Date: ls.dateValue(), Fields: fields}
+	resp.Fields = fields
 	b, err := h1.AppendResponse(ls.wbuf[:0], &resp)
 	clear(fields) // keep no view of a response that ended
 	return b, err

@@ -94,10 +94,49 @@ func (r Reply) Response() (Response, bool) { return r.resp, r.h == nil }
 
 // Header field lists of the helpers below, shared by every response.
 var (
-	textHeader  = []Field{{"Content-Type", "text/plain; charset=utf-8"}}
-	jsonHeader  = []Field{{"Content-Type", "application/json"}}
-	octetHeader = []Field{{"Content-Type", "application/octet-stream"}}
+	textHeader  = []Field{textField}
+	jsonHeader  = []Field{jsonField}
+	octetHeader = []Field{octetField}
 )
+
+var (
+	textField  = Field{"Content-Type", "text/plain; charset=utf-8"}
+	jsonField  = Field{"Content-Type", "application/json"}
+	octetField = Field{"Content-Type", "application/octet-stream"}
+)
+
+// ownLists are the server's own field lists, each with its field as made
+// and that field as h1 takes it: valid, and not one the framing writes.
+var ownLists = [...]struct {
+	hdr []Field
+	f   Field
+	h1  []h1.Field
+}{
+	{textHeader, textField, h1Fields(textField)},
+	{jsonHeader, jsonField, h1Fields(jsonField)},
+	{octetHeader, octetField, h1Fields(octetField)},
+}
+
+func h1Fields(f Field) []h1.Field {
+	return []h1.Field{{Name: []byte(f.Name), Value: []byte(f.Value)}}
+}
+
+// ownFields returns hdr as h1 fields when it is one of the server's own
+// lists (Text, JSON, Bytes, the error responses) still as made, so that
+// they are not checked again for every response; else nil. A handler can
+// change a field of a shared list (a Response's Header is its to read,
+// and could be written through): such a list is checked as any other.
+func ownFields(hdr []Field) []h1.Field {
+	if len(hdr) != 1 {
+		return nil
+	}
+	for i := range ownLists {
+		if o := &ownLists[i]; &hdr[0] == &o.hdr[0] && hdr[0] == o.f {
+			return o.h1
+		}
+	}
+	return nil
+}
 
 // Text returns an immediate Reply of status with body s as text/plain
 // (UTF-8). s is not copied: no allocation. Any goroutine.

@@ -52,7 +52,25 @@ type Response struct {
 	// Content-Length or Transfer-Encoding, nor Connection when Close or
 	// KeepAlive is set, nor Date when Date is.
 	Fields []Field
+
+	// Checked says what the caller made itself and knows valid, so that
+	// it is not checked again for every response.
+	Checked Checked
 }
+
+// Checked is a set of the parts of a Response its caller vouches for:
+// AppendResponse writes them without checking them. Anything else is
+// checked.
+type Checked uint8
+
+const (
+	// CheckedDate: Date is a value AppendDate made (a server's cached
+	// one), valid by construction.
+	CheckedDate Checked = 1 << iota
+	// CheckedFields: Fields were checked once (constants, say): valid
+	// names and values, none of them one the Response writes itself.
+	CheckedFields
+)
 
 // AppendResponse appends the response head r to dst: the status line,
 // the fields, and the empty line that ends the head. It allocates nothing
@@ -90,19 +108,25 @@ func appendResponse(b []byte, r *Response) ([]byte, error) {
 	b = append(b, reason...)
 	b = append(b, "\r\n"...)
 	if r.Date != nil {
-		if !httpguts.ValidHeaderFieldValue(str(r.Date)) {
+		if r.Checked&CheckedDate == 0 && !httpguts.ValidHeaderFieldValue(str(r.Date)) {
 			return b, ErrFieldValue
 		}
 		b = appendField(b, "Date", r.Date)
 	}
-	for _, f := range r.Fields {
-		if owned(f.Name, r) {
-			return b, ErrFieldOwned
+	if r.Checked&CheckedFields != 0 {
+		for _, f := range r.Fields {
+			b = appendField(b, str(f.Name), f.Value)
 		}
-	}
-	b, err := appendFields(b, r.Fields)
-	if err != nil {
-		return b, err
+	} else {
+		for _, f := range r.Fields {
+			if owned(f.Name, r) {
+				return b, ErrFieldOwned
+			}
+		}
+		var err error
+		if b, err = appendFields(b, r.Fields); err != nil {
+			return b, err
+		}
 	}
 	switch r.Body {
 	case BodyLength:

@@ -45,6 +45,22 @@ func TestAppendResponse(t *testing.T) {
 	}
 }
 
+// TestAppendResponseChecked: what the caller vouches for is written as
+// it would be once checked.
+func TestAppendResponseChecked(t *testing.T) {
+	r := Response{Status: 200, Body: BodyLength, ContentLength: 5, Close: true,
+		Date:   AppendDate(nil, time.Now()),
+		Fields: []Field{{Name: []byte("Content-Type"), Value: []byte("text/plain")}, {Name: []byte("X"), Value: []byte("")}}}
+	want, err := AppendResponse(nil, &r)
+	require.NoError(t, err)
+	for _, c := range []Checked{CheckedDate, CheckedFields, CheckedDate | CheckedFields} {
+		r.Checked = c
+		b, err := AppendResponse(nil, &r)
+		require.NoError(t, err)
+		assert.Equal(t, string(want), string(b), "%b", c)
+	}
+}
+
 func TestAppendResponseRefuses(t *testing.T) {
 	f := func(name, value string) []Field { return []Field{{Name: []byte(name), Value: []byte(value)}} }
 	for _, c := range []struct {
