@@ -137,7 +137,14 @@ func (t *table) add(s string, h int) error {
 	if pat.host != "" {
 		ms = t.hosts.make(pat.host, func() *methods { return &methods{} })
 	}
-	ms.root(pat.method).add(pat.segments, newLeaf(pat, h))
+	root, l := ms.root(pat.method), newLeaf(pat, h)
+	root.add(pat.segments, l)
+	if path, ok := exactPath(pat.segments); ok && pat.host == "" && pat.method != "" {
+		if root.exact == nil {
+			root.exact = &exactTable{}
+		}
+		root.exact.add(path, l)
+	}
 	t.idx.add(pat)
 	if pat.method != "" {
 		t.addAllowed(pat.method)
@@ -183,7 +190,15 @@ func (t *table) match(method, host, path []byte, p *Params) (*leaf, Kind) {
 	if string(method) == "CONNECT" {
 		return t.matchConnect(method, host, path, escapes, p)
 	}
-	host = stripHostPort(host)
+	if len(t.hosts.keys) > 0 { // else no host is looked at
+		host = stripHostPort(host)
+	}
+	if canon && clean && !escapes && t.hostMethods(host) == nil {
+		if l := t.exactMatch(method, path); l != nil {
+			p.pattern, p.names = l.pat.str, l.pat.names
+			return l, Found
+		}
+	}
 	if !clean {
 		start := len(p.buf)
 		p.buf = cleanPath(p.buf, path)
@@ -207,6 +222,20 @@ func (t *table) match(method, host, path []byte, p *Params) (*leaf, Kind) {
 	}
 	p.pattern, p.names = l.pat.str, l.pat.names
 	return l, Found
+}
+
+// exactMatch is the answer of lookup, without a walk, for a request
+// whose host has no patterns and whose path is canonical, clean and has
+// no '%': the pattern of method made of literal segments only whose path
+// is path, if there is one. The walk tries literal children first at
+// every level, so it would reach that pattern's leaf before anything
+// else, and an exact match is neither redirected nor refused.
+func (t *table) exactMatch(method, path []byte) *leaf {
+	root := t.noHost.named.get(method)
+	if root == nil || root.exact == nil {
+		return nil
+	}
+	return root.exact.get(path)
 }
 
 // matchConnect is match for CONNECT, whose path net/http neither cleans

@@ -1,6 +1,9 @@
 package route
 
-import "bytes"
+import (
+	"bytes"
+	"strings"
+)
 
 // The decision tree, net/http's routingNode made to walk byte slices
 // without allocating: hosts, then methods, then one level per path
@@ -16,6 +19,41 @@ type node struct {
 	lits  keyed[*node] // literal children, by unescaped segment; "/" is the trailing slash of "{$}"
 	wild  *node        // the child through a single wildcard
 	multi *leaf        // the pattern ending in a multi wildcard here
+	// exact, on a method's root, are the patterns of literal segments
+	// only under it, by their path (exactPath).
+	exact *exactTable
+}
+
+// exactTable holds leaves by the path their literal segments match, in
+// buckets by a cheap hash of the path, its length and last byte: a
+// server's paths are short, and a map's hash of one costs more than the
+// walk it would save.
+type exactTable struct {
+	buckets [64][]exactEntry
+}
+
+type exactEntry struct {
+	path string
+	l    *leaf
+}
+
+func exactBucket(path []byte) int {
+	return (len(path)*7 + int(path[len(path)-1])) & 63
+}
+
+func (t *exactTable) add(path string, l *leaf) {
+	b := &t.buckets[exactBucket([]byte(path))]
+	*b = append(*b, exactEntry{path, l})
+}
+
+// get returns the leaf of path, nil if none; path is not empty.
+func (t *exactTable) get(path []byte) *leaf {
+	for _, e := range t.buckets[exactBucket(path)] {
+		if e.path == string(path) {
+			return e.l
+		}
+	}
+	return nil
 }
 
 // leaf is a registered pattern and its handler's index in the Router.
@@ -50,6 +88,28 @@ func (n *node) add(segs []segment, l *leaf) {
 		}
 	}
 	n.leaf = l
+}
+
+// exactPath returns the path of a request that the segments segs match
+// through their literals alone, and whether there is one: not when a
+// segment is a wildcard, or has a '/' in it but for the trailing slash
+// of "{$}" (a "%2F" in the pattern).
+func exactPath(segs []segment) (string, bool) {
+	b := make([]byte, 0, 64)
+	for i, seg := range segs {
+		switch {
+		case seg.wild:
+			return "", false
+		case seg.s == "/" && i == len(segs)-1:
+			b = append(b, '/')
+		case strings.IndexByte(seg.s, '/') >= 0:
+			return "", false
+		default:
+			b = append(b, '/')
+			b = append(b, seg.s...)
+		}
+	}
+	return string(b), true
 }
 
 // keyed is a level of the tree: hosts, methods or literal segments, each
