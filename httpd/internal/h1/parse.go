@@ -146,8 +146,12 @@ func (p *Parser) needMore(size int, lim Limits) (int, error) {
 // that a bad byte is refused as soon as it arrives and the outcome is the
 // same however the line is cut. When the line is complete it is checked as
 // a whole and the phase becomes phaseFields.
+//
+// Each phase runs over the bytes it accepts without a second look (token
+// bytes, target bytes) and stops at the first it does not, which decides.
 func (p *Parser) scanRequestLine(b []byte, lim Limits) Reason {
-	for i := p.pos; i < len(b); i++ {
+	i := p.pos
+	for i < len(b) {
 		c := b[i]
 		if c == '\n' {
 			p.pos, p.searched, p.lineEnd = i+1, i+1, i+1
@@ -156,6 +160,12 @@ func (p *Parser) scanRequestLine(b []byte, lim Limits) Reason {
 		switch p.phase {
 		case phaseMethod:
 			switch {
+			case httpguts.IsTokenRune(rune(c)):
+				i++
+				for i < len(b) && httpguts.IsTokenRune(rune(b[i])) {
+					i++
+				}
+				continue
 			case c == ' ':
 				if i == 0 {
 					return ReasonRequestLine
@@ -163,7 +173,7 @@ func (p *Parser) scanRequestLine(b []byte, lim Limits) Reason {
 				p.mEnd, p.phase = i, phaseTarget
 			case c == '\r':
 				return ReasonRequestLine
-			case !httpguts.IsTokenRune(rune(c)):
+			default:
 				return ReasonMethod
 			}
 		case phaseTarget:
@@ -177,14 +187,23 @@ func (p *Parser) scanRequestLine(b []byte, lim Limits) Reason {
 				return ReasonRequestLine // no version
 			case c < '!' || c == 0x7f:
 				return ReasonTarget // a control byte (net/url refuses them too)
-			case i-p.mEnd > lim.MaxTarget:
-				return ReasonTargetTooLong
+			default:
+				// The target's bytes up to its limit: one more is too many.
+				stop := min(len(b), p.mEnd+lim.MaxTarget+1)
+				for i < stop && b[i] >= '!' && b[i] != 0x7f {
+					i++
+				}
+				if i == stop && i < len(b) && b[i] >= '!' && b[i] != 0x7f {
+					return ReasonTargetTooLong
+				}
+				continue
 			}
 		case phaseVersion:
 			if i-p.tEnd > len("HTTP/1.1\r") {
 				return ReasonVersion
 			}
 		}
+		i++
 	}
 	p.pos = len(b)
 	return 0

@@ -70,22 +70,26 @@ func checkTarget(method, t []byte, off int) (target, Reason) {
 
 // pathQuery records the path, t[from:] up to the first '?', and the query
 // after it; the path's %-escapes must be well formed, as net/url wants.
+//
+// One pass finds the '?' and checks the escapes before it: '?' is not a
+// hex digit, so an escape cut by it is refused as one cut by the end.
 func (tg *target) pathQuery(t []byte, off, from int) Reason {
 	p := t[from:]
-	q := bytes.IndexByte(p, '?')
-	if q >= 0 {
-		tg.queryLo = off + from + q + 1
-		p = p[:q]
-	}
-	tg.pathLo, tg.pathHi = off+from, off+from+len(p)
+	n := len(p)
 	for i := 0; i < len(p); i++ {
-		if p[i] == '%' {
+		switch p[i] {
+		case '%':
 			if i+2 >= len(p) || !isHex(p[i+1]) || !isHex(p[i+2]) {
 				return ReasonTarget
 			}
 			i += 2
+		case '?':
+			tg.queryLo = off + from + i + 1
+			n = i
+			i = len(p) // the query is not the path's
 		}
 	}
+	tg.pathLo, tg.pathHi = off+from, off+from+n
 	return 0
 }
 
