@@ -110,21 +110,33 @@ func (p *Parser) Parse(buf []byte, h *Head) (n int, err error) {
 			return p.needMore(len(buf), lim)
 		}
 	}
+	// When the search for the blank line starts in this call, each field
+	// line is parsed as it is found, else finish parses them all: a line
+	// is looked at once either way.
+	fs := fieldScan{fields: h.Fields[:0]}
+	fresh := p.pos == p.lineEnd && p.searched == p.lineEnd
 	for {
 		i := bytes.IndexByte(buf[p.searched:end], '\n')
 		if i < 0 {
 			p.searched = end
+			h.Fields = fs.fields // the storage, kept
 			return p.needMore(len(buf), lim)
 		}
 		lf := p.searched + i
 		blank := lf == p.pos || lf == p.pos+1 && buf[p.pos] == '\r'
+		if fresh && !blank {
+			fs.line(buf[p.pos:lf], lim)
+		}
 		p.pos, p.searched = lf+1, lf+1
 		if blank {
 			break
 		}
 	}
 	n = p.pos
-	r := p.finish(buf[:n], lim, h)
+	if !fresh {
+		fs.lines(buf[:n], p.lineEnd, lim)
+	}
+	r := p.finish(buf[:n], lim, h, &fs)
 	p.Reset()
 	if r != 0 {
 		return 0, r.Err()
@@ -250,34 +262,57 @@ type fieldNotes struct {
 	expect   Expect
 }
 
-// finish parses the fields of the complete head b and makes the framing
-// decisions, into h.
-func (p *Parser) finish(b []byte, lim Limits, h *Head) Reason {
-	fields := h.Fields[:0]
-	var nt fieldNotes
-	lines := 0
-	for pos := p.lineEnd; ; {
-		lf := pos + bytes.IndexByte(b[pos:], '\n')
-		line := b[pos:lf]
-		pos = lf + 1
-		if len(line) > 0 && line[len(line)-1] == '\r' {
-			line = line[:len(line)-1]
-		}
-		if len(line) == 0 {
-			break
-		}
-		if lines++; lines > lim.MaxFields {
-			return ReasonTooManyFields
-		}
-		f, r := parseField(line)
-		if r != 0 {
-			return r
-		}
-		fields = append(fields, f)
-		nt.note(f)
-	}
-	h.Fields = fields // keep the storage even if the head is refused below
+// fieldScan parses the field lines of a head, in order, until the first
+// it refuses.
+type fieldScan struct {
+	fields []Field
+	nt     fieldNotes
+	n      int    // lines seen
+	r      Reason // the first refusal
+}
 
+// line parses the field line l (its LF excluded).
+func (fs *fieldScan) line(l []byte, lim Limits) {
+	if fs.r != 0 {
+		return
+	}
+	if len(l) > 0 && l[len(l)-1] == '\r' {
+		l = l[:len(l)-1]
+	}
+	if fs.n++; fs.n > lim.MaxFields {
+		fs.r = ReasonTooManyFields
+		return
+	}
+	f, r := parseField(l)
+	if r != 0 {
+		fs.r = r
+		return
+	}
+	fs.fields = append(fs.fields, f)
+	fs.nt.note(f)
+}
+
+// lines parses the field lines of the complete head b, from pos to the
+// blank line.
+func (fs *fieldScan) lines(b []byte, pos int, lim Limits) {
+	for fs.r == 0 {
+		lf := pos + bytes.IndexByte(b[pos:], '\n')
+		if lf == pos || lf == pos+1 && b[pos] == '\r' {
+			return
+		}
+		fs.line(b[pos:lf], lim)
+		pos = lf + 1
+	}
+}
+
+// finish makes the framing decisions of the complete head b, whose
+// fields fs has parsed, into h.
+func (p *Parser) finish(b []byte, lim Limits, h *Head, fs *fieldScan) Reason {
+	h.Fields = fs.fields // keep the storage even if the head is refused
+	if fs.r != 0 {
+		return fs.r
+	}
+	nt := &fs.nt
 	minor := int(b[p.tEnd+8] - '0')
 	method := b[:p.mEnd]
 	contentLength, r := nt.check(method, minor, lim)
