@@ -211,9 +211,21 @@ func (p *Parser) scanRequestLine(b []byte, lim Limits) Reason {
 				continue
 			}
 		case phaseVersion:
-			if i-p.tEnd > len("HTTP/1.1\r") {
+			// Any bytes up to the longest version and its CR, then the LF.
+			stop := p.tEnd + len(" HTTP/1.1\r")
+			if i >= stop {
 				return ReasonVersion
 			}
+			k := bytes.IndexByte(b[i:min(len(b), stop+1)], '\n')
+			switch {
+			case k >= 0:
+				i += k // the LF, above
+			case stop < len(b):
+				return ReasonVersion // b[stop] is not the LF
+			default:
+				i = len(b)
+			}
+			continue
 		}
 		i++
 	}
