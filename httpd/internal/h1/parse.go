@@ -201,7 +201,11 @@ func (p *Parser) scanRequestLine(b []byte, lim Limits) Reason {
 				return ReasonTarget // a control byte (net/url refuses them too)
 			default:
 				// The target's bytes up to its limit: one more is too many.
-				stop := min(len(b), p.mEnd+lim.MaxTarget+1)
+				// (MaxTarget may be as large as an int: no sum with it.)
+				stop := len(b)
+				if lim.MaxTarget < len(b)-p.mEnd-1 {
+					stop = p.mEnd + lim.MaxTarget + 1
+				}
 				for i < stop && b[i] >= '!' && b[i] != 0x7f {
 					i++
 				}

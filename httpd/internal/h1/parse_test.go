@@ -2,8 +2,10 @@ package h1
 
 import (
 	"bytes"
+	"math"
 	"strings"
 	"testing"
+	"time"
 
 	"github.com/stretchr/testify/assert"
 	"github.com/stretchr/testify/require"
@@ -453,4 +455,22 @@ func TestParseDefaultLimits(t *testing.T) {
 	_, err = p.Parse([]byte(huge), &h)
 	assert.NoError(t, err, "no body limit by default")
 	assert.Equal(t, int64(9223372036854775807), h.ContentLength)
+}
+
+// TestParseUnboundedLimits: limits as large as an int holds mean no
+// limit, and the scan of a target still ends (it must not overflow).
+func TestParseUnboundedLimits(t *testing.T) {
+	p := Parser{Limits: Limits{MaxHead: math.MaxInt, MaxTarget: math.MaxInt}}
+	done := make(chan error, 1)
+	go func() {
+		var h Head
+		_, err := p.Parse([]byte("GET /abc HTTP/1.1\r\nHost: x\r\n\r\n"), &h)
+		done <- err
+	}()
+	select {
+	case err := <-done:
+		assert.NoError(t, err)
+	case <-time.After(5 * time.Second):
+		t.Fatal("Parse did not return")
+	}
 }
