@@ -177,3 +177,22 @@ func TestPanicInTimerOthersDueStillFire(t *testing.T) {
 	}
 	require.Zero(t, timers)
 }
+
+// A panic in the last callback of a batch, which also stopped the loop,
+// leaves the batch to be finished by teardown: Stats.Posted still counts
+// it.
+func TestPanicInLastCallbackStoppingCountsBatch(t *testing.T) {
+	l := startLoop(t, Config{OnPanic: func(any) {}})
+	var posted0 uint64
+	onLoop(t, l, func() {
+		posted0 = l.m.posted
+		assert.NoError(t, l.Post(func() {}))
+		assert.NoError(t, l.Post(func() {
+			l.Stop()
+			panic("boom")
+		}))
+	})
+	_, err := wait(t, l.Stop())
+	require.NoError(t, err)
+	require.Equal(t, posted0+3, l.Stats().Posted) // onLoop's batch, then ours
+}

@@ -88,7 +88,10 @@ func (l *Loop) teardown() {
 		l.now.Store(int64(l.clock()))
 		found := l.cancelPending()
 		l.drain()
-		for l.readyPos < len(l.ready) || l.qlen.Load() > 0 {
+		// resume: a panic cut the last batch short, maybe in its last
+		// callback, and the batch is not done (counted) until runBatch
+		// takes it up again.
+		for l.resume || l.readyPos < len(l.ready) || l.qlen.Load() > 0 {
 			found = true
 			l.runPosted()
 		}
