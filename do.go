@@ -77,9 +77,9 @@ func Do[T any](l *Loop, body func(co *Co) (T, error)) *Handle[T] {
 	return &n.Handle
 }
 
-// start creates the coroutine and runs the body to its first Await. On the
-// loop goroutine: the runtime requires a coroutine to be created and resumed
-// on the same locked thread.
+// start takes a worker coroutine and runs the body on it to its first Await.
+// On the loop goroutine: the runtime requires a coroutine to be created and
+// resumed on the same locked thread.
 func (n *doNode[T]) start() {
 	if n.Handle.ended() {
 		return

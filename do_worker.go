@@ -39,7 +39,7 @@ func newCoWorker() *coWorker {
 
 // run is the worker's coroutine: it runs the body set in w.task, then waits
 // idle for the next one, until a stop makes the idle yield report false. A
-// body that calls runtime.Goexit ends the worker (see doNode.start).
+// body that calls runtime.Goexit ends the worker (see doNode.runBody).
 func (w *coWorker) run(yield func(struct{}) bool) {
 	w.yield = yield
 	for {
