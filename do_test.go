@@ -292,3 +292,26 @@ func TestDoBodyGoexitFailsHandleNotLoop(t *testing.T) {
 	require.True(t, owned, "the loop owns its goroutine again")
 	require.EqualValues(t, 1, cleaned.Load())
 }
+
+// A body suspended in an Await and cancelled from another Do body (which
+// runs as the loop, not on the loop goroutine) resumes with ErrCancelled.
+func TestDoCancelledFromAnotherBodyResumes(t *testing.T) {
+	l := startLoop(t)
+	p := NewPromise[int](l)
+	resumed := make(chan error, 1)
+	b := Do(l, func(co *Co) (int, error) {
+		_, err := Await(co, p.Handle())
+		resumed <- err
+		return 0, err
+	})
+	onLoop(t, l, func() {}) // b is suspended in its Await
+	a := Do(l, func(co *Co) (int, error) {
+		b.Cancel()
+		return 1, nil
+	})
+	_, err := wait(t, a)
+	require.NoError(t, err)
+	require.ErrorIs(t, recv(t, resumed), ErrCancelled, "b's body resumed with ErrCancelled")
+	_, err = wait(t, b)
+	require.ErrorIs(t, err, ErrCancelled)
+}
