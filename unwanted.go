@@ -94,8 +94,11 @@ func passOn[T any](h, in *Handle[T]) {
 	if h.loop != in.loop {
 		// in's rare fields belong to its loop (a node sets relFrom after
 		// its status is published): whether its value is one to release
-		// is decided there, when a decline arrives.
-		h.rareFields().relFrom = &in.core
+		// is decided there, when a decline arrives. Only a connection
+		// ever is, so other values cost no record and no post.
+		if _, conn := any(in.val).(*Conn); conn {
+			h.rareFields().relFrom = &in.core
+		}
 		return
 	}
 	if x := in.rare; x != nil && (x.relConn != nil || x.relFrom != nil) {
