@@ -536,7 +536,17 @@ func (c *core) addCleanup(fn func()) {
 		c.loop.runLater(fn)
 		return
 	}
-	r := c.track()
-	r.watchCollection(c)
+	r := c.record()
 	r.cleanups = append(r.cleanups, fn)
+	switch {
+	case r.armed:
+		r.watchCollection(c)
+	case !c.heldByTimer():
+		c.track()
+	}
+	// Else c's armed timer holds it (a Delay: a request's reply, say): it
+	// cannot be abandoned, Stop finds it through the timer, and a weak
+	// pointer and a collector's hook (runtime specials, costly to add and
+	// remove) would be made for nothing in the usual case, where the timer
+	// fires and c ends. The record is armed if the timer lets go first.
 }

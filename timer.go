@@ -227,6 +227,9 @@ func Delay[T any](l *Loop, d time.Duration, fn func() (T, error)) *Handle[T] {
 func (n *delayNode[T]) base() *core { return &n.Handle.core }
 
 func (n *delayNode[T]) fire() {
+	// The timer has let go of the handle: if it does not end here (fn
+	// calls runtime.Goexit), its cleanups need their record armed.
+	defer n.armUnlessEnded()
 	if n.state.Load() != uint32(Running) {
 		return
 	}
@@ -235,8 +238,23 @@ func (n *delayNode[T]) fire() {
 	n.settle(v, err)
 }
 
-func (n *delayNode[T]) stop()   { n.disarm() }
-func (n *delayNode[T]) disarm() { n.loop.removeTimer(&n.t) }
+// armUnlessEnded arms the handle's record unless the handle ended (its
+// finish may still be queued).
+func (n *delayNode[T]) armUnlessEnded() {
+	if pendingProducer(&n.core) {
+		n.armRecord()
+	}
+}
+
+// stop disarms the timer of a cancelled handle, arming its record first: a
+// runtime.Goexit in an OnCancel callback may cut its terminal transition
+// short, and teardown then needs to find it listed.
+func (n *delayNode[T]) stop() {
+	n.armRecord()
+	n.disarm()
+}
+func (n *delayNode[T]) disarm()          { n.loop.removeTimer(&n.t) }
+func (n *delayNode[T]) timerHolds() bool { return n.t.index >= 0 }
 
 // Sleep returns a handle that completes after d. It is Delay with nothing to
 // run.

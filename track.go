@@ -21,6 +21,7 @@ type record struct {
 	claimed  atomic.Bool        // the cleanups were taken: by finish, Stop, a sweep or the collector
 	gc       runtime.Cleanup    // the collector's hook, set with the first cleanup
 	hasGC    bool               // gc is set; owned by the loop
+	armed    bool               // weak is set and the record listed (see track); owned by the loop
 	done     *chan struct{}     // the handle's Done channel, if one was made; closed on abandonment
 
 	// The loop's list of records, intrusive so that tracking and untracking
@@ -36,19 +37,54 @@ type recordList struct {
 	swept int // n after the last sweep: the next one comes when n doubles
 }
 
-// track returns c's record, creating it and listing it on first use. On the
-// loop.
+// record returns c's record, creating it unarmed (holding cleanups only:
+// see addCleanup) on first use. On the loop.
+func (c *core) record() *record {
+	x := c.rareFields()
+	if x.rec == nil {
+		x.rec = &record{loop: c.loop}
+	}
+	return x.rec
+}
+
+// track returns c's record, armed: its weak pointer made, the record listed
+// for Stop, and the collector's hook registered if it holds cleanups. On
+// the loop.
 func (c *core) track() *record {
 	c.loop.checkOnLoop()
-	x := c.rareFields()
-	if x.rec != nil {
-		return x.rec
+	r := c.record()
+	if r.armed {
+		return r
 	}
-	l := c.loop
-	r := &record{loop: l, weak: weak.Make(c)}
-	x.rec = r
-	l.listRecord(r)
+	r.armed = true
+	r.weak = weak.Make(c)
+	c.loop.listRecord(r)
+	if len(r.cleanups) > 0 {
+		r.watchCollection(c)
+	}
 	return r
+}
+
+// armRecord arms c's record if it has one unarmed (see addCleanup): what
+// held c strongly (its armed timer) holds it no longer, and c may still
+// need Stop, or the collector, to run its cleanups. On the loop.
+func (c *core) armRecord() {
+	if x := c.rare; x != nil && x.rec != nil && !x.rec.armed {
+		c.track()
+	}
+}
+
+// timerHeld is a producer whose handle its armed timer holds strongly: the
+// loop's timer heap keeps it from being collected, and Stop finds it there
+// (cancelPending). It must arm its handle's record (armRecord) whenever the
+// timer lets go of the handle before it ends.
+type timerHeld interface{ timerHolds() bool }
+
+// heldByTimer reports whether c is held by an armed timer of its loop (see
+// timerHeld). On the loop.
+func (c *core) heldByTimer() bool {
+	th, ok := c.prod.(timerHeld)
+	return ok && th.timerHolds()
 }
 
 // watchCollection registers the collector's hook that runs the cleanups of a
