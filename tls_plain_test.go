@@ -49,16 +49,8 @@ func plainExchange(t *testing.T, notTLS func([5]byte) []byte, req string) string
 	require.Equal(t, req[:5], string(rh.RecordHeader[:]))
 	require.EqualValues(t, 1, l.Stats().TLSHandshakeErrors)
 	require.Zero(t, l.Stats().TLSHandshakes)
-	closedLoopListener(t, l, ln)
+	closedLoopTCP(t, l.closeListener(t, ln))
 	return string(got)
-}
-
-// closedLoopListener closes ln and waits for every socket of l to close.
-func closedLoopListener(t *testing.T, l *Loop, ln *Listener) {
-	t.Helper()
-	_, err := wait(t, ln.Close())
-	require.NoError(t, err)
-	closedLoopTCP(t, l)
 }
 
 // A plaintext HTTP request to a TLS listener with NotTLS gets the reply
@@ -100,6 +92,6 @@ func TestTLSNotTLSNotAskedForTLS(t *testing.T) {
 	_, err := wait(t, (&Dialer{TLS: old}).Dial(l, ln.Addr().String()))
 	require.Error(t, err)
 	require.ErrorContains(t, recv(t, failures).err, "version")
-	closedLoopListener(t, l, ln)
+	closedLoopTCP(t, l.closeListener(t, ln))
 	require.False(t, onLoopValue(t, l, func() bool { return asked }))
 }
