@@ -52,9 +52,8 @@ func TestDoWorkerEndedByGoexit(t *testing.T) {
 // A burst of suspended bodies leaves at most maxIdleWorkers idle, and
 // stopping the loop ends them all.
 func TestDoIdleWorkersBoundedAndStopped(t *testing.T) {
-	rt := NewRuntime(RuntimeConfig{})
-	l, err := rt.Start(Config{Name: t.Name()})
-	require.NoError(t, err)
+	rt := newRuntime(t, RuntimeConfig{}) // shut down here, and at the end if a check fails first
+	l := startLoopOn(t, rt)
 	const n = 3 * maxIdleWorkers
 	ps := make([]*Promise[int], n)
 	hs := make([]*Handle[int], n)
@@ -82,7 +81,7 @@ func TestDoIdleWorkersBoundedAndStopped(t *testing.T) {
 	ctx, cancel := context.WithTimeout(context.Background(), waitTimeout)
 	defer cancel()
 	require.NoError(t, rt.Shutdown(ctx))
-	_, err = h.Result()
+	_, err := h.Result()
 	require.ErrorIs(t, err, ErrCancelled)
 	requireNoLeak(t, "the loop's workers ended with it")
 }
