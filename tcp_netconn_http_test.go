@@ -49,7 +49,10 @@ func TestNetConnHTTPKeepAlive(t *testing.T) {
 			})
 			t.Run("view", func(t *testing.T) {
 				l := startLoop(t)
-				vl, dropped := listenViewsAll(t, l)
+				// Room for every connection the clients may open at once: one
+				// refused all the same would fail its request, and the test,
+				// for the test's sake.
+				vl, dropped := listenViewsN(t, l, 1024)
 				httpStress(t, vl, pool.idle, dropped)
 				closedLoopTCP(t, l)
 			})
@@ -70,26 +73,6 @@ func httpStressRounds() int {
 		return n
 	}
 	return 40
-}
-
-// listenViewsAll is listenViews with room for every connection the
-// clients may open at once; dropped counts those refused all the same
-// (which would fail their request, and the test, for the test's sake).
-func listenViewsAll(t *testing.T, l *Loop) (*viewListener, *atomic.Int64) {
-	t.Helper()
-	dropped := new(atomic.Int64)
-	vl := &viewListener{conns: make(chan net.Conn, 1024), done: make(chan struct{})}
-	ln, err := Listen(l, "127.0.0.1:0", ListenConfig{}, func(c *Conn) {
-		select { // on the loop: never block
-		case vl.conns <- c.NetConn():
-		default:
-			dropped.Add(1)
-			c.Close()
-		}
-	})
-	require.NoError(t, err)
-	vl.ln = ln
-	return vl, dropped
 }
 
 // httpStress serves ln with net/http and has httpStressClients goroutines

@@ -13,6 +13,7 @@ import (
 	"os"
 	"strings"
 	"sync"
+	"sync/atomic"
 	"syscall"
 	"testing"
 	"time"
@@ -351,17 +352,27 @@ type viewListener struct {
 }
 
 func listenViews(t *testing.T, l *Loop) *viewListener {
-	vl := &viewListener{conns: make(chan net.Conn, 64), done: make(chan struct{})}
+	vl, _ := listenViewsN(t, l, 64)
+	return vl
+}
+
+// listenViewsN is a viewListener on l with room for n connections not yet
+// accepted; dropped counts those refused, closed, when it is full.
+func listenViewsN(t *testing.T, l *Loop, n int) (vl *viewListener, dropped *atomic.Int64) {
+	t.Helper()
+	dropped = new(atomic.Int64)
+	vl = &viewListener{conns: make(chan net.Conn, n), done: make(chan struct{})}
 	ln, err := Listen(l, "127.0.0.1:0", ListenConfig{}, func(c *Conn) {
 		select { // on the loop: never block
 		case vl.conns <- c.NetConn():
 		default:
+			dropped.Add(1)
 			c.Close()
 		}
 	})
 	require.NoError(t, err)
 	vl.ln = ln
-	return vl
+	return vl, dropped
 }
 
 func (vl *viewListener) Accept() (net.Conn, error) {
