@@ -22,9 +22,13 @@ func ExampleConn_Drain_within() {
 	conns := make(chan *aio.Conn, 1)
 	reply := make([]byte, 16<<20) // more than the sockets' buffers hold
 	ln, err := aio.Listen(l, "127.0.0.1:0", aio.ListenConfig{}, func(c *aio.Conn) {
+		answered := false // the request may come in more than one read
 		_ = c.OnRead(func(c *aio.Conn, _ []byte) {
-			_, _ = c.Write(reply)
-			conns <- c
+			if !answered {
+				answered = true
+				_, _ = c.Write(reply)
+				conns <- c
+			}
 		})
 	})
 	if err != nil {
