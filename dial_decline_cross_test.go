@@ -42,6 +42,7 @@ func TestDialCrossLoopThenAsyncDeclinedReleased(t *testing.T) {
 // never reaches the dial while a dependent took the value.
 func TestDialCrossLoopRaceTakenNotReleased(t *testing.T) {
 	l, s, addr := declineSetup(t)
+	fds := fdCount(t)
 	r := Race(NewPromise[*Conn](l).Handle(), Dial(s, addr, ConnConfig{}))
 	taken := Then(r, func(c *Conn) (*Conn, error) { return c, nil })
 	p := NewPromise[*Conn](l)
@@ -59,4 +60,5 @@ func TestDialCrossLoopRaceTakenNotReleased(t *testing.T) {
 	c.Close()
 	_, err = wait(t, c.Closed())
 	require.NoError(t, err)
+	requireDialReleased(t, l, s, 0, fds) // the taker's close gives everything back
 }
