@@ -110,9 +110,10 @@ func (p *Parser) Parse(buf []byte, h *Head) (n int, err error) {
 			return p.needMore(len(buf), lim)
 		}
 	}
-	// When the search for the blank line starts in this call, each field
-	// line is parsed as it is found, else finish parses them all: a line
-	// is looked at once either way.
+	// When the search for the blank line starts in this call (the usual
+	// case: the head in one read), each field line is parsed as it is
+	// found, and read once. A head that arrives in pieces is searched as
+	// it comes, and finish parses its fields once it is complete.
 	fs := fieldScan{fields: h.Fields[:0]}
 	fresh := p.pos == p.lineEnd && p.searched == p.lineEnd
 	for {
