@@ -2,6 +2,7 @@ package aio
 
 import (
 	"testing"
+	"time"
 )
 
 // benchOnLoop runs body(b.N) in one posted callback plus the jobs it queues,
@@ -156,6 +157,39 @@ func BenchmarkDoShort(b *testing.B) {
 	onLoop(b, l, func() {
 		for range b.N {
 			Do(l, func(co *Co) (int, error) { return Await(co, done.Handle()) })
+		}
+	})
+}
+
+// BenchmarkWithinCleanup is a reply with a deadline and a resource to give
+// back (an HTTP handler's answer under a timeout, its arena's release): a
+// promise under Within, a cleanup on the Within, resolved, continued.
+func BenchmarkWithinCleanup(b *testing.B) {
+	l := startLoop(b)
+	fin := make(chan struct{})
+	b.ReportAllocs()
+	var step func(i int)
+	released := 0
+	release := func() { released++ }
+	next := func(v int) (int, error) { step(v + 1); return v, nil }
+	step = func(i int) {
+		if i == b.N {
+			close(fin)
+			return
+		}
+		p := NewPromise[int](l)
+		w := Within(p.Handle(), time.Hour)
+		w.OnCleanup(release)
+		Then(w, next)
+		p.Resolve(i)
+	}
+	b.ResetTimer()
+	_ = l.Post(func() { step(0) })
+	recv(b, fin)
+	b.StopTimer()
+	onLoop(b, l, func() { // the last cleanup runs after the continuation
+		if released != b.N {
+			b.Errorf("%d cleanups ran, want %d", released, b.N)
 		}
 	})
 }
