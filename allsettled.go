@@ -88,6 +88,7 @@ func (n *settledNode[T]) onInput(i int) {
 
 // fire is the deadline: give up the inputs still running. On the loop.
 func (n *settledNode[T]) fire() {
+	defer n.armUnlessEnded() // the timer has let go (see timerHeld)
 	if n.ended() {
 		return
 	}
@@ -102,6 +103,7 @@ func (n *settledNode[T]) fire() {
 }
 
 func (n *settledNode[T]) complete() {
+	defer n.armUnlessEnded() // the timer lets go (see timerHeld)
 	n.disarm()
 	outs := n.outs
 	n.outs = nil
@@ -110,9 +112,13 @@ func (n *settledNode[T]) complete() {
 
 func (n *settledNode[T]) base() *core { return &n.Handle.core }
 
-func (n *settledNode[T]) disarm() { n.exp.disarm(n.loop) }
+func (n *settledNode[T]) disarm()          { n.exp.disarm(n.loop) }
+func (n *settledNode[T]) timerHolds() bool { return n.exp.holds() }
 
+// stop disarms the deadline of a cancelled handle, arming its record first
+// (see timerHeld), and gives up the inputs.
 func (n *settledNode[T]) stop() {
+	n.armRecord()
 	n.disarm()
 	declineCollected(n.links)
 	withdrawAll(n.links)

@@ -29,6 +29,11 @@ func (e *expiry) arm(c *core, owner timerOwner, d time.Duration) {
 	c.startTimer(&e.t, owner, d)
 }
 
+// holds reports whether e is a loop timer, armed: it holds its owner's
+// handle (see timerHeld). A Go timer does not: the detached pseudo-loop
+// has no timer heap for Stop to search. On the sink's loop.
+func (e *expiry) holds() bool { return e.t.owner != nil && e.t.index >= 0 }
+
 // err is the error of what was still running when the deadline passed.
 func (e *expiry) err() error { return fmt.Errorf("%w after %v", ErrTimeout, e.d) }
 

@@ -544,9 +544,10 @@ func (c *core) addCleanup(fn func()) {
 	case !c.heldByTimer():
 		c.track()
 	}
-	// Else c's armed timer holds it (a Delay: a request's reply, say): it
-	// cannot be abandoned, Stop finds it through the timer, and a weak
-	// pointer and a collector's hook (runtime specials, costly to add and
-	// remove) would be made for nothing in the usual case, where the timer
-	// fires and c ends. The record is armed if the timer lets go first.
+	// Else c's armed timer holds it (a Delay, or a Within's deadline: a
+	// request's reply, say): it cannot be abandoned, Stop finds it through
+	// the timer, and a weak pointer and a collector's hook (runtime
+	// specials, costly to add and remove) would be made for nothing in the
+	// usual case, where c ends when its timer fires or sooner. The record is
+	// armed if the timer lets go first (see timerHeld).
 }

@@ -238,17 +238,8 @@ func (n *delayNode[T]) fire() {
 	n.settle(v, err)
 }
 
-// armUnlessEnded arms the handle's record unless the handle ended (its
-// finish may still be queued).
-func (n *delayNode[T]) armUnlessEnded() {
-	if pendingProducer(&n.core) {
-		n.armRecord()
-	}
-}
-
-// stop disarms the timer of a cancelled handle, arming its record first: a
-// runtime.Goexit in an OnCancel callback may cut its terminal transition
-// short, and teardown then needs to find it listed.
+// stop disarms the timer of a cancelled handle, arming its record first
+// (see timerHeld).
 func (n *delayNode[T]) stop() {
 	n.armRecord()
 	n.disarm()
@@ -294,6 +285,9 @@ func Every(l *Loop, d time.Duration, fn func()) *Handle[struct{}] {
 func (n *everyNode) base() *core { return &n.Handle.core }
 
 func (n *everyNode) fire() {
+	// Unless fn ended the handle or the timer was armed again for the next
+	// run, the timer has let go of it (see timerHeld).
+	defer n.armUnlessEnded()
 	if n.state.Load() != uint32(Running) {
 		return
 	}
@@ -312,5 +306,11 @@ func (n *everyNode) fire() {
 	n.loop.addTimer(&n.t)
 }
 
-func (n *everyNode) stop()   { n.disarm() }
-func (n *everyNode) disarm() { n.loop.removeTimer(&n.t) }
+// stop disarms the timer of a cancelled handle, arming its record first
+// (see timerHeld).
+func (n *everyNode) stop() {
+	n.armRecord()
+	n.disarm()
+}
+func (n *everyNode) disarm()          { n.loop.removeTimer(&n.t) }
+func (n *everyNode) timerHolds() bool { return n.t.index >= 0 }

@@ -76,9 +76,21 @@ func (c *core) armRecord() {
 
 // timerHeld is a producer whose handle its armed timer holds strongly: the
 // loop's timer heap keeps it from being collected, and Stop finds it there
-// (cancelPending). It must arm its handle's record (armRecord) whenever the
-// timer lets go of the handle before it ends.
+// (cancelPending). It must arm its handle's record whenever the timer lets
+// go of the handle before it ends: armRecord first thing when it is
+// cancelled (a runtime.Goexit in an OnCancel callback may cut its terminal
+// transition short, and teardown then needs to find it listed), and
+// armUnlessEnded, deferred, when its timer fires or it stops the timer
+// itself. Delay, Every, Within and AllSettledWithin are.
 type timerHeld interface{ timerHolds() bool }
+
+// armUnlessEnded arms c's record unless c ended (its finish may still be
+// queued) or its timer holds it again (Every's next run). On the loop.
+func (c *core) armUnlessEnded() {
+	if pendingProducer(c) && !c.heldByTimer() {
+		c.armRecord()
+	}
+}
 
 // heldByTimer reports whether c is held by an armed timer of its loop (see
 // timerHeld). On the loop.

@@ -43,6 +43,7 @@ func (n *withinNode[T]) onInput(int) {
 		return
 	}
 	n.in.done = true
+	defer n.armUnlessEnded() // the timer lets go (see timerHeld)
 	n.disarm()
 	forward(&n.Handle, n.in.in)
 }
@@ -50,6 +51,7 @@ func (n *withinNode[T]) onInput(int) {
 func (n *withinNode[T]) base() *core { return &n.Handle.core }
 
 func (n *withinNode[T]) fire() {
+	defer n.armUnlessEnded() // the timer has let go (see timerHeld)
 	if n.ended() {
 		return
 	}
@@ -58,9 +60,13 @@ func (n *withinNode[T]) fire() {
 	n.settle(zero, n.exp.err())
 }
 
-func (n *withinNode[T]) disarm() { n.exp.disarm(n.loop) }
+func (n *withinNode[T]) disarm()          { n.exp.disarm(n.loop) }
+func (n *withinNode[T]) timerHolds() bool { return n.exp.holds() }
 
+// stop disarms the deadline of a cancelled handle, arming its record first
+// (see timerHeld), and withdraws from the input.
 func (n *withinNode[T]) stop() {
+	n.armRecord()
 	n.disarm()
 	n.in.withdraw()
 }
