@@ -65,6 +65,7 @@ func Do[T any](l *Loop, body func(co *Co) (T, error)) *Handle[T] {
 	}
 	n := &doNode[T]{body: body}
 	n.co.l, n.co.node, n.co.core = l, n, &n.core
+	n.co.link.co = &n.co
 	n.init(l)
 	n.prod = n
 	// runInline, without the method value n.start on the loop (it
@@ -143,6 +144,11 @@ type goexitInBody struct{}
 // in the body (the handle's outcome is set by then).
 func (n *doNode[T]) pull() {
 	defer func() {
+		// Only a Goexit's panic is absorbed; runBody sets goexit before
+		// it panics. Any other goes on without a recover and a panic again.
+		if !n.goexit {
+			return
+		}
 		if p := recover(); p != nil {
 			if _, ok := p.(goexitInBody); !ok {
 				panic(p)
@@ -231,7 +237,7 @@ func (co *Co) Loop() *Loop { return co.l }
 // that comes late, crossing from another loop after a cancellation,
 // finds the link done.
 type awaitLink struct {
-	co   *Co   // set by Await, then the same
+	co   *Co   // the Co it belongs to; immutable
 	in   *core // the awaited handle, set by each Await
 	done bool  // the body was woken by this link or stopped waiting; co's loop
 }
@@ -295,7 +301,7 @@ func Await[T any](co *Co, h *Handle[T]) (T, error) {
 		return h.Result()
 	}
 	a := &co.link
-	a.co, a.in, a.done = co, &h.core, false
+	a.in, a.done = &h.core, false
 	co.waiting = a
 	co.wake = false
 	h.register(a)
