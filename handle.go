@@ -21,6 +21,9 @@ type core struct {
 	// uncancellable: only its producer ends it (Loop.Stop's handle, which
 	// teardown completes: a stop cannot be taken back). Immutable.
 	uncancellable bool
+	// waits: rare.waitLoop is set (see there). Immutable, set before the
+	// handle is shared; any goroutine reads it.
+	waits bool
 
 	loop *Loop                         // immutable; detached for handles without a loop
 	done atomic.Pointer[chan struct{}] // lazily made Done channel; closedDone once finished; any goroutine
@@ -29,12 +32,6 @@ type core struct {
 	dep0 dependent // first dependent, inline: most handles have one
 	prod producer  // what to stop when cancelled; nil if nothing
 	rare *coreRare // what few handles need, allocated on first use
-
-	// waitLoop is the loop whose teardown completes this handle (Stop's
-	// handle and the handles derived from it one input at a time, see
-	// initAfter): waiting on it from that loop would deadlock. Immutable, set
-	// before the handle is shared; any goroutine reads it.
-	waitLoop *Loop
 }
 
 // coreRare holds the fields most handles never use, allocated on first use,
@@ -56,6 +53,15 @@ type coreRare struct {
 	// kept: a dependent that withdrew still takes the value (Bracket's
 	// acquire, see withdrawTaking), so it is never released.
 	kept bool
+
+	// waitLoop is the loop whose teardown completes this handle (Stop's
+	// handle and the handles derived from it one input at a time, see
+	// initAfter): waiting on it from that loop would deadlock. Set with
+	// core.waits before the handle is shared, and then immutable (rare is
+	// never replaced once made): any goroutine reads it, after waits.
+	// Here rather than in core, which it would make a size class larger
+	// (a promise 112 bytes instead of 96) for the few handles that have it.
+	waitLoop *Loop
 }
 
 // rareFields returns c's coreRare, allocating it on first use. On the loop
@@ -114,7 +120,25 @@ func (c *core) init(l *Loop) {
 // inputs do not (see link.init).
 func (c *core) initAfter(in *core) {
 	c.init(in.loop)
-	c.waitLoop = in.waitLoop
+	if in.waits {
+		c.setWaitLoop(in.rare.waitLoop)
+	}
+}
+
+// setWaitLoop makes l the loop whose teardown completes c (see
+// coreRare.waitLoop). Before c is shared.
+func (c *core) setWaitLoop(l *Loop) {
+	c.rareFields().waitLoop = l
+	c.waits = true
+}
+
+// waitLoop returns the loop whose teardown completes c, or nil (see
+// coreRare.waitLoop). Any goroutine.
+func (c *core) waitLoop() *Loop {
+	if !c.waits {
+		return nil
+	}
+	return c.rare.waitLoop
 }
 
 // initFinished makes c a handle that is born terminal (Pure, Fail, a producer
@@ -478,7 +502,7 @@ func (h *Handle[T]) Result() (T, error) {
 // for itself): there it returns the outcome if the handle is already
 // terminal, else ErrAwaitOnLoop at once.
 func (h *Handle[T]) Wait(ctx context.Context) (T, error) {
-	if h.loop.OnLoop() || h.waitLoop.OnLoop() {
+	if h.loop.OnLoop() || h.waitLoop().OnLoop() {
 		if statusOf(h.state.Load()).Terminal() {
 			return h.Result()
 		}

@@ -227,7 +227,7 @@ func newLoop(rt *Runtime, slot int, cfg Config) (*Loop, error) {
 	l.awake.Store(true)
 	l.pool = newWorkPool(l, cfg.WorkPool)
 	l.stopH = newDetachedHandle[struct{}]()
-	l.stopH.waitLoop = l
+	l.stopH.setWaitLoop(l)
 	l.stopH.uncancellable = true
 	return l, nil
 }
