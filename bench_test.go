@@ -1,6 +1,7 @@
 package aio
 
 import (
+	"net"
 	"testing"
 	"time"
 )
@@ -166,6 +167,34 @@ func BenchmarkDoShort(b *testing.B) {
 // promise under Within, a cleanup on the Within, resolved, continued.
 func BenchmarkWithinCleanup(b *testing.B) {
 	l := startLoop(b)
+	benchReplyCycle(b, l, func(in *Handle[int]) *Handle[int] { return Within(in, time.Hour) })
+}
+
+// BenchmarkConnScopeReply is an asynchronous reply on a connection, as
+// httpd makes one: a Then over a promise, adopted into the connection's
+// scope, a cleanup on it (the request's end), resolved, continued.
+func BenchmarkConnScopeReply(b *testing.B) {
+	l := startLoop(b)
+	conns := make(chan *Conn, 1)
+	ln, err := Listen(l, "127.0.0.1:0", ListenConfig{}, func(c *Conn) { conns <- c })
+	if err != nil {
+		b.Fatal(err)
+	}
+	nc, err := net.Dial("tcp", ln.Addr().String())
+	if err != nil {
+		b.Fatal(err)
+	}
+	defer nc.Close()
+	c := recv(b, conns)
+	defer c.Close()
+	answer := func(v int) (int, error) { return v, nil }
+	benchReplyCycle(b, l, func(in *Handle[int]) *Handle[int] { return Adopt(c.Scope(), Then(in, answer)) })
+}
+
+// benchReplyCycle runs b.N replies on l, one after another: a promise, the
+// reply made of it, a cleanup on the reply, the promise resolved, the
+// reply continued; and checks that every cleanup ran.
+func benchReplyCycle(b *testing.B, l *Loop, reply func(*Handle[int]) *Handle[int]) {
 	fin := make(chan struct{})
 	b.ReportAllocs()
 	var step func(i int)
@@ -178,9 +207,9 @@ func BenchmarkWithinCleanup(b *testing.B) {
 			return
 		}
 		p := NewPromise[int](l)
-		w := Within(p.Handle(), time.Hour)
-		w.OnCleanup(release)
-		Then(w, next)
+		h := reply(p.Handle())
+		h.OnCleanup(release)
+		Then(h, next)
 		p.Resolve(i)
 	}
 	b.ResetTimer()
