@@ -319,6 +319,17 @@ func requireStops(t *testing.T, l *Loop, rescue func(), msg string) {
 	t.Fatal(msg)
 }
 
+// requireStopsCut is requireStops for a loop where a runtime.Goexit cut
+// the terminal transition of c short: teardown must find c's record
+// listed and run its cleanups. The rescue finishes the record by hand.
+func requireStopsCut(t *testing.T, l *Loop, c *core) {
+	t.Helper()
+	requireStops(t, l, func() {
+		_ = l.enqueue(func() { c.rare.rec.finish() }, stateStopping)
+		_, _ = l.Stop().Wait(testCtx(t))
+	}, "Stop's handle did not complete")
+}
+
 // doneWithin reports whether h is done within goexitStopWithin.
 func doneWithin[T any](h *Handle[T]) bool {
 	select {

@@ -182,10 +182,7 @@ func TestTimerHeldGoexitMidCancelRunsCleanupAtStop(t *testing.T) {
 			onLoop(t, l, func() {})
 			require.True(t, h.cancel())
 			recv(t, goexiting)
-			requireStops(t, l, func() {
-				_ = l.enqueue(func() { h.c.rare.rec.finish() }, stateStopping)
-				_, _ = l.Stop().Wait(testCtx(t))
-			}, "Stop's handle did not complete")
+			requireStopsCut(t, l, h.c)
 			require.True(t, cleaned.Load(), "the cleanup never ran")
 			require.True(t, h.c.rare.rec.armed, "armed when its timer let go")
 		})
@@ -207,10 +204,7 @@ func TestEveryGoexitInFireRunsCleanupAtStop(t *testing.T) {
 		h.OnCleanup(func() { cleaned.Store(true) })
 	})
 	recv(t, goexiting)
-	requireStops(t, l, func() {
-		_ = l.enqueue(func() { h.rare.rec.finish() }, stateStopping)
-		_, _ = l.Stop().Wait(testCtx(t))
-	}, "Stop's handle did not complete")
+	requireStopsCut(t, l, &h.core)
 	require.True(t, cleaned.Load(), "the cleanup never ran")
 	require.True(t, h.rare.rec.armed, "armed when its timer let go")
 	_, err := h.Result()
