@@ -5,6 +5,7 @@ import (
 	"iter"
 	"net/netip"
 	"net/url"
+	"slices"
 	"strings"
 	"unsafe"
 
@@ -275,7 +276,7 @@ func rebase(s, from, to []byte) []byte {
 func (r *Request) setHead(src *h1.Head, raw []byte) {
 	dst := r.arena.take(len(raw))
 	copy(dst, raw)
-	fields := r.head.Fields[:0]
+	fields := slices.Grow(r.head.Fields[:0], len(src.Fields))[:len(src.Fields)]
 	r.head = *src
 	r.head.Method = rebase(src.Method, raw, dst)
 	r.head.Target = rebase(src.Target, raw, dst)
@@ -283,8 +284,9 @@ func (r *Request) setHead(src *h1.Head, raw []byte) {
 	r.head.Path = rebase(src.Path, raw, dst)
 	r.head.Query = rebase(src.Query, raw, dst)
 	r.head.Host = rebase(src.Host, raw, dst)
-	for _, f := range src.Fields {
-		fields = append(fields, h1.Field{Name: rebase(f.Name, raw, dst), Value: rebase(f.Value, raw, dst)})
+	for i := range fields { // by index, into room made once: no append's check, no copy of each field
+		f := &src.Fields[i]
+		fields[i] = h1.Field{Name: rebase(f.Name, raw, dst), Value: rebase(f.Value, raw, dst)}
 	}
 	r.head.Fields = fields
 }
