@@ -18,6 +18,7 @@ type core struct {
 	finished  bool  // the terminal transition ran
 	stopped   bool  // prod.stop ran
 	crossLoop bool  // adopted as a producer because an input lives on another loop
+	scopeHeld bool  // a child of a scope its loop holds until it ends (see Scope.held)
 	// uncancellable: only its producer ends it (Loop.Stop's handle, which
 	// teardown completes: a stop cannot be taken back). Immutable.
 	uncancellable bool
@@ -565,13 +566,15 @@ func (c *core) addCleanup(fn func()) {
 	switch {
 	case r.armed:
 		r.watchCollection(c)
-	case !c.heldByTimer():
+	case !c.heldStrongly():
 		c.track()
 	}
 	// Else c's armed timer holds it (a Delay, or a Within's deadline: a
-	// request's reply, say): it cannot be abandoned, Stop finds it through
-	// the timer, and a weak pointer and a collector's hook (runtime
-	// specials, costly to add and remove) would be made for nothing in the
-	// usual case, where c ends when its timer fires or sooner. The record is
-	// armed if the timer lets go first (see timerHeld).
+	// request's reply, say), or an open connection's scope does (an HTTP
+	// handler's reply): it cannot be abandoned, Stop cancels it through
+	// the timer or through what it waits for, and a weak pointer and a
+	// collector's hook (runtime specials, costly to add and remove) would
+	// be made for nothing in the usual case, where c ends first. The
+	// record is armed if the timer or the scope lets go first (see
+	// timerHeld and Scope.held).
 }

@@ -12,6 +12,13 @@ type Scope struct {
 	// leaves an open scope (a connection waiting for the work its requests
 	// started, see Conn.drain). Set before the scope is shared; immutable.
 	onIdle func()
+	// held: the loop holds the scope while it is open (a connection's: the
+	// loop's fd table holds the connection, and its close closes the
+	// scope). A child of the same loop cannot be abandoned while in it, and
+	// leaves it only when it ends, so its cleanups are kept unarmed
+	// (core.scopeHeld, see addCleanup) until the scope closes. Set before
+	// the scope is shared; immutable.
+	held bool
 	// Owned by the loop.
 	children []*adoption // running adopted handles; each knows its index
 	closed   bool
@@ -63,6 +70,9 @@ func (s *Scope) add(a *adoption) {
 	a.idx = len(s.children)
 	s.children = append(s.children, a)
 	a.c.watch(a)
+	if s.held && a.c.loop == s.loop {
+		a.c.scopeHeld = true
+	}
 }
 
 // inputDone runs on the child's loop when it finishes: leave the scope.
@@ -119,6 +129,14 @@ func (s *Scope) close() {
 		s.owner.hold(&s.holding)
 	}
 	for _, a := range append([]*adoption(nil), s.children...) {
+		if a.c.loop == s.loop && a.c.scopeHeld {
+			// Nothing holds the child from here on (the connection may
+			// be dropped before the child ends, and a runtime.Goexit in
+			// an OnCancel may cut its end short): its cleanups are
+			// tracked as any handle's.
+			a.c.scopeHeld = false
+			a.c.armRecord()
+		}
 		a.child.Cancel()
 	}
 }

@@ -178,6 +178,7 @@ func (c *Conn) Scope() *Scope {
 	}
 	s := newScope(c.l)
 	s.onIdle = c.scopeIdle
+	s.held = true // the connection's close closes it
 	if !c.scope.CompareAndSwap(nil, s) {
 		return c.scope.Load()
 	}

@@ -85,12 +85,18 @@ func (c *core) armRecord() {
 type timerHeld interface{ timerHolds() bool }
 
 // armUnlessEnded arms c's record unless c ended (its finish may still be
-// queued) or its timer holds it again (Every's next run). On the loop.
+// queued) or something holds it still (Every's timer armed again for the
+// next run, a connection's scope). On the loop.
 func (c *core) armUnlessEnded() {
-	if pendingProducer(c) && !c.heldByTimer() {
+	if pendingProducer(c) && !c.heldStrongly() {
 		c.armRecord()
 	}
 }
+
+// heldStrongly reports whether c's loop holds c until it ends: through an
+// armed timer (timerHeld), or as a child of an open connection's scope
+// (Scope.held). Its cleanups then need no weak tracking. On the loop.
+func (c *core) heldStrongly() bool { return c.scopeHeld || c.heldByTimer() }
 
 // heldByTimer reports whether c is held by an armed timer of its loop (see
 // timerHeld). On the loop.
