@@ -278,6 +278,13 @@ func (c *core) finishRest() {
 	l := c.loop
 	l.checkOnLoop()
 	x := c.rare
+	if x != nil && x.rec != nil && !x.rec.armed {
+		// Held strongly until now (see addCleanup), nothing lists it: a
+		// runtime.Goexit in a callback below (an OnCancel, a continuation)
+		// would cut the transition short of its cleanups, and teardown
+		// then needs to find it listed.
+		defer x.rec.armIfCut(c)
+	}
 	if x != nil && c.state.Load() == uint32(Cancelled) {
 		for _, fn := range x.onCancel {
 			l.call(fn)

@@ -1,7 +1,6 @@
 package aio
 
 import (
-	"runtime"
 	"sync/atomic"
 	"testing"
 	"time"
@@ -71,28 +70,6 @@ func TestConnScopeCloseArmsChildCleanups(t *testing.T) {
 	require.ErrorIs(t, err, ErrCancelled)
 	require.True(t, onLoopValue(t, l, func() bool { return h.rare.rec.armed }), "armed when the scope let go")
 	done()
-}
-
-// A runtime.Goexit in an OnCancel callback of a child that the closing
-// connection cancels cuts its end short: its record was armed as the scope
-// let go, so teardown finds it listed and runs its cleanup.
-func TestConnScopeGoexitMidCancelRunsCleanupAtStop(t *testing.T) {
-	rt := newRuntime(t, RuntimeConfig{})
-	l := startLoopOn(t, rt, Config{OnPanic: func(any) {}})
-	c, _ := heldScopeConn(t, l)
-	var cleaned atomic.Bool
-	goexiting := make(chan struct{})
-	var h *Handle[int]
-	onLoop(t, l, func() {
-		h = Adopt(c.Scope(), Then(NewPromise[int](l).Handle(), func(v int) (int, error) { return v, nil }))
-		h.OnCleanup(func() { cleaned.Store(true) })
-		h.OnCancel(func() { close(goexiting); runtime.Goexit() })
-	})
-	c.Close()
-	recv(t, goexiting)
-	requireStopsCut(t, l, &h.core)
-	require.True(t, cleaned.Load(), "the cleanup never ran")
-	require.True(t, h.rare.rec.armed, "armed when the scope let go")
 }
 
 // Only a connection's scope is held by the loop: a child of a WithScope

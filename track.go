@@ -74,6 +74,14 @@ func (c *core) armRecord() {
 	}
 }
 
+// armIfCut arms r, the unarmed record of c, if c's terminal transition
+// was cut short before it took the cleanups (see finishRest). On the loop.
+func (r *record) armIfCut(c *core) {
+	if !r.claimed.Load() {
+		c.track()
+	}
+}
+
 // timerHeld is a producer whose handle its armed timer holds strongly: the
 // loop's timer heap keeps it from being collected, and Stop finds it there
 // (cancelPending). It must arm its handle's record whenever the timer lets
