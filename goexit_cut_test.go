@@ -88,7 +88,6 @@ func TestDelayGoexitInThenRunsCleanupAtStop(t *testing.T) {
 // cleanup runs while the connection is still open, as the passes promise
 // cancel callbacks (closeFDs closes sockets after the last one).
 func TestConnScopeChildCleanupSeesConnOpenAtStop(t *testing.T) {
-	t.Skip("review9 finding: an untracked child is cancelled only by closeFDs, after the connection closed")
 	l := startLoop(t)
 	c, _ := heldScopeConn(t, l)
 	open := make(chan bool, 1)

@@ -128,6 +128,14 @@ func (s *Scope) close() {
 	if s.owner != nil {
 		s.owner.hold(&s.holding)
 	}
+	s.cancelChildren()
+}
+
+// cancelChildren cancels every child still running and reports whether
+// it cancelled one (a child cancelled before is ending already). On the
+// scope's loop.
+func (s *Scope) cancelChildren() bool {
+	cancelled := false
 	for _, a := range append([]*adoption(nil), s.children...) {
 		if a.c.loop == s.loop && a.c.scopeHeld {
 			// Nothing holds the child from here on (the connection may
@@ -137,8 +145,11 @@ func (s *Scope) close() {
 			a.c.scopeHeld = false
 			a.c.armRecord()
 		}
-		a.child.Cancel()
+		if a.child.Cancel() {
+			cancelled = true
+		}
 	}
+	return cancelled
 }
 
 // Len returns the number of adopted handles still running. On the scope's

@@ -338,6 +338,16 @@ func (l *Loop) cancelPending() bool {
 		found = true
 		t.owner.base().cancel()
 	}
+	for _, h := range l.fds {
+		// The children of an open connection's scope: the scope holds
+		// them untracked (Scope.held), and some wait for nothing a pass
+		// reaches (the connection itself). Cancelled here, their cancel
+		// callbacks and cleanups find the sockets open, as those of
+		// tracked handles do; closeFDs closes the connections after.
+		if c, ok := h.(*Conn); ok && c.scope.Load().busy() && c.scope.Load().cancelChildren() {
+			found = true
+		}
+	}
 	for _, gen := range [][]*core{l.young, l.older} {
 		for _, c := range gen {
 			found = true
