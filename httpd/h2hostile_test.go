@@ -1,7 +1,9 @@
 package httpd
 
 import (
+	"bytes"
 	"errors"
+	"math"
 	"net"
 	"runtime"
 	"strings"
@@ -250,15 +252,25 @@ func TestH2HPACKBomb(t *testing.T) {
 	ts.atRest(t)
 }
 
-// controlFlood sends n control frames (write) and never reads: the
-// server's queue for the connection stays bounded, and the connection is
-// ended with ENHANCE_YOUR_CALM; another client is served meanwhile.
+// controlFlood sends control frames (write) until the server ends the
+// connection, and never reads: the server's queue for the connection
+// stays bounded, and the connection is ended with ENHANCE_YOUR_CALM;
+// another client is served meanwhile.
 func controlFlood(t *testing.T, write func(c *h2Raw) error) {
 	// A small kernel buffer, so that the kernel does not take all the
 	// client leaves unread.
 	ts := startServer(t, testMux(), Config{Listen: aio.ListenConfig{Conn: aio.ConnConfig{WriteBuffer: 16 << 10}}})
 	c := dialH2(t, ts.addr)
-	done := flood(c, 100000, func(int) error { return write(c) })
+	// The frames go out a thousand to a write, for as long as the server
+	// reads them: the client's receive buffer, which the kernel grows,
+	// sometimes took every answer to a fixed 100,000 frames, and the
+	// server never had one queued. The write deadline bounds the flood.
+	var batch bytes.Buffer
+	bc := &h2Raw{t: t, fr: http2.NewFramer(&batch, nil)}
+	for range 1000 {
+		require.NoError(t, write(bc))
+	}
+	done := flood(c, math.MaxInt, func(int) error { _, err := c.nc.Write(batch.Bytes()); return err })
 	var most int
 	deadline := time.Now().Add(waitTimeout)
 	for ts.Stats().Abusive == 0 {
