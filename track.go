@@ -344,8 +344,10 @@ func (l *Loop) cancelPending() bool {
 		// reaches (the connection itself). Cancelled here, their cancel
 		// callbacks and cleanups find the sockets open, as those of
 		// tracked handles do; closeFDs closes the connections after.
-		if c, ok := h.(*Conn); ok && c.scope.Load().busy() && c.scope.Load().cancelChildren() {
-			found = true
+		if c, ok := h.(*Conn); ok {
+			if s := c.scope.Load(); s.busy() && s.cancelChildren() {
+				found = true
+			}
 		}
 	}
 	for _, gen := range [][]*core{l.young, l.older} {
