@@ -145,7 +145,7 @@ type goexitInBody struct{}
 func (n *doNode[T]) pull() {
 	defer func() {
 		// Only a Goexit's panic is absorbed; runBody sets goexit before
-		// it panics. Any other goes on without a recover and a panic again.
+		// it panics. Any other panic goes on unrecovered, with its stack.
 		if !n.goexit {
 			return
 		}
