@@ -69,7 +69,7 @@
 //	                one loop (tcp-proxy-percore: a loop per core, a listener
 //	                each); gostd: io.Copy each way on net.
 //	tcp-idle        memory per idle connection: 10,000 connections held open
-//	                from a child process; HeapInuse+StackInuse delta / 10,000.
+//	                from a child process; HeapAlloc+StackInuse delta / 10,000.
 //	tls             crypto/tls served on one loop (ListenConfig.TLS) against a
 //	                goroutine per connection, the same crypto/tls clients in a
 //	                child process: tls-handshake (full TLS 1.3 handshakes, 16
