@@ -11,8 +11,8 @@
 // (unix.RawSyscall), without telling the scheduler: a loop goroutine has no
 // P worth handing off, and entersyscall/exitsyscall cost ~100 ns a call. The
 // others go through the scheduler (unix.Syscall): connect (searching the
-// ephemeral port range), accept4 (growing the fd table), and reads and
-// writes of more than RawCopyMax bytes. syscalls_linux.go gives the
+// ephemeral port range), accept4 (growing the fd table), reads and
+// writes of more than RawCopyMax bytes, and splices of more than a pipe. syscalls_linux.go gives the
 // measurements; each function's comment says which kind it is. Elsewhere
 // every call goes through golang.org/x/sys as usual.
 //

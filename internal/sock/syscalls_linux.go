@@ -17,7 +17,8 @@ import (
 // cannot be preempted and holds its P (sysmon cannot retake it, a GC
 // stop-the-world waits for it), so only calls with a short, bounded cost are
 // raw: a read or write only up to RawCopyMax bytes (a few microseconds of
-// copying), larger ones going through the scheduler. connect is not raw: it
+// copying), larger ones going through the scheduler, and a splice of up to
+// a pipe's PipeSize bytes, which copies none (splice_linux.go). connect is not raw: it
 // searches the ephemeral port range, tens of microseconds on a busy machine
 // and milliseconds when the range is nearly used up (measured on tcp-pound,
 // raw saved only the ~2.5% of process CPU that sysmon spends retaking the P
@@ -142,3 +143,7 @@ func rawSockaddr(rsa *unix.RawSockaddrAny, ap netip.AddrPort) uint32 {
 
 // writevRawMax is RawCopyMax for writev.
 const writevRawMax = RawCopyMax
+
+// spliceRawMax is the most a raw Splice asks to move: a whole pipe (see
+// Splice).
+const spliceRawMax = PipeSize

@@ -48,3 +48,6 @@ func SocketError(fd int) (int, error) {
 
 // writevRawMax is 0: where these calls are not made raw, neither is writev.
 const writevRawMax = 0
+
+// spliceRawMax is 0: where these calls are not made raw, neither is splice.
+const spliceRawMax = 0
