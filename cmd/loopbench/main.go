@@ -129,6 +129,11 @@
 //	                (default 60s, on top of the section's expected length)
 //	-cpuprofile F   write a CPU profile of the whole run to F (go tool pprof;
 //	                samples carry a workload label: -tagfocus workload=NAME)
+//	-rows LIST      comma list of rows (workload/impl) instead of -workload:
+//	                runs their workloads and prints only these rows; the tls
+//	                workload runs no section but theirs, so that a row can
+//	                be measured alone in its process (the first section of
+//	                a process pays its warm-up)
 //
 // A default run takes about 90 s. The exit status is 1 if any workload
 // failed (a hang, a wrong count, a loop that would not stop); the rows that
@@ -157,6 +162,7 @@ import (
 	"io"
 	"os"
 	"runtime/pprof"
+	"slices"
 )
 
 func main() {
@@ -200,6 +206,7 @@ func run(args []string, stdout, stderr io.Writer) int {
 		pprof.Do(context.Background(), pprof.Labels("workload", w.name), func(context.Context) {
 			rs, err = w.run(o)
 		})
+		rs = slices.DeleteFunc(rs, func(r result) bool { return !o.wantRow(r.Workload, r.Impl) })
 		annotate(rs)
 		if err != nil {
 			failed = true
@@ -245,6 +252,7 @@ func parseFlags(args []string, stderr io.Writer) (options, []workload, bool, err
 	fs.DurationVar(&o.Spin, "spin", o.Spin, "pingpong-loops-spin, tcp-pingpong-2loops-spin: aio.Config.Spin of both loops")
 	fs.DurationVar(&o.Timeout, "timeout", o.Timeout, "how long a wait may last beyond its expected length before it counts as a hang")
 	fs.StringVar(&o.CPUProfile, "cpuprofile", "", "write a CPU profile of the run to this file")
+	rows := fs.String("rows", "", "comma list of rows (workload/impl, as tls-handshake-percore/aio) to run and print, instead of -workload")
 	if err := fs.Parse(args); err != nil {
 		return o, nil, false, err
 	}
@@ -253,6 +261,17 @@ func parseFlags(args []string, stderr io.Writer) (options, []workload, bool, err
 	}
 	if o.Duration <= 0 || o.Timeout <= 0 {
 		return o, nil, false, fmt.Errorf("-duration and -timeout must be positive")
+	}
+	if *rows != "" {
+		var names string
+		var err error
+		if o.Rows, names, err = parseRows(*rows); err != nil {
+			return o, nil, false, err
+		}
+		if *list != "all" {
+			return o, nil, false, fmt.Errorf("-rows and -workload together")
+		}
+		*list = names
 	}
 	sel, err := selectWorkloads(*list)
 	return o, sel, *asJSON, err

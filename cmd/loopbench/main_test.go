@@ -242,3 +242,39 @@ func TestEveryRowNameSelectsItsWorkload(t *testing.T) {
 		require.Len(t, ws, 1, row)
 	}
 }
+
+// -rows runs the workloads of the rows it names and prints only those rows;
+// the tls workload runs no other section.
+func TestRows(t *testing.T) {
+	var out, errOut bytes.Buffer
+	code := run([]string{"-json", "-duration", "20ms", "-rows", "tls-handshake-percore/aio, loop-iter-fd/aio"}, &out, &errOut)
+	require.Equal(t, 0, code, "stderr: %s", errOut.String())
+	var got []string
+	sc := bufio.NewScanner(&out)
+	for sc.Scan() {
+		var r result
+		require.NoError(t, json.Unmarshal(sc.Bytes(), &r), "line %q", sc.Text())
+		got = append(got, r.Workload+"/"+r.Impl)
+	}
+	require.NoError(t, sc.Err())
+	require.Equal(t, []string{"loop-iter-fd/aio", "tls-handshake-percore/aio"}, got) // menu order
+
+	o := tiny()
+	o.Rows = map[string]bool{"tls-idle/gostd": true}
+	rs, err := runTLS(o)
+	require.NoError(t, err)
+	require.Len(t, rs, 1, "sections of other rows ran")
+	require.Equal(t, "tls-idle/gostd", rs[0].Workload+"/"+rs[0].Impl)
+
+	for _, bad := range [][]string{
+		{"-rows", "tls-handshake"},
+		{"-rows", "tls-handshake/libuv"},
+		{"-rows", "nope/aio"},
+		{"-rows", ","},
+		{"-rows", "timers/aio", "-workload", "timers"},
+	} {
+		errOut.Reset()
+		require.Equal(t, 2, run(bad, &bytes.Buffer{}, &errOut), "%q", bad)
+		require.NotEmpty(t, errOut.String(), "%q", bad)
+	}
+}

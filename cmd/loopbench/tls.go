@@ -269,6 +269,9 @@ func runTLS(o options) ([]result, error) {
 		{"tls-echo-percore", "echo", "aio", perCore, tlsEchoConns},
 		{"tls-echo", "echo", "gostd", oneLoop, tlsEchoConns},
 	} {
+		if !o.wantRow(sec.workload, sec.impl) {
+			continue
+		}
 		impl := sec.impl
 		var srv tlsServer
 		if impl == "aio" {
@@ -303,6 +306,9 @@ func runTLS(o options) ([]result, error) {
 		rs = append(rs, r)
 	}
 	for _, impl := range []string{"aio", "gostd"} {
+		if !o.wantRow("tls-idle", impl) {
+			continue
+		}
 		r, per, err := tlsIdle(o, cfg, impl)
 		if err != nil {
 			return rs, fmt.Errorf("tls-idle/%s: %w", impl, err)

@@ -30,6 +30,41 @@ type options struct {
 	// CPUProfile is the file -cpuprofile writes the run's CPU profile to
 	// ("": none).
 	CPUProfile string
+	// Rows, when not nil, are the only rows to report ("workload/impl",
+	// -rows). A workload made of separate sections (tls) also skips the
+	// sections of the rows left out, so that each runs alone in its process.
+	Rows map[string]bool
+}
+
+// wantRow reports whether the row of workload and impl is to be reported.
+func (o options) wantRow(workload, impl string) bool {
+	return o.Rows == nil || o.Rows[workload+"/"+impl]
+}
+
+// parseRows reads -rows, a comma list of rows ("tls-handshake-percore/aio"),
+// into the set options.Rows holds and the workloads that make those rows.
+func parseRows(list string) (map[string]bool, string, error) {
+	rows := map[string]bool{}
+	var ws []string
+	for _, row := range strings.Split(list, ",") {
+		row = strings.TrimSpace(row)
+		if row == "" {
+			continue
+		}
+		name, impl, ok := strings.Cut(row, "/")
+		if !ok || (impl != "aio" && impl != "gostd") {
+			return nil, "", fmt.Errorf("row %q: want workload/aio or workload/gostd", row)
+		}
+		if _, err := selectWorkloads(name); err != nil {
+			return nil, "", fmt.Errorf("row %q: %w", row, err)
+		}
+		rows[row] = true
+		ws = append(ws, name)
+	}
+	if len(rows) == 0 {
+		return nil, "", fmt.Errorf("-rows names no row")
+	}
+	return rows, strings.Join(ws, ","), nil
 }
 
 func defaultOptions() options {
