@@ -3,6 +3,7 @@ package aio
 import (
 	"fmt"
 	"os"
+	"runtime"
 	"sync"
 	"sync/atomic"
 	"time"
@@ -630,6 +631,9 @@ func (l *Loop) pollTimeout() time.Duration {
 
 // pollIO waits for I/O up to timeout and dispatches it.
 func (l *Loop) pollIO(timeout time.Duration) {
+	if l.m.mark-l.m.lastYield >= yieldEvery {
+		l.yieldP()
+	}
 	busy := l.busy // work ran since the last poll
 	l.busy = false
 	asleep := false // awake is false: the loop announced a sleep
@@ -679,6 +683,31 @@ func (l *Loop) pollIO(timeout time.Duration) {
 	if err == nil {
 		l.dispatch(n)
 	}
+}
+
+// yieldEvery is how often the loop goes through the Go scheduler
+// (yieldP): under the 10 ms after which the scheduler's monitor (sysmon)
+// preempts a goroutine that has held its P without being scheduled again.
+const yieldEvery = 9 * time.Millisecond
+
+// yieldP passes the loop goroutine through the Go scheduler, between the
+// work of an iteration and its poll. A loop never blocks in the scheduler:
+// it waits in the poller, a system call, and switches to its Do bodies
+// without the scheduler (coroutines), so its P's scheduling tick stays
+// the same for as long as the loop lives. Every 10 ms, then, the monitor
+// preempts it: with a signal while it runs (and, locked to its thread,
+// the goroutine goes through the scheduler anyway, its P handed to
+// another thread and back), or, while it waits, by taking its P, which
+// puts the monitor itself into polling every 20 µs for a millisecond; the
+// loop comes back on another P, whose stale tick can get it preempted
+// again at once. A loop per core spends about half its time waiting, so
+// most of these preemptions take its P. Yielding first, every yieldEvery,
+// costs the same pass through the scheduler without the signal or the
+// monitor's polling (docs/performance.md).
+func (l *Loop) yieldP() {
+	l.m.lastYield = l.m.mark
+	l.m.yields++
+	runtime.Gosched()
 }
 
 // poll is the poller's Wait into l.evs. A failure is a bug (a closed epoll

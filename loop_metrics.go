@@ -180,7 +180,9 @@ type loopMetrics struct {
 
 	iterations uint64
 	posted     uint64
-	sleeps     uint64 // polls that could block (tests read it on the loop)
+	sleeps     uint64        // polls that could block (tests read it on the loop)
+	yields     uint64        // passes through the Go scheduler (yieldP; tests read it on the loop)
+	lastYield  time.Duration // mark at the last yieldP
 	postLag    lagAcc
 	timerLag   lagAcc
 
