@@ -122,10 +122,15 @@ func (n *doNode[T]) runBody() {
 		if !returned {
 			n.bodyErr = ErrGoexit
 			n.goexit = true
-			// iter.Pull would re-raise the Goexit on the loop goroutine
-			// (in next), killing the loop. A panic started during Goexit
-			// and recovered (by iter.Pull) lets the coroutine finish
-			// exiting, and reaches next as a panic, which pull catches.
+			// The Goexit cannot be stopped, and iter.Pull would re-raise
+			// it on the loop goroutine (in next), killing the loop. So
+			// the body hands the loop back here, as a return would, with
+			// its Goexit held: next returns as usual, and resume ends
+			// the worker (endGoexited), whose stop makes this yield
+			// report false. A panic started during Goexit and recovered
+			// (by iter.Pull) lets the coroutine finish exiting, and
+			// reaches stop as a panic, which endGoexited catches.
+			co.yield(struct{}{})
 			panic(goexitInBody{})
 		}
 	}()
@@ -137,26 +142,9 @@ func (n *doNode[T]) runBody() {
 // testing's FailNow does): the body's goroutine is gone, the loop is not.
 var ErrGoexit = errors.New("aio: runtime.Goexit called in a Do body")
 
-// goexitInBody is the panic that carries a body's Goexit out of iter.Pull.
+// goexitInBody is the panic that carries a body's Goexit out of iter.Pull
+// (see runBody).
 type goexitInBody struct{}
-
-// pull resumes the coroutine once, absorbing the panic that reports a Goexit
-// in the body (the handle's outcome is set by then).
-func (n *doNode[T]) pull() {
-	defer func() {
-		// Only a Goexit's panic is absorbed; runBody sets goexit before
-		// it panics. Any other panic goes on unrecovered, with its stack.
-		if !n.goexit {
-			return
-		}
-		if p := recover(); p != nil {
-			if _, ok := p.(goexitInBody); !ok {
-				panic(p)
-			}
-		}
-	}()
-	n.w.next()
-}
 
 // resume runs the body until it awaits again or returns. On the loop
 // goroutine.
@@ -164,10 +152,14 @@ func (n *doNode[T]) resume() {
 	if n.bodyDone || n.w == nil || !n.loop.onLoopThread() {
 		return
 	}
-	n.pull()
+	// No deferred recover here, on the path of every Await: a body's
+	// Goexit comes back as a return would (see runBody).
+	n.w.next()
 	if n.bodyDone {
 		n.co.endContext(nil)
-		if !n.goexit {
+		if n.goexit {
+			n.w.endGoexited()
+		} else {
 			n.loop.putWorker(n.w) // idle at its yield: ready for another body
 		}
 		n.w = nil

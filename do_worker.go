@@ -75,6 +75,22 @@ func (l *Loop) putWorker(w *coWorker) {
 	w.stop()
 }
 
+// endGoexited ends a worker whose body called runtime.Goexit, held in the
+// body's deferred call (see doNode.runBody): stop resumes it there, its
+// Goexit goes on, and the panic it turns into to get past iter.Pull comes
+// out of stop, which absorbs it. Any other panic goes on unrecovered. On
+// the loop goroutine.
+func (w *coWorker) endGoexited() {
+	defer func() {
+		if p := recover(); p != nil {
+			if _, ok := p.(goexitInBody); !ok {
+				panic(p)
+			}
+		}
+	}()
+	w.stop()
+}
+
 // stopIdleWorkers ends every idle worker: their goroutines exit. Teardown,
 // once no Do body is left to run. On the loop goroutine.
 func (l *Loop) stopIdleWorkers() {
