@@ -296,8 +296,10 @@ func Await[T any](co *Co, h *Handle[T]) (T, error) {
 	a.in, a.done = &h.core, false
 	co.waiting = a
 	co.wake = false
-	h.register(a)
-	if h.loop != co.l {
+	if h.loop == co.l {
+		h.addDep(a, true) // the body runs as the loop
+	} else {
+		h.register(a)
 		co.core.adoptCrossLoop()
 	}
 	if !co.suspend() || !co.wake {

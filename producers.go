@@ -151,7 +151,13 @@ func NewPromise[T any](l *Loop) *Promise[T] {
 	}
 	p.h.init(l)
 	p.h.state.Store(uint32(Running))
-	p.h.adoptSelf()
+	if l.OnLoop() {
+		// At once, without adoptSelf's indirection: nothing can
+		// have finished p yet.
+		l.adoptProducer(&p.h.core)
+	} else {
+		p.h.adoptSelf()
+	}
 	return p
 }
 
