@@ -8,6 +8,8 @@ import (
 	"io"
 	"os"
 	"path/filepath"
+	"regexp"
+	"strconv"
 	"strings"
 	"testing"
 	"time"
@@ -120,6 +122,30 @@ func TestWorkloadsTiny(t *testing.T) {
 				"%s/%s ops per CPU-second", r.Workload, r.Impl)
 		}
 	}
+	// The rows made in rounds list their per-round ratios to gostd, wall
+	// clock and per CPU-second, and their ratios are the medians of those.
+	perRound := regexp.MustCompile(`(\d+) rounds, ratios = medians of aio/gostd per round \(([^;]*); per cpu_s ([^)]*)\)`)
+	for k, rounds := range map[string]int{
+		"tcp-pound/aio": 4, "tcp-pound-2loops/aio": 4, "tcp-pound-percore/aio": 4,
+		"tls-handshake/aio": 3, "tls-handshake-percore/aio": 3, "tls-echo/aio": 3, "tls-echo-percore/aio": 3,
+	} {
+		r := byRow[k]
+		m := perRound.FindStringSubmatch(r.Config)
+		require.NotNil(t, m, "%s: no per-round ratios in %q", k, r.Config)
+		require.Equal(t, strconv.Itoa(rounds), m[1], k)
+		wall := parseRatios(t, m[2])
+		require.Len(t, wall, rounds, k)
+		require.InDelta(t, *median(wall), *r.Ratio, 0.006, "%s: ratio is not the median of %v", k, wall)
+		if m[3] == "-" { // a round too short to measure its CPU
+			require.Nil(t, r.CPURatio, k)
+			continue
+		}
+		cpu := parseRatios(t, m[3])
+		require.Len(t, cpu, rounds, k)
+		require.NotNil(t, r.CPURatio, k)
+		require.InDelta(t, *median(cpu), *r.CPURatio, 0.006, "%s: CPU ratio is not the median of %v", k, cpu)
+	}
+	require.Contains(t, byRow["tls-echo/gostd"].Config, "from the round of tls-echo/aio")
 	// The storm rows give /health's p99, the stormy one the handshakes
 	// that ran meanwhile.
 	require.Contains(t, byRow["tls-storm-quiet/aio"].Config, "p99", "tls-storm-quiet")
@@ -129,6 +155,42 @@ func TestWorkloadsTiny(t *testing.T) {
 	for _, k := range []string{"tcp-proxy/aio", "tcp-proxy-percore/aio", "tcp-proxy/gostd"} {
 		require.Contains(t, byRow[k].Config, "clients + upstream", k)
 	}
+}
+
+// parseRatios reads formatRatios' list.
+func parseRatios(t *testing.T, s string) []float64 {
+	var xs []float64
+	for _, f := range strings.Fields(s) {
+		x, err := strconv.ParseFloat(f, 64)
+		require.NoError(t, err, s)
+		xs = append(xs, x)
+	}
+	return xs
+}
+
+// TestWilliams: every variant takes every place once; for an even count
+// every variant also comes right after each other one once.
+func TestWilliams(t *testing.T) {
+	for n := 1; n <= 6; n++ {
+		rounds := williams(n)
+		require.Len(t, rounds, n)
+		after := map[[2]int]int{}
+		for place := range n {
+			seen := map[int]bool{}
+			for _, order := range rounds {
+				require.Len(t, order, n)
+				seen[order[place]] = true
+				if place > 0 {
+					after[[2]int{order[place-1], order[place]}]++
+				}
+			}
+			require.Len(t, seen, n, "n=%d place %d: %v", n, place, rounds)
+		}
+		if n%2 == 0 {
+			require.Len(t, after, n*(n-1), "n=%d: %v", n, rounds)
+		}
+	}
+	require.Equal(t, [][]int{{0, 1, 3, 2}, {1, 2, 0, 3}, {2, 3, 1, 0}, {3, 0, 2, 1}}, williams(4)) // tcp-pound's
 }
 
 func TestPostFixedCount(t *testing.T) {
@@ -265,6 +327,16 @@ func TestRows(t *testing.T) {
 	require.NoError(t, err)
 	require.Len(t, rs, 1, "sections of other rows ran")
 	require.Equal(t, "tls-idle/gostd", rs[0].Workload+"/"+rs[0].Impl)
+
+	// An aio row and gostd take turns in two rounds.
+	o.Rows = map[string]bool{"tls-echo-percore/aio": true, "tls-echo/gostd": true}
+	rs, err = runTLS(o)
+	require.NoError(t, err)
+	require.Len(t, rs, 2)
+	require.Equal(t, "tls-echo-percore/aio", rs[0].Workload+"/"+rs[0].Impl)
+	require.Contains(t, rs[0].Config, "2 rounds, ratios = medians")
+	require.NotNil(t, rs[0].Ratio)
+	require.Contains(t, rs[1].Config, "from the round of tls-echo-percore/aio")
 
 	for _, bad := range [][]string{
 		{"-rows", "tls-handshake"},

@@ -151,7 +151,7 @@ func annotate(rs []result) {
 		if r.Impl != "aio" || !ok {
 			continue
 		}
-		// A workload may have set them itself (tcp-pound's medians).
+		// A workload may have set them itself (the medians of tcp-pound and tls).
 		if r.Ratio == nil && b.OpsPerSec > 0 {
 			ratio := r.OpsPerSec / b.OpsPerSec
 			r.Ratio = &ratio
@@ -251,4 +251,90 @@ func nearest(xs []float64, m float64) int {
 		}
 	}
 	return best
+}
+
+// williams returns n rounds of n variants (0 to n-1) in which each variant
+// takes each place once. For an even n it is a Williams square: each
+// variant also comes right after each other one once, so that what a
+// section leaves behind (tcp-pound's TIME_WAIT table) weighs on every
+// variant alike. For an odd n that takes 2n rounds (these and their
+// mirror images); the first n are a Latin square.
+func williams(n int) [][]int {
+	first := make([]int, n) // 0, 1, n-1, 2, n-2, ...
+	for j := 1; j < n; j++ {
+		if j%2 == 1 {
+			first[j] = (j + 1) / 2
+		} else {
+			first[j] = n - j/2
+		}
+	}
+	rounds := make([][]int, n)
+	for i := range rounds {
+		rounds[i] = make([]int, n)
+		for j, v := range first {
+			rounds[i][j] = (v + i) % n
+		}
+	}
+	return rounds
+}
+
+// inRounds runs variants in rounds, each round every variant (run(round,
+// v)) in the order orders[round] gives, and returns each variant's results,
+// one per round.
+func inRounds(orders [][]int, run func(round, v int) (result, error)) ([][]result, error) {
+	runs := make([][]result, len(orders[0]))
+	for round, order := range orders {
+		for _, v := range order {
+			r, err := run(round, v)
+			if err != nil {
+				return nil, err
+			}
+			runs[v] = append(runs[v], r)
+		}
+	}
+	return runs, nil
+}
+
+// medianRow makes the row of an aio variant that ran in rounds against its
+// gostd baseline (runs and base: one result per round, the same rounds):
+// its Ratio and CPURatio are the medians of its per-round ratios to base,
+// and its figures those of the round whose ratio is nearest that median,
+// which it returns with the per-round ratios for the row's config.
+func medianRow(runs, base []result) (result, int, string) {
+	ratios := ratiosTo(runs, base, opsPerSec)
+	m := *median(ratios)
+	round := nearest(ratios, m)
+	r := runs[round]
+	r.Ratio = &m
+	cpu := ratiosTo(runs, base, opsPerCPU)
+	perCPU := formatRatios(cpu)
+	if slices.ContainsFunc(cpu, func(x float64) bool { return !(x > 0) || math.IsInf(x, 0) }) {
+		perCPU = "-" // a section too short to measure its CPU
+	} else {
+		r.CPURatio = median(cpu)
+	}
+	return r, round, fmt.Sprintf("%d rounds, ratios = medians of aio/gostd per round (%s; per cpu_s %s)",
+		len(ratios), formatRatios(ratios), perCPU)
+}
+
+// ratiosTo returns of(a[i])/of(b[i]), round by round.
+func ratiosTo(a, b []result, of func(result) float64) []float64 {
+	rs := make([]float64, len(a))
+	for i := range a {
+		rs[i] = of(a[i]) / of(b[i])
+	}
+	return rs
+}
+
+// opsPerSec and opsPerCPU are the figures ratiosTo compares.
+func opsPerSec(r result) float64 { return r.OpsPerSec }
+func opsPerCPU(r result) float64 { return r.OpsPerCPUSec }
+
+// formatRatios prints ratios with two decimals, space separated.
+func formatRatios(rs []float64) string {
+	s := make([]string, len(rs))
+	for i, x := range rs {
+		s[i] = fmt.Sprintf("%.2f", x)
+	}
+	return strings.Join(s, " ")
 }

@@ -233,68 +233,45 @@ func runTCPPound(o options) ([]result, error) {
 		gost bool
 	}{{name: "tcp-pound", lay: oneLoop}, {name: "gostd", gost: true},
 		{name: "tcp-pound-2loops", lay: splitLoops}, {name: "tcp-pound-percore", lay: perCore}}
-	orders := [][4]int{{0, 1, 3, 2}, {1, 2, 0, 3}, {2, 3, 1, 0}, {3, 0, 2, 1}}
-	var runs [4][]result // by variant, one per round
-	var tws []string     // TIME_WAIT entries as each round's sections began
-	for _, order := range orders {
-		var tw [4]string
-		for _, v := range order {
-			tw[v] = timeWaitEntries()
-			var r result
-			var err error
-			if variants[v].gost {
-				r, err = tcpPoundGo(o)
-			} else {
-				r, err = tcpPoundAIO(o, variants[v].name, variants[v].lay)
-			}
-			if err != nil {
-				return nil, fmt.Errorf("%s: %w", variants[v].name, err)
-			}
-			runs[v] = append(runs[v], r)
+	orders := williams(len(variants))
+	tws := make([][4]string, len(orders)) // TIME_WAIT entries as each round's sections began
+	runs, err := inRounds(orders, func(round, v int) (result, error) {
+		tws[round][v] = timeWaitEntries()
+		var r result
+		var err error
+		if variants[v].gost {
+			r, err = tcpPoundGo(o)
+		} else {
+			r, err = tcpPoundAIO(o, variants[v].name, variants[v].lay)
 		}
-		tws = append(tws, strings.Join(tw[:], "/"))
+		if err != nil {
+			return r, fmt.Errorf("%s: %w", variants[v].name, err)
+		}
+		return r, nil
+	})
+	if err != nil {
+		return nil, err
 	}
 	gostd := runs[1]
-	row := func(v int) result {
-		ratios := ratiosTo(runs[v], gostd, opsPerSec)
-		m := *median(ratios)
-		r := runs[v][nearest(ratios, m)]
-		r.Ratio = &m
-		cpu := ratiosTo(runs[v], gostd, opsPerCPU)
-		r.CPURatio = median(cpu)
-		r.Config = fmt.Sprintf("%s, %d client slots, %d conns; %d rounds, ratios = medians of aio/gostd per round (%s; per cpu_s %s)",
-			variants[v].lay.describe(), poundSlots, o.TCPConns, len(orders), formatRatios(ratios), formatRatios(cpu))
-		return r
+	row := func(v int) (result, int) {
+		r, round, ratios := medianRow(runs[v], gostd)
+		r.Config = fmt.Sprintf("%s, %d client slots, %d conns; %s",
+			variants[v].lay.describe(), poundSlots, o.TCPConns, ratios)
+		return r, round
 	}
-	r := row(0)
+	r, round := row(0)
+	tw := make([]string, len(tws))
+	for i := range tws {
+		tw[i] = strings.Join(tws[i][:], "/")
+	}
 	r.Config += fmt.Sprintf("; TIME_WAIT entries at each section's start, aio/gostd/2loops/percore per round (%s)",
-		strings.Join(tws, " "))
+		strings.Join(tw, " "))
 	r.Reference = "libuv tcp_pound 12746 conns/s, 1.5 cpu_s; Go net 12191 conns/s, 3.1 cpu_s (20000 conns)"
-	g := gostd[nearest(ratiosTo(runs[0], gostd, opsPerSec), *r.Ratio)] // the round of the aio row
+	g := gostd[round] // the round of the aio row
 	g.Config = fmt.Sprintf("net: goroutine per conn + %d client goroutines, %d conns; from the aio row's round", poundSlots, o.TCPConns)
-	return []result{r, g, row(2), row(3)}, nil
-}
-
-// ratiosTo returns of(a[i])/of(b[i]), round by round.
-func ratiosTo(a, b []result, of func(result) float64) []float64 {
-	rs := make([]float64, len(a))
-	for i := range a {
-		rs[i] = of(a[i]) / of(b[i])
-	}
-	return rs
-}
-
-// opsPerSec and opsPerCPU are the figures ratiosTo compares.
-func opsPerSec(r result) float64 { return r.OpsPerSec }
-func opsPerCPU(r result) float64 { return r.OpsPerCPUSec }
-
-// formatRatios prints ratios with two decimals, space separated.
-func formatRatios(rs []float64) string {
-	s := make([]string, len(rs))
-	for i, x := range rs {
-		s[i] = fmt.Sprintf("%.2f", x)
-	}
-	return strings.Join(s, " ")
+	r2, _ := row(2)
+	r3, _ := row(3)
+	return []result{r, g, r2, r3}, nil
 }
 
 // timeWaitEntries returns how many TIME_WAIT sockets the kernel holds, from

@@ -28,7 +28,9 @@ import (
 // is deployed: the wall-clock ratio against Go's server, which uses every
 // core, measured like for like (a row of its workload, same gostd
 // baseline). A handshake is CPU-bound, so one loop against Go's cores
-// measures the core count as much as the TLS path.
+// measures the core count as much as the TLS path. The three servers of a
+// mode take turns in three rounds, and an aio row's ratios are the medians
+// of its per-round ratios (see tlsRounds).
 
 const (
 	tlsClientEnv   = "LOOPBENCH_TLS_CLIENT"
@@ -257,53 +259,15 @@ func runTLS(o options) ([]result, error) {
 		return nil, err
 	}
 	var rs []result
-	for _, sec := range []struct {
-		workload, mode, impl string
-		lay                  layout
-		conns                int
-	}{
-		{"tls-handshake", "handshake", "aio", oneLoop, tlsHSConns},
-		{"tls-handshake-percore", "handshake", "aio", perCore, tlsHSConns},
-		{"tls-handshake", "handshake", "gostd", oneLoop, tlsHSConns},
-		{"tls-echo", "echo", "aio", oneLoop, tlsEchoConns},
-		{"tls-echo-percore", "echo", "aio", perCore, tlsEchoConns},
-		{"tls-echo", "echo", "gostd", oneLoop, tlsEchoConns},
-	} {
-		if !o.wantRow(sec.workload, sec.impl) {
-			continue
-		}
-		impl := sec.impl
-		var srv tlsServer
-		if impl == "aio" {
-			srv, err = tlsServerAIO(o, cfg, sec.workload, sec.lay)
-		} else {
-			srv, err = tlsServerGo(cfg, tlsEchoBufSize)
-		}
+	for _, m := range []struct {
+		workload, mode string
+		conns          int
+	}{{"tls-handshake", "handshake", tlsHSConns}, {"tls-echo", "echo", tlsEchoConns}} {
+		mrs, err := tlsRounds(o, cfg, m.workload, m.mode, m.conns)
+		rs = append(rs, mrs...)
 		if err != nil {
-			return rs, fmt.Errorf("%s/%s: %w", sec.workload, impl, err)
+			return rs, err
 		}
-		r, p99, err := tlsSection(o, sec.workload, impl, sec.mode, srv, sec.conns)
-		if serr := srv.stop(); err == nil {
-			err = serr
-		}
-		if err != nil {
-			return rs, fmt.Errorf("%s/%s: %w", sec.workload, impl, err)
-		}
-		if sec.mode == "echo" {
-			r.Config = fmt.Sprintf("%d conns, %d B msgs, %.0f MB/s, p99 %v",
-				sec.conns, tlsEchoMsg, r.OpsPerSec*tlsEchoMsg/1e6, p99.Round(time.Microsecond))
-		} else {
-			r.Config = fmt.Sprintf("%d clients, full TLS 1.3 handshakes (P-256), %.0f µs CPU each, p99 %v",
-				sec.conns, r.CPUSeconds*1e6/float64(r.Ops), p99.Round(time.Microsecond))
-		}
-		if impl == "aio" && sec.lay == perCore {
-			r.Config = fmt.Sprintf("%d loops (one per core), a listener each (SO_REUSEPORT), ", perCore.loops()) + r.Config
-		} else if impl == "aio" {
-			r.Config = "one loop, " + r.Config
-		} else {
-			r.Config = "crypto/tls: goroutine per conn, " + r.Config
-		}
-		rs = append(rs, r)
 	}
 	for _, impl := range []string{"aio", "gostd"} {
 		if !o.wantRow("tls-idle", impl) {
@@ -318,6 +282,111 @@ func runTLS(o options) ([]result, error) {
 		rs = append(rs, r)
 	}
 	return rs, nil
+}
+
+// tlsRounds runs the selected variants of a mode (aio on one loop, aio on a
+// loop per core, gostd) in the rounds of williams: each takes each place in
+// a round once, since on a shared machine one section's figures swing with
+// what the machine does meanwhile (one pair of sections' ratio read 0.89 to
+// 1.21 from one run to the next), and a fixed order would put gostd always
+// last. An aio row's ratios are the medians of its per-round ratios to
+// gostd, its figures (p99, CPU per handshake) from the round nearest that
+// median; the gostd row is from the first aio row's round. Without gostd
+// there is no ratio, and one round.
+func tlsRounds(o options, cfg *tls.Config, workload, mode string, conns int) ([]result, error) {
+	variants := []tlsRow{{workload, "aio", oneLoop}, {workload + "-percore", "aio", perCore}, {workload, "gostd", oneLoop}}
+	variants = slices.DeleteFunc(variants, func(v tlsRow) bool {
+		return !o.wantRow(v.workload, v.impl)
+	})
+	if len(variants) == 0 {
+		return nil, nil
+	}
+	orders := williams(len(variants))
+	g := slices.IndexFunc(variants, func(v tlsRow) bool {
+		return v.impl == "gostd"
+	})
+	if g < 0 {
+		orders = orders[:1]
+	}
+	runs, err := inRounds(orders, func(_, v int) (result, error) {
+		r, err := tlsVariant(o, cfg, variants[v], mode, conns)
+		if err != nil {
+			return r, fmt.Errorf("%s/%s: %w", variants[v].workload, variants[v].impl, err)
+		}
+		return r, nil
+	})
+	if err != nil {
+		return nil, err
+	}
+	var rs []result
+	gRound := -1
+	for v := range variants {
+		switch {
+		case g < 0:
+			rs = append(rs, runs[v][0])
+		case v != g:
+			r, round, ratios := medianRow(runs[v], runs[g])
+			r.Config += "; " + ratios
+			if gRound < 0 {
+				gRound = round
+			}
+			rs = append(rs, r)
+		}
+	}
+	if g >= 0 {
+		r := runs[g][max(gRound, 0)]
+		if gRound >= 0 {
+			r.Config += fmt.Sprintf("; from the round of %s/aio", rs[0].Workload)
+		}
+		rs = append(rs, r)
+	}
+	return rs, nil
+}
+
+// tlsRow names a row of tls-handshake or tls-echo: aio on one loop or a
+// loop per core (lay), or gostd.
+type tlsRow struct {
+	workload, impl string
+	lay            layout
+}
+
+// tlsVariant runs one section of mode against row's server and makes its
+// row.
+func tlsVariant(o options, cfg *tls.Config, row tlsRow, mode string, conns int) (result, error) {
+	workload, impl, lay := row.workload, row.impl, row.lay
+	var srv tlsServer
+	var err error
+	if impl == "aio" {
+		srv, err = tlsServerAIO(o, cfg, workload, lay)
+	} else {
+		srv, err = tlsServerGo(cfg, tlsEchoBufSize)
+	}
+	if err != nil {
+		return result{}, err
+	}
+	r, p99, err := tlsSection(o, workload, impl, mode, srv, conns)
+	if serr := srv.stop(); err == nil {
+		err = serr
+	}
+	if err != nil {
+		return result{}, err
+	}
+	if mode == "echo" {
+		r.Config = fmt.Sprintf("%d conns, %d B msgs, %.0f MB/s, p99 %v",
+			conns, tlsEchoMsg, r.OpsPerSec*tlsEchoMsg/1e6, p99.Round(time.Microsecond))
+	} else {
+		r.Config = fmt.Sprintf("%d clients, full TLS 1.3 handshakes (P-256), %.0f µs CPU each, p99 %v",
+			conns, r.CPUSeconds*1e6/float64(r.Ops), p99.Round(time.Microsecond))
+	}
+	switch {
+	case impl == "aio" && lay == perCore:
+		r.Config = fmt.Sprintf("%d loops (one per core), a listener each (SO_REUSEPORT), ", perCore.loops()) + r.Config
+	case impl == "aio":
+		r.Config = "one loop, " + r.Config
+	default:
+		r.Config = "crypto/tls: goroutine per conn, " + r.Config
+	}
+	return r, nil
 }
 
 // tlsIdle measures the memory the server spends per idle TLS connection,
