@@ -631,7 +631,7 @@ func (l *Loop) pollTimeout() time.Duration {
 
 // pollIO waits for I/O up to timeout and dispatches it.
 func (l *Loop) pollIO(timeout time.Duration) {
-	if l.m.mark-l.m.lastYield >= yieldEvery {
+	if timeout != 0 && l.m.mark-l.m.lastYield >= yieldEvery {
 		l.yieldP()
 	}
 	busy := l.busy // work ran since the last poll
@@ -690,8 +690,8 @@ func (l *Loop) pollIO(timeout time.Duration) {
 // preempts a goroutine that has held its P without being scheduled again.
 const yieldEvery = 9 * time.Millisecond
 
-// yieldP passes the loop goroutine through the Go scheduler, between the
-// work of an iteration and its poll. A loop never blocks in the scheduler:
+// yieldP passes the loop goroutine through the Go scheduler, before a poll
+// that may block. A loop never blocks in the scheduler:
 // it waits in the poller, a system call, and switches to its Do bodies
 // without the scheduler (coroutines), so its P's scheduling tick stays
 // the same for as long as the loop lives. Every 10 ms, then, the monitor
@@ -703,7 +703,11 @@ const yieldEvery = 9 * time.Millisecond
 // again at once. A loop per core spends about half its time waiting, so
 // most of these preemptions take its P. Yielding first, every yieldEvery,
 // costs the same pass through the scheduler without the signal or the
-// monitor's polling (docs/performance.md).
+// monitor's polling (docs/performance.md). A loop that never waits is
+// left to the monitor: on a machine its work saturates, a yield hands the
+// P to a thread that must wait for a CPU before it can hand it back, and
+// yielding busy loops too cost pipelined HTTP/1.1 5-10% of its requests
+// per second.
 func (l *Loop) yieldP() {
 	l.m.lastYield = l.m.mark
 	l.m.yields++
