@@ -631,13 +631,13 @@ func (l *Loop) pollTimeout() time.Duration {
 
 // pollIO waits for I/O up to timeout and dispatches it.
 func (l *Loop) pollIO(timeout time.Duration) {
-	if timeout != 0 && l.m.mark-l.m.lastYield >= yieldEvery {
-		l.yieldP()
-	}
 	busy := l.busy // work ran since the last poll
 	l.busy = false
 	asleep := false // awake is false: the loop announced a sleep
 	if timeout != 0 {
+		if l.m.mark-l.m.lastYield >= yieldEvery {
+			l.yieldP()
+		}
 		if busy && l.cfg.Spin > 0 {
 			if n, found := l.spin(timeout); n > 0 {
 				l.dispatch(n)
@@ -691,10 +691,10 @@ func (l *Loop) pollIO(timeout time.Duration) {
 const yieldEvery = 9 * time.Millisecond
 
 // yieldP passes the loop goroutine through the Go scheduler, before a poll
-// that may block. A loop never blocks in the scheduler:
-// it waits in the poller, a system call, and switches to its Do bodies
-// without the scheduler (coroutines), so its P's scheduling tick stays
-// the same for as long as the loop lives. Every 10 ms, then, the monitor
+// that may block. A loop never blocks in the scheduler: it waits in the
+// poller, a system call, and switches to its Do bodies without the
+// scheduler (coroutines), so its P's scheduling tick stays the same for as
+// long as the loop lives. Every 10 ms, then, the monitor
 // preempts it: with a signal while it runs (and, locked to its thread,
 // the goroutine goes through the scheduler anyway, its P handed to
 // another thread and back), or, while it waits, by taking its P, which
