@@ -297,7 +297,7 @@ func Await[T any](co *Co, h *Handle[T]) (T, error) {
 	co.waiting = a
 	co.wake = false
 	if h.loop == co.l {
-		h.addDep(a, true) // the body runs as the loop
+		h.addInterested(a) // register's on-loop half: the body runs as the loop
 	} else {
 		h.register(a)
 		co.core.adoptCrossLoop()
