@@ -135,7 +135,7 @@
 //	                be measured alone in its process (the first section of
 //	                a process pays its warm-up)
 //
-// A default run takes about 90 s. The exit status is 1 if any workload
+// A default run takes about two minutes. The exit status is 1 if any workload
 // failed (a hang, a wrong count, a loop that would not stop); the rows that
 // did run are printed anyway.
 //
