@@ -12,11 +12,14 @@ build:
 	$(GO) build $(PKGS)
 
 # test: formatting, vet, then every test under the race detector, then the
-# aiodebug assertions, then a short run of each fuzz target, then (on
-# linux/amd64, which runs 386 binaries) the short suite as 32-bit code:
-# word-size bugs do not show in a vet.
+# deep-graph tests (TestDeep*) at their full million handles, which the
+# race run sizes down to 100,000 (see deepN), then the aiodebug
+# assertions, then a short run of each fuzz target, then (on linux/amd64,
+# which runs 386 binaries) the short suite as 32-bit code: word-size bugs
+# do not show in a vet.
 test: lint tools
 	$(GO) test -race -count=1 -timeout 20m $(PKGS)
+	$(GO) test -count=1 -timeout 10m -run '^TestDeep' .
 	$(GO) test -tags aiodebug -short -count=1 -timeout 5m $(PKGS)
 	@$(MAKE) --no-print-directory fuzz-short
 	@if [ "$$($(GO) env GOHOSTOS)/$$($(GO) env GOHOSTARCH)" != linux/amd64 ]; then \

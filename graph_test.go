@@ -23,7 +23,7 @@ func TestDeepThenAsyncChain(t *testing.T) {
 
 // A fan-out of deepN() leaves under All completes, and cancelling the root
 // cancels every leaf, within boundStack's stack.
-func TestMillionLeafAll(t *testing.T) {
+func TestDeepLeafAll(t *testing.T) {
 	leaves := deepN()
 	boundStack(t)
 	l := startLoop(t)
@@ -70,7 +70,7 @@ func TestMillionLeafAll(t *testing.T) {
 
 // A chain of deepN() All nodes, each gathering the previous link and a
 // leaf, completes and cancels with the job queue, not the stack: the
-// million-leaf fan-out above has no depth for a recursive walk to overflow
+// deepN-leaf fan-out above has no depth for a recursive walk to overflow
 // along, this one has (UT-12, NFR-3).
 func TestDeepAllChain(t *testing.T) {
 	sum := func(v []int) (int, error) { return v[0] + v[1], nil }
@@ -86,7 +86,7 @@ func TestDeepAllChain(t *testing.T) {
 // -> unregister -> withdraw -> cancel of the next Within ... A 1,000,000-deep
 // chain grew the loop goroutine's stack to 256 MiB; under boundStack a
 // recursion overflows long before deepN() links.
-func TestCancelWithinChainBoundedStack(t *testing.T) {
+func TestDeepWithinChainCancel(t *testing.T) {
 	depth := deepN()
 	boundStack(t)
 	l := startLoop(t)

@@ -175,10 +175,14 @@ func buildChain(t testing.TB, l *Loop, depth int, extend func(*Handle[int]) *Han
 }
 
 // deepN is the size of the deep-graph tests (seeds UT-10, UT-12, NFR-3):
-// 1,000,000 handles, 100,000 under -short. Either is far beyond what a walk
-// of the graph by recursion survives under boundStack.
+// 1,000,000 handles, 100,000 under -short or the race detector. Either is
+// far beyond what a walk of the graph by recursion survives under
+// boundStack. The race detector makes a million handles cost some two
+// minutes of a 2-core machine, the longest stretch of make test, while the
+// graph code the detector checks is the same at any size; so make test runs
+// these tests, all named TestDeep, at full size once more without it.
 func deepN() int {
-	if testing.Short() {
+	if testing.Short() || raceEnabled {
 		return 100_000
 	}
 	return 1_000_000
