@@ -27,10 +27,12 @@ import (
 const waitTimeout = 60 * time.Second
 
 // deepTimeout bounds the waits of the deep-graph tests instead (deepN):
-// building, settling or cancelling a million handles takes some 10-30 s of
-// CPU under -race, which make test's other packages, running alongside on
-// a 2-core CI machine at a load of 9-13, stretch past waitTimeout. A hang
-// still fails, in minutes, well inside make test's -timeout.
+// building, settling or cancelling their graphs took some 10-30 s of CPU
+// when the race run built a million handles, and make test's other
+// packages, running alongside on a 2-core CI machine at a load of 9-13,
+// stretch even today's smaller ones; a million without the detector takes
+// a few seconds. A hang still fails, in minutes, well inside make test's
+// -timeout.
 const deepTimeout = 5 * time.Minute
 
 // errBoom is the tests' stock failure.
