@@ -20,6 +20,8 @@ import (
 	"go.uber.org/goleak"
 
 	"github.com/stretchr/testify/require"
+
+	"github.com/valkyria/aio/internal/sock"
 )
 
 // waitTimeout bounds every blocking wait in the tests: a hang fails the test
@@ -184,7 +186,7 @@ func buildChain(t testing.TB, l *Loop, depth int, extend func(*Handle[int]) *Han
 // graph code the detector checks is the same at any size; so make test runs
 // these tests, all named TestDeep, at full size once more without it.
 func deepN() int {
-	if testing.Short() || raceEnabled {
+	if testing.Short() || sock.RaceEnabled {
 		return 100_000
 	}
 	return 1_000_000

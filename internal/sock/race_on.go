@@ -7,8 +7,10 @@ import (
 	"unsafe"
 )
 
-// raceEnabled: the race detector is on (this file's build tag).
-const raceEnabled = true
+// RaceEnabled reports whether the race detector is on: here it is (this
+// file's build tag). The root package's tests size their deep graphs by it
+// too (deepN).
+const RaceEnabled = true
 
 // raceWritten and raceRead tell the race detector what a raw system call
 // did to memory it cannot see: the kernel filling a read buffer, or copying

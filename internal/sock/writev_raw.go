@@ -53,7 +53,7 @@ func Writev(fd int, bufs [][]byte, iov *Iovecs) (int, error) {
 	if errno != 0 {
 		return 0, errno
 	}
-	for left, i := int(n), 0; raceEnabled && left > 0 && i < len(bufs); i++ { // what the kernel copied
+	for left, i := int(n), 0; RaceEnabled && left > 0 && i < len(bufs); i++ { // what the kernel copied
 		k := min(left, len(bufs[i]))
 		raceRead(bufs[i][:k])
 		left -= k
