@@ -24,7 +24,7 @@ func TestDeepThenAsyncChain(t *testing.T) {
 // A fan-out of deepN() leaves under All completes, and cancelling the root
 // cancels every leaf, within boundStack's stack.
 func TestDeepLeafAll(t *testing.T) {
-	leaves := deepN()
+	leaves := deepN(t)
 	boundStack(t)
 	l := startLoop(t)
 	var ps []*Promise[int]
@@ -87,7 +87,7 @@ func TestDeepAllChain(t *testing.T) {
 // chain grew the loop goroutine's stack to 256 MiB; under boundStack a
 // recursion overflows long before deepN() links.
 func TestDeepWithinChainCancel(t *testing.T) {
-	depth := deepN()
+	depth := deepN(t)
 	boundStack(t)
 	l := startLoop(t)
 	var root, last *Handle[struct{}]

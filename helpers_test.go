@@ -12,6 +12,7 @@ import (
 	"runtime"
 	"runtime/debug"
 	"strconv"
+	"strings"
 	"sync"
 	"sync/atomic"
 	"testing"
@@ -184,8 +185,12 @@ func buildChain(t testing.TB, l *Loop, depth int, extend func(*Handle[int]) *Han
 // boundStack. The race detector makes a million handles cost some two
 // minutes of a 2-core machine, the longest stretch of make test, while the
 // graph code the detector checks is the same at any size; so make test runs
-// these tests, all named TestDeep, at full size once more without it.
-func deepN() int {
+// these tests once more at full size without it, selecting them by name:
+// a test that asks for deepN must be named TestDeep..., and fails if not.
+func deepN(t testing.TB) int {
+	t.Helper()
+	require.True(t, strings.HasPrefix(t.Name(), "TestDeep"),
+		"%s sizes by deepN, so its name must start with TestDeep for make test's full-size run", t.Name())
 	if testing.Short() || sock.RaceEnabled {
 		return 100_000
 	}
@@ -216,7 +221,7 @@ func boundStack(t testing.TB) {
 // cleanups run. It returns the loop and a builder of such chains.
 func deepChain(t *testing.T, extend func(*Loop, *Handle[int]) *Handle[int]) (*Loop, func() (*Promise[int], *Handle[int])) {
 	t.Helper()
-	depth := deepN()
+	depth := deepN(t)
 	boundStack(t)
 	l := startLoop(t)
 	build := func() (*Promise[int], *Handle[int]) {
