@@ -49,7 +49,7 @@ func (n *allNode[T]) onInput(i int) {
 	case uint32(Failed):
 		n.vals = nil
 		declineCollected(n.links)
-		withdrawAll(n.links)
+		withdrawAll(n.loop, n.links)
 		n.settle(nil, in.err)
 	default:
 		n.cancel()
@@ -58,5 +58,5 @@ func (n *allNode[T]) onInput(i int) {
 
 func (n *allNode[T]) stop() {
 	declineCollected(n.links)
-	withdrawAll(n.links)
+	withdrawAll(n.loop, n.links)
 }

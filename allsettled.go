@@ -121,5 +121,5 @@ func (n *settledNode[T]) stop() {
 	n.armRecord()
 	n.disarm()
 	declineCollected(n.links)
-	withdrawAll(n.links)
+	withdrawAll(n.loop, n.links)
 }

@@ -253,3 +253,51 @@ func TestCancelWhileCallbacksRun(t *testing.T) {
 		require.Equal(t, int32(8), cleanups.Load())
 	}
 }
+
+// Cancelling a wide tree (sinks of many inputs under one root) cancels every
+// leaf and runs every cleanup, while the loop's job ring stays near the
+// number of sinks times 32: withdrawing every input of every
+// sink at once would queue a finish per leaf, breadth first.
+func TestWideCancelBoundsJobRing(t *testing.T) {
+	const sinks, width = 64, 1024 // 65536 leaves; a ring of them is 131072 slots
+	kinds := map[string]func(hs []*Handle[int]) *Handle[int]{
+		"All": func(hs []*Handle[int]) *Handle[int] {
+			return Then(All(hs...), func(v []int) (int, error) { return len(v), nil })
+		},
+		"AllSettled": func(hs []*Handle[int]) *Handle[int] {
+			return Then(AllSettled(hs...), func(v []Outcome[int]) (int, error) { return len(v), nil })
+		},
+		"Race": func(hs []*Handle[int]) *Handle[int] { return Race(hs...) },
+		"Any":  func(hs []*Handle[int]) *Handle[int] { return Any(hs...) },
+	}
+	for name, mk := range kinds {
+		t.Run(name, func(t *testing.T) {
+			l := startLoop(t)
+			var root *Handle[[]int]
+			var cleanups atomic.Int64
+			var before int
+			onLoop(t, l, func() {
+				mids := make([]*Handle[int], sinks)
+				for i := range mids {
+					leaves := make([]*Handle[int], width)
+					for j := range leaves {
+						leaves[j] = NewPromise[int](l).Handle()
+						leaves[j].OnCancel(func() { cleanups.Add(1) })
+					}
+					mids[i] = mk(leaves)
+				}
+				root = All(mids...)
+				before = len(l.jobs.buf)
+			})
+			require.True(t, root.Cancel())
+			_, err := wait(t, root)
+			require.ErrorIs(t, err, ErrCancelled)
+			onLoop(t, l, func() {
+				assert.LessOrEqual(t, len(l.jobs.buf), max(before, 4*sinks*withdrawBatch),
+					"job ring grew to %d slots", len(l.jobs.buf))
+			})
+			require.Equal(t, int64(sinks*width), cleanups.Load())
+			require.Equal(t, 0, l.Stats().Handles)
+		})
+	}
+}

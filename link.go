@@ -176,8 +176,41 @@ func (c *core) declines(in *core) bool {
 	return true
 }
 
-// withdrawAll withdraws from every input not consumed yet.
-func withdrawAll[T any](links []link[T]) {
+// withdrawBatch is how many inputs withdrawAll gives up at once; the rest
+// wait in a job behind the finishes those queued (see withdrawAll).
+const withdrawBatch = 32
+
+// withdrawAll withdraws from every input of a sink on loop l not consumed
+// yet, withdrawBatch of them now and the rest from a job queued behind the
+// finishes that queued. Withdrawing from all at once would queue a finish
+// for each, and a cancelled tree queues breadth first: a thousand Alls of
+// a thousand inputs each would hold a million jobs in the ring at once (24
+// MB of fresh memory, most of the cost of cancelling the tree). In batches
+// the ring holds about withdrawBatch jobs per sink still withdrawing. The
+// sink has ended (or is ending) when it withdraws, so an input that ends
+// before its turn is ignored as one withdrawn would be, and its turn then
+// only declines it. On l.
+func withdrawAll[T any](l *Loop, links []link[T]) {
+	if len(links) > withdrawBatch {
+		w := &withdrawRest[T]{links: links[withdrawBatch:]}
+		links = links[:withdrawBatch]
+		defer l.jobs.push(job{t: w})
+	}
+	for i := range links {
+		links[i].withdraw()
+	}
+}
+
+// withdrawRest is the inputs withdrawAll has yet to withdraw from, as a job.
+type withdrawRest[T any] struct{ links []link[T] }
+
+func (w *withdrawRest[T]) runTask(l *Loop) {
+	links := w.links
+	if len(links) > withdrawBatch {
+		w.links = links[withdrawBatch:]
+		links = links[:withdrawBatch]
+		defer l.jobs.push(job{t: w})
+	}
 	for i := range links {
 		links[i].withdraw()
 	}

@@ -53,7 +53,7 @@ func (n *raceNode[T]) onInput(i int) {
 	n.left--
 	switch st := in.state.Load(); {
 	case st == uint32(Completed) || (st == uint32(Failed) && !n.anyMode):
-		withdrawAll(n.links)
+		withdrawAll(n.loop, n.links)
 		forward(&n.Handle, in)
 		return
 	case st == uint32(Failed):
@@ -75,4 +75,4 @@ func (n *raceNode[T]) onInput(i int) {
 	n.settle(zero, errors.Join(n.errs...))
 }
 
-func (n *raceNode[T]) stop() { withdrawAll(n.links) }
+func (n *raceNode[T]) stop() { withdrawAll(n.loop, n.links) }
