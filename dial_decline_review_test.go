@@ -10,11 +10,7 @@ import (
 // body has it), but registers no interest: a later dependent that declines
 // the dial must not close what the body holds.
 func TestDialAwaitTerminalTakenNotReleased(t *testing.T) {
-	l, s, addr := declineSetup(t)
-	fds := fdCount(t)
-	d := Dial(l, addr, ConnConfig{})
-	_, err := wait(t, d)
-	require.NoError(t, err)
+	l, s, fds, d := dialedSetup(t)
 	c, err := wait(t, Do(l, func(co *Co) (*Conn, error) { return Await(co, d) }))
 	require.NoError(t, err)
 

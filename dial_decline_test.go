@@ -48,6 +48,19 @@ func cancelAsConnectCompletes[T any](t *testing.T, l *Loop, mk func() *Handle[T]
 	return fds
 }
 
+// dialedSetup is declineSetup with a connection d dialed from l to the
+// echo server and completed, nobody registered on it yet; fds is the
+// number of fds open before the dial.
+func dialedSetup(t *testing.T) (l, s *Loop, fds int, d *Handle[*Conn]) {
+	t.Helper()
+	l, s, addr := declineSetup(t)
+	fds = fdCount(t)
+	d = Dial(l, addr, ConnConfig{})
+	_, err := wait(t, d)
+	require.NoError(t, err)
+	return l, s, fds, d
+}
+
 // requireDialReleased waits until l has only want connections open, s none,
 // and the process is back to fds open fds: the dialed connection nobody took
 // was closed, and so was its peer.
@@ -135,15 +148,11 @@ func pingEcho(t *testing.T, l *Loop, c *Conn) {
 // (registered late), another registered later is cancelled, a Within of it
 // passes it on to a Then that is cancelled, and the taker still writes on it.
 func TestDialTakenNotReleased(t *testing.T) {
-	l, s, addr := declineSetup(t)
-	fds := fdCount(t)
-	d := Dial(l, addr, ConnConfig{})
-	_, err := wait(t, d)
-	require.NoError(t, err)
+	l, s, fds, d := dialedSetup(t)
 	taken := make(chan *Conn, 1)
 	kept := Then(d, func(c *Conn) (struct{}, error) { taken <- c; return struct{}{}, nil })
 	c := recv(t, taken)
-	_, err = wait(t, kept)
+	_, err := wait(t, kept)
 	require.NoError(t, err)
 
 	// Built and cancelled in one callback: each is cancelled before it is
@@ -246,5 +255,33 @@ func requireCollectedDeclinedOnCancel[R any](t *testing.T, sink func(...*Handle[
 	require.True(t, h.Cancel())
 	_, err = wait(t, h)
 	require.ErrorIs(t, err, ErrCancelled)
+	requireDialReleased(t, l, s, 0, fds)
+}
+
+// A cancelled sink withdraws from its inputs withdrawBatch at a time; an
+// input that completes before its turn (here the last of many, a ThenAsync
+// passing on a dial's connection, completed by the jobs queued between the
+// batches) is ignored by the ended sink and declined at its turn: the
+// connection is closed, not left with nobody holding it.
+func TestDialCompletedBeforeWithdrawalTurnReleased(t *testing.T) {
+	l, s, fds, d := dialedSetup(t)
+	const n = 16 * withdrawBatch
+	var late *Handle[*Conn]
+	var all *Handle[[]*Conn]
+	onLoop(t, l, func() {
+		p := NewPromise[int](l)
+		late = ThenAsync(p.Handle(), func(int) *Handle[*Conn] { return d })
+		in := make([]*Handle[*Conn], n)
+		for i := range in[:n-1] {
+			in[i] = NewPromise[*Conn](l).Handle()
+		}
+		in[n-1] = late
+		all = All(in...)
+		require.True(t, all.Cancel())
+		p.Resolve(0) // late completes while the earlier batches are withdrawn
+	})
+	_, err := wait(t, all)
+	require.ErrorIs(t, err, ErrCancelled)
+	require.Equal(t, Completed, late.Status(), "the last input ended before its turn")
 	requireDialReleased(t, l, s, 0, fds)
 }
