@@ -226,6 +226,19 @@ func TestH2ClientGoAway(t *testing.T) {
 	assert.True(t, c.eof(), "the connection ends after its last stream")
 	ts.atRest(t)
 	assert.Equal(t, uint64(1), ts.Stats().Cancelled)
+
+	// An unknown error code is no error the server knows: it drains as
+	// for NO_ERROR, and what the client sends after it is read, not reset.
+	c = dialH2(t, ts.addr)
+	require.NoError(t, c.fr.WriteGoAway(0, 0xff, nil))
+	c.goAway(0)
+	require.NoError(t, c.fr.WritePing(false, [8]byte{}))
+	var err error
+	for err == nil {
+		_, err = c.fr.ReadFrame()
+	}
+	assert.ErrorIs(t, err, io.EOF, "the connection ends with a FIN, not a reset")
+	ts.atRest(t)
 }
 
 // With no arena free, a stream is refused with REFUSED_STREAM after its
