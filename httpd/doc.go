@@ -103,7 +103,8 @@
 // A connection ends as nginx's lingering close ends it (aio.Conn.Drain):
 // after a "Connection: close" response, an idle or finished one on
 // Shutdown, a refusal other than 400, an HTTP/2 connection after its
-// final GOAWAY (Shutdown's, an idle one's, a client's NO_ERROR one), the
+// final GOAWAY (Shutdown's, an idle one's, a client's NO_ERROR one or one
+// with an error code HTTP/2 does not define), the
 // responses are flushed, FIN goes out, and what the client still sends (a
 // pipelined request or frames that crossed the FIN) is read and dropped
 // until the client's EOF closes the connection, or Config.Listen.Conn.Linger
