@@ -192,16 +192,17 @@ const withdrawBatch = 32
 // only declines it. On l.
 func withdrawAll[T any](l *Loop, links []link[T]) {
 	if len(links) > withdrawBatch {
-		w := &withdrawRest[T]{links: links[withdrawBatch:]}
-		links = links[:withdrawBatch]
-		defer l.jobs.push(job{t: w})
+		(&withdrawRest[T]{links: links}).runTask(l)
+		return
 	}
 	for i := range links {
 		links[i].withdraw()
 	}
 }
 
-// withdrawRest is the inputs withdrawAll has yet to withdraw from, as a job.
+// withdrawRest is the inputs withdrawAll has yet to withdraw from, as a job:
+// each run withdraws from withdrawBatch of them, then queues itself again,
+// behind the finishes they queued, while any are left.
 type withdrawRest[T any] struct{ links []link[T] }
 
 func (w *withdrawRest[T]) runTask(l *Loop) {
