@@ -256,8 +256,8 @@ func TestCancelWhileCallbacksRun(t *testing.T) {
 
 // Cancelling a wide tree (sinks of many inputs under one root) cancels every
 // leaf and runs every cleanup, while the loop's job ring stays near the
-// number of sinks times 32: withdrawing every input of every
-// sink at once would queue a finish per leaf, breadth first.
+// number of sinks times withdrawBatch: withdrawing from every input of
+// every sink at once would queue a finish per leaf, breadth first.
 func TestWideCancelBoundsJobRing(t *testing.T) {
 	const sinks, width = 64, 1024 // 65536 leaves; a ring of them is 131072 slots
 	kinds := map[string]func(hs []*Handle[int]) *Handle[int]{
@@ -275,7 +275,7 @@ func TestWideCancelBoundsJobRing(t *testing.T) {
 			l := startLoop(t)
 			var root *Handle[[]int]
 			var cleanups atomic.Int64
-			var before int
+			var before, after int
 			onLoop(t, l, func() {
 				mids := make([]*Handle[int], sinks)
 				for i := range mids {
@@ -292,10 +292,8 @@ func TestWideCancelBoundsJobRing(t *testing.T) {
 			require.True(t, root.Cancel())
 			_, err := wait(t, root)
 			require.ErrorIs(t, err, ErrCancelled)
-			onLoop(t, l, func() {
-				assert.LessOrEqual(t, len(l.jobs.buf), max(before, 4*sinks*withdrawBatch),
-					"job ring grew to %d slots", len(l.jobs.buf))
-			})
+			onLoop(t, l, func() { after = len(l.jobs.buf) })
+			assert.LessOrEqual(t, after, max(before, 4*sinks*withdrawBatch), "job ring grew to %d slots", after)
 			require.Equal(t, int64(sinks*width), cleanups.Load())
 			require.Equal(t, 0, l.Stats().Handles)
 		})
