@@ -413,11 +413,37 @@ func (hc *h1conn) refuse(err *h1.Error) {
 			r.written, r.hdone = true, true
 			hc.maybeRelease(r)
 		} else { // its handler reads a body that will not end
-			hc.c.Close()
+			hc.refuseStreamed(r, status)
 			return
 		}
 	}
 	hc.errStatus = status
+	hc.pump()
+}
+
+// refuseStreamed ends r, whose handler was reading the body the parser
+// refused (a chunked body that outgrew MaxBodyBytes as it streamed): its
+// handle is cancelled, so its OnData never sees an end, and status is its
+// answer in its turn, in place of whatever the handler replied. If its
+// response has begun (a Stream's head is out), it cannot become the
+// answer: it is cut short where it is. Either way the connection then
+// lingers (finish): the client, still sending the body, reads what was
+// written rather than a reset.
+func (hc *h1conn) refuseStreamed(r *Request, status int) {
+	_ = hc.c.SetReadTimeout(0) // the linger times the rest (timeBody)
+	switch {
+	case r.written: // answered already
+	case r.stream.started: // at the head of the queue, as a started stream is
+		hc.ls.suppress(r)
+		hc.pop(r)
+	default:
+		r.refusal = status
+		r.replied = true
+	}
+	if hd := r.h; hd != nil {
+		hd.Cancel()
+	}
+	hc.maybeRelease(r)
 	hc.pump()
 }
 
@@ -468,6 +494,7 @@ func (hc *h1conn) dispatch(r *Request) {
 func (hc *h1conn) handleEnded(r *Request, v Response, err error, cancelled bool) {
 	switch {
 	case r.written: // the connection is gone
+	case r.refusal != 0: // refused: the refusal is its answer (pump)
 	case cancelled:
 		r.gone = true
 	case r.stream.p != nil:
@@ -502,6 +529,8 @@ func (hc *h1conn) pump() {
 			hc.maybeRelease(r)
 			hc.abort() // a response is missing: the ones after it cannot be sent
 			return
+		case r.refusal != 0:
+			hc.writeError(r.refusal)
 		case r.stream.p != nil:
 			if !r.stream.started {
 				hc.continueInTurn(r) // before the stream's final head

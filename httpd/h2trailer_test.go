@@ -9,7 +9,6 @@ import (
 
 	"github.com/stretchr/testify/assert"
 	"github.com/stretchr/testify/require"
-	"github.com/valkyria/aio"
 	"golang.org/x/net/http2"
 	"golang.org/x/net/http2/hpack"
 )
@@ -36,19 +35,13 @@ func (c *h2Raw) postTrailer(id uint32, path string, n int, fields ...string) {
 func trailerMux() *Mux {
 	m := NewMux()
 	m.HandleFunc("POST /native", func(r *Request) Reply {
-		p := aio.NewPromise[Response](r.Loop())
-		n := 0
-		r.Body().OnData(func(b []byte, end bool) {
-			n += len(b)
-			if end {
-				var all []string
-				for name, value := range r.Trailers() {
-					all = append(all, name+"="+value)
-				}
-				p.Resolve(TextResponse(200, fmt.Sprintf("%d %s %v", n, r.Trailer("X-Sum"), all)))
+		return afterBody(r, func(n int) Response {
+			var all []string
+			for name, value := range r.Trailers() {
+				all = append(all, name+"="+value)
 			}
+			return TextResponse(200, fmt.Sprintf("%d %s %v", n, r.Trailer("X-Sum"), all))
 		})
-		return Later(p.Handle())
 	})
 	m.Handle("POST /std", FromHTTP(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
 		n, _ := io.Copy(io.Discard, r.Body)

@@ -61,6 +61,7 @@ type Request struct {
 	isHead   bool                  // HEAD: no body is written
 	closeAf  bool                  // the connection closes after this response
 	released bool                  // the arena went back: the Request waits in the slab
+	refusal  int                   // the status refusing a body that outgrew MaxBodyBytes as it streamed: the answer in the handler's place
 }
 
 // start readies r, fresh from the slab, for a request of eng.
@@ -71,6 +72,7 @@ func (r *Request) start(eng engine, seq uint64) {
 	r.next, r.resp, r.h = nil, Response{}, nil
 	r.replied, r.written, r.hdone, r.gone = false, false, false, false
 	r.expect, r.isHead, r.closeAf, r.released = false, false, false, false
+	r.refusal = 0
 	r.body = Body{r: r}
 	clear(r.trailer)
 	r.trailer = r.trailer[:0]

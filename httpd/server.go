@@ -35,7 +35,12 @@ type Config struct {
 
 	// MaxHeadBytes bounds a request head (431 beyond; at most half the
 	// arena), MaxURIBytes its target (414), MaxFields its field lines
-	// (431), MaxBodyBytes its body (413; 0: no limit).
+	// (431), MaxBodyBytes its body (413; 0: no limit). A chunked body
+	// that outgrows MaxBodyBytes while its handler reads it is refused
+	// there: the handler's handle is cancelled (its OnData never sees the
+	// end) and 413 is the answer in its place, unless its response has
+	// begun (a Stream's head is out), which is then cut short; the
+	// connection closes after it, lingering (see the package doc).
 	MaxHeadBytes int
 	MaxURIBytes  int
 	MaxFields    int

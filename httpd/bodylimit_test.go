@@ -1,0 +1,115 @@
+package httpd
+
+import (
+	"fmt"
+	"io"
+	"net"
+	"net/http"
+	"strings"
+	"testing"
+
+	"github.com/stretchr/testify/assert"
+	"github.com/stretchr/testify/require"
+	"github.com/valkyria/aio"
+)
+
+// bodyLimitMux is testMux with two handlers that read a streamed body to
+// its end: PUT /count answers its length once it has it; PUT /stream
+// starts its streamed response first, then ends it at the body's end.
+func bodyLimitMux() *Mux {
+	m := testMux()
+	m.HandleFunc("PUT /count", func(r *Request) Reply {
+		return afterBody(r, func(n int) Response { return TextResponse(200, itoa(n)) })
+	})
+	m.HandleFunc("PUT /stream", func(r *Request) Reply {
+		s := r.Stream(200, nil)
+		_, _ = s.WriteString("started\n")
+		r.Body().OnData(func(b []byte, end bool) {
+			if end {
+				s.End()
+			}
+		})
+		return s.Reply()
+	})
+	return m
+}
+
+// afterBody reads r's body to its end and replies with what answer makes
+// of its length then.
+func afterBody(r *Request, answer func(n int) Response) Reply {
+	p := aio.NewPromise[Response](r.Loop())
+	n := 0
+	r.Body().OnData(func(b []byte, end bool) {
+		n += len(b)
+		if end {
+			p.Resolve(answer(n))
+		}
+	})
+	return Later(p.Handle())
+}
+
+// sendChunked sends a chunked body of n chunks of size bytes, its last
+// chunk, and the end of the client's side, from a goroutine: the server
+// reads while it does. The result is the first write error.
+func sendChunked(c *rawConn, n, size int) <-chan error {
+	done := make(chan error, 1)
+	go func() {
+		chunk := fmt.Sprintf("%x\r\n%s\r\n", size, strings.Repeat("a", size))
+		var err error
+		for i := 0; i < n && err == nil; i++ {
+			_, err = io.WriteString(c.Conn, chunk)
+		}
+		if err == nil {
+			_, err = io.WriteString(c.Conn, "0\r\n\r\n")
+		}
+		if err == nil {
+			err = c.Conn.(*net.TCPConn).CloseWrite()
+		}
+		done <- err
+	}()
+	return done
+}
+
+// A chunked body that outgrows MaxBodyBytes while its handler reads it
+// (too large for the arena, so it streams) is refused as a small one is:
+// the handler is cancelled (its OnData never sees the end), the client
+// gets 413 and Connection: close in the response's turn, and the
+// connection lingers, dropping the rest of the body, until the client's
+// EOF: the client writes its whole body without a reset and reads the
+// answer.
+func TestStreamedChunkedBodyOverLimit(t *testing.T) {
+	ts := startServer(t, bodyLimitMux(), Config{MaxBodyBytes: 64 << 10})
+	c := dialRaw(t, ts.addr)
+	c.send("GET /health HTTP/1.1\r\nHost: x\r\n\r\n" + // a response before it, owed first
+		"PUT /count HTTP/1.1\r\nHost: x\r\nTransfer-Encoding: chunked\r\n\r\n")
+	sent := sendChunked(c, 6, 16<<10)
+	assert.Equal(t, "ok", c.read("GET").body)
+	resp := c.read("PUT")
+	assert.Equal(t, 413, resp.status)
+	assert.True(t, resp.close, "Connection: close")
+	require.NoError(t, recvT(t, sent), "the server reset the connection on the rest of the body")
+	assert.True(t, c.closed(), "the connection must close at the client's EOF")
+	ts.atRest(t)
+	st := ts.Stats()
+	assert.Equal(t, uint64(1), st.Cancelled, "the handler that read the body is cancelled")
+	assert.Equal(t, uint64(1), st.BadRequests)
+}
+
+// When the response to the request has begun (a Stream's head is out),
+// no 413 can take its place: the handler is cancelled and the connection
+// closes after what was written, the body of the response cut short.
+func TestStreamedChunkedBodyOverLimitAfterHead(t *testing.T) {
+	ts := startServer(t, bodyLimitMux(), Config{MaxBodyBytes: 64 << 10})
+	c := dialRaw(t, ts.addr)
+	c.send("PUT /stream HTTP/1.1\r\nHost: x\r\nTransfer-Encoding: chunked\r\n\r\n")
+	sent := sendChunked(c, 6, 16<<10)
+	resp, err := http.ReadResponse(c.br, &http.Request{Method: "PUT"})
+	require.NoError(t, err)
+	assert.Equal(t, 200, resp.StatusCode)
+	b, err := io.ReadAll(resp.Body)
+	assert.Equal(t, "started\n", string(b))
+	assert.ErrorIs(t, err, io.ErrUnexpectedEOF, "the body must be cut short")
+	<-sent // a reset may end the writes: the connection is cut
+	ts.atRest(t)
+	assert.Equal(t, uint64(1), ts.Stats().Cancelled)
+}
