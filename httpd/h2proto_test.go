@@ -230,3 +230,35 @@ func TestH2IdleGoAway(t *testing.T) {
 	assert.True(t, c.eof())
 	ts.atRest(t)
 }
+
+// A stream answered before its body has all arrived (half-closed, local)
+// is forgotten at the body's end: it stops counting toward
+// MaxConcurrentStreams, so a client whose uploads are refused early (401,
+// 405) keeps its connection usable past that many.
+func TestH2EarlyAnswerThenBodyEnd(t *testing.T) {
+	ts := startServer(t, testMux(), Config{ArenaSize: 1024}) // a 1000-byte body streams: the handler starts at once
+	c := dialH2(t, ts.addr)
+	body := make([]byte, 1000)
+	for i := range uint32(h2MaxStreams + 10) {
+		id := 2*i + 1
+		c.open(id, "POST", "/health", false, "content-length", "1000")
+		s, _ := c.response(id)
+		require.Equal(t, "405", s, "stream %d", id)
+		require.NoError(t, c.fr.WriteData(id, true, body))
+	}
+	c.get(2*(h2MaxStreams+10)+1, "/health")
+	c.expect(2*(h2MaxStreams+10)+1, "200", "ok")
+	var streams, open int
+	ts.onLoop(t, func() {
+		for _, ls := range ts.loopStates() {
+			for hc := ls.conns.head; hc != nil; hc = hc.links[linkAll].next {
+				if hc.h2 != nil {
+					streams, open = len(hc.h2.streams), hc.h2.open
+				}
+			}
+		}
+	})
+	assert.Zero(t, streams, "streams kept")
+	assert.Zero(t, open, "streams counted open")
+	ts.atRest(t)
+}

@@ -316,6 +316,9 @@ func (h *h2conn) bodyIn(st *h2stream, p []byte, end bool) {
 		st.rend = end
 	}
 	h.credit(st)
+	if end {
+		h.maybeClose(st) // answered before the body's end: both sides are done now
+	}
 }
 
 // credit gives consumed body bytes back to the client (WINDOW_UPDATE),
