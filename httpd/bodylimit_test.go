@@ -11,6 +11,7 @@ import (
 	"github.com/stretchr/testify/assert"
 	"github.com/stretchr/testify/require"
 	"github.com/valkyria/aio"
+	"golang.org/x/net/http2"
 )
 
 // bodyLimitMux is testMux with two handlers that read a streamed body to
@@ -112,4 +113,39 @@ func TestStreamedChunkedBodyOverLimitAfterHead(t *testing.T) {
 	<-sent // a reset may end the writes: the connection is cut
 	ts.atRest(t)
 	assert.Equal(t, uint64(1), ts.Stats().Cancelled)
+}
+
+// HTTP/2 enforces MaxBodyBytes too: a content-length over it is answered
+// 413 before any handler runs; a body without one that outgrows it while
+// its handler reads is answered 413 in its handler's place (cancelled).
+// Either way the response is complete and RST_STREAM(NO_ERROR) asks the
+// client to stop sending (RFC 9113 §8.1); the connection goes on.
+func TestH2BodyOverLimit(t *testing.T) {
+	ts := startServer(t, bodyLimitMux(), Config{MaxBodyBytes: 40000})
+	c := dialH2(t, ts.addr)
+	c.open(1, "PUT", "/count", false, "content-length", "40001")
+	c.expect(1, "413", statusBody(413))
+	id, code := c.rst()
+	assert.Equal(t, uint32(1), id)
+	assert.Equal(t, http2.ErrCodeNo, code)
+
+	c.open(3, "PUT", "/count", false)
+	piece := make([]byte, 16<<10)
+	for range 3 { // the second outgrows the arena (the handler starts), the third the limit
+		require.NoError(t, c.fr.WriteData(3, false, piece))
+	}
+	c.expect(3, "413", statusBody(413))
+	id, code = c.rst()
+	assert.Equal(t, uint32(3), id)
+	assert.Equal(t, http2.ErrCodeNo, code)
+	require.NoError(t, c.fr.WriteData(3, true, piece[:10])) // crossed the reset: ignored
+
+	c.open(5, "PUT", "/count", false)
+	require.NoError(t, c.fr.WriteData(5, true, piece))
+	c.expect(5, "200", itoa(len(piece)))
+	ts.atRest(t)
+	st := ts.Stats()
+	assert.Equal(t, uint64(2), st.Requests, "stream 1's handler never ran")
+	assert.Equal(t, uint64(1), st.Cancelled, "stream 3's handler is cancelled")
+	assert.Equal(t, uint64(2), st.BadRequests)
 }

@@ -46,6 +46,7 @@ type h2stream struct {
 	full   bool   // the stream said Full: OnDrain is owed
 
 	buffering   bool // the body goes to the arena: the handler has not started
+	refused     bool // the body outgrew MaxBodyBytes: the rest is dropped, and reset (NO_ERROR) once the answer is out
 	headersSent bool
 	localDone   bool // END_STREAM sent
 	remoteDone  bool // the client's END_STREAM or RST_STREAM arrived
@@ -155,6 +156,10 @@ func (h *h2conn) onHeaders(f *h2block) {
 		return
 	}
 	r.isHead = r.Method() == "HEAD"
+	if limit := ls.cfg.MaxBodyBytes; limit > 0 && clen > limit {
+		h.refuseBody(st)
+		return
+	}
 	room := int64(r.arena.Room() / 2)
 	switch {
 	case f.endStream:
@@ -278,7 +283,53 @@ func (h *h2conn) onData(f *http2.DataFrame) {
 		h.resetStream(st.id, http2.ErrCodeProtocol)
 		return
 	}
+	if limit := h.ls.cfg.MaxBodyBytes; limit > 0 && st.received > limit && !st.refused {
+		h.refuseBody(st)
+		if st.reset {
+			return
+		}
+	}
 	h.bodyIn(st, p, end)
+}
+
+// refuseBody refuses st's body, over MaxBodyBytes (its content-length, or
+// what has arrived of it): 413 is the answer, in place of its handler's
+// response (a handler reading the body is cancelled: its OnData never
+// sees the end), and what the client still sends is dropped. Once our
+// END_STREAM is out, RST_STREAM(NO_ERROR) asks the client to stop
+// sending (RFC 9113 §8.1: the response is complete). A response already
+// begun cannot become the 413: the stream is reset (CANCEL).
+func (h *h2conn) refuseBody(st *h2stream) {
+	h.ls.st.badRequests.Add(1)
+	st.refused = true
+	r := st.r
+	switch {
+	case r == nil || r.written: // answered already
+		h.stopBody(st)
+	case st.headersSent:
+		h.resetStream(st.id, http2.ErrCodeCancel)
+	default:
+		r.body.done = true // bodyIn drops the rest
+		st.rbuf, st.rend = nil, false
+		r.refusal = 413
+		if hd := r.h; hd != nil {
+			hd.Cancel() // handleEnded answers
+			return
+		}
+		st.buffering = false // its handler never starts
+		r.body.buffered = true
+		r.hdone = true
+		r.resp = errResponse(413)
+		h.respond(st)
+	}
+}
+
+// stopBody ends a refused body that is still arriving, once its answer
+// is out: RST_STREAM(NO_ERROR).
+func (h *h2conn) stopBody(st *h2stream) {
+	if st.refused && st.localDone && !st.remoteDone && !st.reset {
+		h.resetStream(st.id, http2.ErrCodeNo)
+	}
 }
 
 // bodyIn takes body bytes p of st (end: the last).
@@ -383,6 +434,9 @@ func (h *h2conn) handleEnded(r *Request, v Response, err error, cancelled bool) 
 	st := r.h2s
 	switch {
 	case st == nil || r.written || st.reset: // the stream or the connection is gone
+	case r.refusal != 0: // its body was refused (refuseBody)
+		r.resp = errResponse(r.refusal)
+		h.respond(st)
 	case cancelled:
 		h.resetStream(st.id, http2.ErrCodeCancel)
 	case r.stream.p != nil:
@@ -545,6 +599,7 @@ func (h *h2conn) localEnd(st *h2stream) {
 		r.written = true
 		h.maybeRelease(st)
 	}
+	h.stopBody(st)
 	h.maybeClose(st)
 }
 

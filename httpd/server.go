@@ -35,12 +35,15 @@ type Config struct {
 
 	// MaxHeadBytes bounds a request head (431 beyond; at most half the
 	// arena), MaxURIBytes its target (414), MaxFields its field lines
-	// (431), MaxBodyBytes its body (413; 0: no limit). A chunked body
-	// that outgrows MaxBodyBytes while its handler reads it is refused
-	// there: the handler's handle is cancelled (its OnData never sees the
-	// end) and 413 is the answer in its place, unless its response has
-	// begun (a Stream's head is out), which is then cut short; the
-	// connection closes after it, lingering (see the package doc).
+	// (431), MaxBodyBytes its body (413; 0: no limit), on HTTP/1.1 and
+	// HTTP/2 alike. A body without a length (chunked, or HTTP/2 without
+	// content-length) that outgrows MaxBodyBytes while its handler reads
+	// it is refused there: the handler's handle is cancelled (its OnData
+	// never sees the end) and 413 is the answer in its place, unless its
+	// response has begun (a Stream's head is out), which is then cut
+	// short. An HTTP/1.1 connection closes after the refusal, lingering
+	// (see the package doc); an HTTP/2 stream is reset with NO_ERROR once
+	// the 413 is out, which tells the client to stop sending the body.
 	MaxHeadBytes int
 	MaxURIBytes  int
 	MaxFields    int
