@@ -129,8 +129,7 @@ func (c *Conn) maybeFinish() {
 // politely, CloseWrite: close_notify goes after everything written.
 func (c *Conn) Close() *Handle[struct{}] {
 	if c.l.OnLoop() { // the common case, without runInlineHandle's closure
-		c.uncork() // a read callback's writes go before its Close
-		c.closeWith(nil)
+		c.closeAfterWrites(nil)
 		if c.closed.state.Load() == uint32(Completed) {
 			return &c.closed // this Close completed it: no handle to allocate
 		}
@@ -147,6 +146,16 @@ func (c *Conn) stop() { c.closeWith(ErrCancelled) }
 func (c *Conn) closeFD() {
 	c.closeWith(ErrCancelled)
 	c.l.drain()
+}
+
+// closeAfterWrites closes the connection with err (as closeWith) once the
+// writes the running read callback made are handed to the kernel
+// (uncork): the cork only gathers them, so a close, whether the callback
+// asks for it, panics, or the frame after its own fails, does not take
+// them back. On the loop.
+func (c *Conn) closeAfterWrites(err error) {
+	c.uncork()
+	c.closeWith(err)
 }
 
 // closeWith closes the connection once: the fd, the queue, the timer, the

@@ -216,7 +216,7 @@ func (c *Conn) runInlineIfOpen(fn func()) error {
 func (c *Conn) guard() {
 	if p := recover(); p != nil {
 		c.l.reportPanic(p)
-		c.closeWith(newPanicError(p))
+		c.closeAfterWrites(newPanicError(p)) // what it wrote before it panicked goes first
 	}
 }
 

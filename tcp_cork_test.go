@@ -5,6 +5,7 @@ import (
 	"bytes"
 	"fmt"
 	"io"
+	"strings"
 	"testing"
 
 	"github.com/stretchr/testify/require"
@@ -122,4 +123,34 @@ func TestFramesOfOneReadAreAnsweredInOneWrite(t *testing.T) {
 	}
 	writes := exchange(t, l, client, req.String(), want.String())
 	require.Equal(t, uint64(1), writes, "write system calls for %d replies", lines)
+}
+
+// The replies to the frames of a read that come before one that fails
+// (too large, or its callback panics) go out before the close, as they
+// did when each write went out at once: the failure does not take back
+// what was answered.
+func TestRepliesBeforeAFailingFrameGoOut(t *testing.T) {
+	for _, tc := range []struct{ name, req string }{
+		{"too large", "short\n" + strings.Repeat("x", 100) + "\n"},
+		{"panic", "short\npanic\n"},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			l := startLoop(t, Config{OnPanic: func(any) {}})
+			ln, err := Listen(l, "127.0.0.1:0", ListenConfig{}, func(c *Conn) {
+				_ = c.OnFrame(bufio.ScanLines, 64, func(c *Conn, line []byte) {
+					if string(line) == "panic" {
+						panic("boom")
+					}
+					_, _ = fmt.Fprintf(c, "got %s\n", line)
+				})
+			})
+			require.NoError(t, err)
+			client := netDial(t, ln)
+			_, err = io.WriteString(client, tc.req) // one read: the server consumes it all
+			require.NoError(t, err)
+			got, err := io.ReadAll(client)
+			require.NoError(t, err)
+			require.Equal(t, "got short\n", string(got))
+		})
+	}
 }

@@ -102,7 +102,11 @@ type framer struct {
 // does a split that breaks the SplitFunc contract: an advance below 0 or
 // past the data (bufio.ErrNegativeAdvance, bufio.ErrAdvanceTooFar), or more
 // than 100 frames in a row without advancing (io.ErrNoProgress). A panic in
-// split or fn closes the connection with a *PanicError.
+// split or fn closes the connection with a *PanicError (and reaches
+// Config.OnPanic). Either way what fn wrote for the frames before goes to
+// the kernel first, as with a Close in fn: a client that sent a good
+// request and then a bad one reads the answer to the good one, then the
+// close.
 //
 // Any goroutine; ErrNilFunc for a nil split or fn, ErrConnClosed after the
 // connection closed.
@@ -195,7 +199,7 @@ func (c *Conn) runFrames(b []byte) {
 		adv, tok, final, err := c.splitFrame(fr, data, fr.eof && fed == len(b))
 		switch {
 		case err != nil:
-			c.closeWith(err)
+			c.closeAfterWrites(err) // the replies to the frames before go first
 			return
 		case adv == 0 && tok == nil && !final: // split wants more
 			if fed == len(b) {
@@ -235,7 +239,7 @@ func (c *Conn) runFrames(b []byte) {
 		adv, tok, final, err := c.splitFrame(fr, b, fr.eof)
 		switch {
 		case err != nil:
-			c.closeWith(err)
+			c.closeAfterWrites(err) // the replies to the frames before go first
 			return
 		case adv == 0 && tok == nil && !final: // split wants more
 			fr.eofDone = fr.eof
