@@ -32,8 +32,11 @@ type Config struct {
 	// them. 0 means 1024.
 	PostBatch int
 
-	// OnPanic receives the value of a panic in a posted callback (which has no
-	// handle to fail). nil writes it to standard error. It runs on the loop.
+	// OnPanic receives the value of a panic in a callback that has no handle
+	// to fail: a posted callback, or a connection's (the accept callback,
+	// OnRead, OnFrame and its split function, OnEOF, OnDrain; the connection
+	// also closes with a *PanicError). nil writes it to standard error. It
+	// runs on the loop.
 	OnPanic func(v any)
 }
 
