@@ -26,6 +26,10 @@ func TestErrorTextsSayAioOnce(t *testing.T) {
 	assert.ErrorIs(t, errConnStopped, ErrStopped)
 	assert.ErrorIs(t, errConnStopped, ErrCancelled)
 	assert.ErrorIs(t, errDrainDeadline, ErrCancelled)
+	for _, err := range []error{errConnStopped, errDrainDeadline} { // the program's side closed them
+		assert.ErrorIs(t, err, ErrConnClosed)
+		assert.ErrorIs(t, err, net.ErrClosed)
+	}
 	var ne net.Error
 	assert.True(t, errors.As(ErrIdleTimeout, &ne) && ne.Timeout())
 	assert.False(t, errors.As(ErrConnClosed, &ne) && ne.Timeout())

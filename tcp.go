@@ -54,8 +54,9 @@ var (
 	ErrWriteTimeout error = &kindError{"aio: tcp write timeout", []error{ErrTimeout}}
 	// errConnStopped is what OnClose hears when Loop.Stop closed the
 	// connection: errors.Is(err, ErrStopped) and (as for every handle Stop
-	// ends) errors.Is(err, ErrCancelled) hold.
-	errConnStopped error = &kindError{"aio: tcp connection closed: loop stopped", []error{ErrStopped, ErrCancelled}}
+	// ends) errors.Is(err, ErrCancelled) hold, and so do ErrConnClosed and
+	// net.ErrClosed: the program's side closed it.
+	errConnStopped error = &kindError{"aio: tcp connection closed: loop stopped", []error{ErrConnClosed, ErrStopped, ErrCancelled}}
 )
 
 // kindError is an error with a text of its own that is also (errors.Is) each

@@ -289,7 +289,8 @@ func TestTCPOnCloseReplacedAfterClose(t *testing.T) {
 }
 
 // Loop.Stop closes an open connection: OnClose gets an error that says so,
-// is ErrStopped and, as everything Stop ends, ErrCancelled.
+// is ErrStopped and, as everything Stop ends, ErrCancelled, and, as for a
+// Close, ErrConnClosed and net.ErrClosed.
 func TestTCPOnCloseAtStop(t *testing.T) {
 	l := startLoop(t, Config{Name: "onclose-stop"})
 	ln := echoListen(t, l, ListenConfig{})
@@ -301,5 +302,7 @@ func TestTCPOnCloseAtStop(t *testing.T) {
 	err = recv(t, reports).err
 	require.ErrorIs(t, err, ErrStopped)
 	require.ErrorIs(t, err, ErrCancelled)
+	require.ErrorIs(t, err, ErrConnClosed)
+	require.ErrorIs(t, err, net.ErrClosed)
 	require.Equal(t, "aio: tcp connection closed: loop stopped", err.Error())
 }

@@ -15,8 +15,9 @@ import (
 // busy one is left to finish first. At the deadline what is left is closed.
 
 // errDrainDeadline closes the connections a drain's deadline found still
-// open: errors.Is(err, ErrCancelled) holds (their scopes are cancelled).
-var errDrainDeadline error = &kindError{"aio: tcp connection closed: drain deadline passed", []error{ErrCancelled}}
+// open: errors.Is(err, ErrCancelled) holds (their scopes are cancelled),
+// and so do ErrConnClosed and net.ErrClosed: the program's side closed it.
+var errDrainDeadline error = &kindError{"aio: tcp connection closed: drain deadline passed", []error{ErrConnClosed, ErrCancelled}}
 
 // scopeIdle runs on the loop when the last running handle left the
 // connection's scope. On the loop.
