@@ -242,17 +242,19 @@
 //
 // Outcomes are matched with errors.Is: [ErrCancelled] for a cancelled handle,
 // [ErrTimeout] for Within and the inputs an AllSettledWithin gave up (and
-// [ErrReadTimeout], [ErrIdleTimeout] of connections and
-// [ErrHandshakeTimeout] of a TLS handshake, which wrap it),
+// [ErrReadTimeout], [ErrIdleTimeout] and [ErrWriteTimeout] of connections
+// and [ErrHandshakeTimeout] of a TLS handshake, which wrap it),
 // [ErrStopped] for work refused by a stopping loop, [ErrAwaitOnLoop] for a Wait
 // that would deadlock, [ErrPending] for the Result of an unfinished handle,
 // [ErrNoInputs] for Race or Any of nothing, [ErrNilFunc], [ErrNilLoop] and
 // [ErrNilHandle] for nil arguments, [ErrNotInBody] and [ErrGoexit] for Do
 // bodies, [ErrTooManySystems] for Start, [ErrConnClosed] (which also matches
-// net.ErrClosed), [ErrWriteClosed] and [ErrFrameTooLarge] for connections,
-// [ErrListenerClosed] (net.ErrClosed too) for listeners. Socket errors wrap
-// their errno, so errors.Is(err, unix.ECONNREFUSED) works. A panic in a
-// posted callback, which has no handle to fail, goes to Config.OnPanic.
+// net.ErrClosed), [ErrWriteClosed] and [ErrFrameTooLarge] for connections
+// (a connection that Stop closed matches ErrConnClosed, ErrStopped and
+// ErrCancelled), [ErrListenerClosed] (net.ErrClosed too) for listeners.
+// Socket errors wrap their errno, so errors.Is(err, unix.ECONNREFUSED)
+// works. A panic in a callback that has no handle to fail (a posted one, a
+// connection's) goes to Config.OnPanic.
 //
 // # Debugging
 //
