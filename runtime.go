@@ -71,17 +71,22 @@ func (rt *Runtime) Loops() []*Loop {
 
 // Shutdown drains every system still running, then stops it, in this
 // order: every listener closes (new connections are refused); every
-// connection ends once it is idle, as Listener.Drain describes (its scope
-// holds no running handle: its work is done and its replies written), while
-// the loops go on running everything else; once no connection is open on
-// any system, or when ctx ends, every system is stopped (Stop: what is
-// still pending, connections included, is cancelled). Shutdown returns nil
-// once every Stop handle completed, or ctx's error as soon as ctx ends (the
-// systems go on stopping; wait on Loop.Stop's handle for the end). A
-// context with no deadline waits for every connection to end by itself.
-// Called on one of the runtime's loops it would wait for itself: it stops
-// every system at once, that loop's own included (which stops after the
-// current callback), and returns ErrAwaitOnLoop without waiting.
+// connection, accepted or dialed, ends once it is idle, as Listener.Drain
+// describes, while the loops go on running everything else. Idle means
+// its scope holds no running handle: its work is done and its replies
+// written. A dialed connection is drained too (its FIN goes out and what
+// its peer still sends is dropped), so adopt into its Scope the handle
+// that waits for a reply; a NetConn view holds its connection until the
+// view's Close. Once no connection is open on any system, or when ctx
+// ends, every system is stopped (Stop: what is still pending, connections
+// included, is cancelled, and their errors match ErrStopped). Shutdown
+// returns nil once every Stop handle completed, or ctx's error as soon as
+// ctx ends (the systems go on stopping; wait on Loop.Stop's handle for
+// the end). A context with no deadline waits for every connection to end
+// by itself. Called on one of the runtime's loops it would wait for
+// itself: it stops every system at once, that loop's own included (which
+// stops after the current callback), and returns ErrAwaitOnLoop without
+// waiting.
 func (rt *Runtime) Shutdown(ctx context.Context) error {
 	loops := rt.Loops()
 	for _, l := range loops {

@@ -151,7 +151,8 @@ func drainHandle(l *Loop, job **drainJob, start func() *drainJob) *Handle[struct
 // replies the peer has not read yet). When grace has passed, the
 // connections still open are closed (their scopes cancelled; OnClose hears
 // ErrCancelled). The handle completes when the last of them has closed. A
-// Pipe holds both its connections busy until it ends. Calling Drain again
+// Pipe holds both its connections busy until it ends, and a NetConn view
+// its connection until the view's Close. Calling Drain again
 // gives a handle that completes with the first call's. Any goroutine.
 func (ln *Listener) Drain(grace time.Duration) *Handle[struct{}] {
 	return drainHandle(ln.l, &ln.drained, func() *drainJob {

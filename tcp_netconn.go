@@ -73,6 +73,14 @@ var netViews sync.Map // *Conn → *netConn
 //     Close returns an error.
 //   - CloseWrite half-closes: the peer gets EOF once the bytes written
 //     before have been sent. SyscallConn is the Conn's.
+//   - The view holds the connection busy (a running handle in its Scope)
+//     until its Close: the goroutine code that uses it is the
+//     connection's work, which the loop cannot see. A drain
+//     (Listener.Drain, Runtime.Shutdown) leaves the connection to it until
+//     then, rather than cutting it mid-stream; when the drain's time is
+//     up, the connection closes and Read and Write say so
+//     (errors.Is(err, ErrStopped) after Stop, ErrCancelled after a drain's
+//     grace).
 //
 // Errors are *net.OpError, as package net's, wrapping the cause: a
 // deadline, ErrConnClosed after Close, ErrWriteClosed; once the connection
@@ -127,6 +135,12 @@ type netConn struct {
 	pending int   // bytes posted by Writes, not yet queued on the loop
 	rdl     deadline
 	wdl     deadline
+
+	// busy holds the connection's scope busy for the goroutine code that
+	// uses the view, whose work a drain cannot see: the connection is left
+	// to it until it closes. Made by attach, on the loop; cancelled with
+	// the scope when the connection closes.
+	busy *Promise[struct{}]
 }
 
 // deadline is one direction's deadline: at, and whether it has passed.
@@ -184,6 +198,8 @@ func (v *netConn) attach() {
 		if c.eof { // read before the view took over
 			v.onEOF(c)
 		}
+		v.busy = NewPromise[struct{}](c.l)
+		Adopt(c.Scope(), v.busy.Handle())
 	}
 	c.setOnClose(v.onClose)
 }

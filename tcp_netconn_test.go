@@ -552,3 +552,56 @@ func TestNetConnWriteAfterCloseCause(t *testing.T) {
 	v.cerr = nil
 	require.Equal(t, ErrConnClosed, v.closeCause())
 }
+
+// A NetConn view holds its connection busy until its Close: the goroutine
+// that uses it is the connection's work, which a drain cannot see. A
+// drain (Runtime.Shutdown here, Listener.Drain alike) leaves the
+// connection to that goroutine, bytes flowing both ways; the view's Close
+// ends it, and the drain with it. When the drain's time is up instead
+// (Shutdown's context: Stop), Read and Write say why the connection
+// closed: errors.Is(err, ErrStopped).
+func TestNetConnHoldsItsConnectionThroughADrain(t *testing.T) {
+	for _, byClose := range []bool{true, false} {
+		t.Run(map[bool]string{true: "view closes", false: "context ends"}[byClose], func(t *testing.T) {
+			rt := newRuntime(t, RuntimeConfig{})
+			l := startLoopOn(t, rt)
+			view, _, peer := viewPair(t, l, ListenConfig{})
+			ctx, cancel := context.WithCancel(context.Background())
+			defer cancel()
+			shut := make(chan error, 1)
+			go func() { shut <- rt.Shutdown(ctx) }()
+			eventually(t, func() bool {
+				var started bool
+				onLoop(t, l, func() { started = l.tcp.drain != nil })
+				return started
+			}, "the drain does not start")
+
+			_, err := peer.Write([]byte("ping"))
+			require.NoError(t, err)
+			got := make([]byte, 4)
+			_, err = io.ReadFull(view, got)
+			require.NoError(t, err)
+			require.Equal(t, "ping", string(got))
+			_, err = view.Write([]byte("pong"))
+			require.NoError(t, err)
+			_, err = io.ReadFull(peer, got)
+			require.NoError(t, err, "the drain cut the view's connection")
+			require.Equal(t, "pong", string(got))
+			require.Empty(t, shut, "Shutdown returned with the view open")
+
+			if byClose {
+				require.NoError(t, view.Close())
+				require.NoError(t, recv(t, shut))
+				return
+			}
+			cancel()
+			require.ErrorIs(t, recv(t, shut), context.Canceled)
+			require.NoError(t, view.SetReadDeadline(time.Now().Add(waitTimeout)))
+			_, err = view.Read(got)
+			require.ErrorIs(t, err, ErrStopped)
+			require.ErrorIs(t, err, net.ErrClosed)
+			_, err = view.Write([]byte("late"))
+			require.ErrorIs(t, err, ErrStopped)
+		})
+	}
+}
