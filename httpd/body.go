@@ -7,6 +7,15 @@ package httpd
 // has paused, the connection does not read (TCP flow control holds the
 // client back). Either way, OnData works.
 //
+// A streamed body that the handler leaves unread, wholly or in part, when
+// its response is written is not read on its behalf: on HTTP/1.1 that
+// response says "Connection: close", and the rest of the body is read and
+// dropped while the connection lingers, then it closes (net/http's server
+// reads up to 256 KiB of such a body to keep the connection; here a
+// client that sends bodies nobody reads pays for a new connection, and
+// the server for nothing it did not ask for). On HTTP/2 the stream ends
+// and the connection goes on.
+//
 // On the loop.
 type Body struct {
 	r        *Request
