@@ -7,6 +7,7 @@ import (
 	"net/http"
 	"strings"
 	"testing"
+	"time"
 
 	"github.com/stretchr/testify/assert"
 	"github.com/stretchr/testify/require"
@@ -148,4 +149,30 @@ func TestH2BodyOverLimit(t *testing.T) {
 	assert.Equal(t, uint64(2), st.Requests, "stream 1's handler never ran")
 	assert.Equal(t, uint64(1), st.Cancelled, "stream 3's handler is cancelled")
 	assert.Equal(t, uint64(2), st.BadRequests)
+}
+
+// A malformed chunk in a body that streams to its handler is a 400 like
+// any other framing error: the handler is cancelled, the 400 is its
+// answer, and the connection closes once it is out, with no lingering
+// close (the Linger here is longer than the test would wait): what
+// follows a framing error is not to be trusted to be anything.
+func TestStreamedChunkedBodyMalformed(t *testing.T) {
+	cfg := Config{}
+	cfg.Listen.Conn.Linger = time.Hour
+	ts := startServer(t, bodyLimitMux(), cfg)
+	c := dialRaw(t, ts.addr)
+	c.send("PUT /count HTTP/1.1\r\nHost: x\r\nTransfer-Encoding: chunked\r\n\r\n")
+	chunk := fmt.Sprintf("%x\r\n%s\r\n", 16<<10, strings.Repeat("a", 16<<10))
+	for range 4 { // outgrows the arena: the handler reads it
+		c.send(chunk)
+	}
+	eventually(t, func() bool { return ts.Stats().Requests == 1 }, "the handler does not start")
+	c.send("zz\r\nGET /health HTTP/1.1\r\nHost: x\r\n\r\n") // a bad chunk size
+	resp := c.read("PUT")
+	assert.Equal(t, 400, resp.status)
+	assert.True(t, resp.close, "Connection: close")
+	assert.True(t, c.closed(), "nothing after the 400")
+	eventually(t, func() bool { return ts.Stats().ConnsOpen == 0 }, "the connection lingers after a 400")
+	ts.atRest(t)
+	assert.Equal(t, uint64(1), ts.Stats().Cancelled)
 }

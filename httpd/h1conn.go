@@ -422,13 +422,15 @@ func (hc *h1conn) refuse(err *h1.Error) {
 }
 
 // refuseStreamed ends r, whose handler was reading the body the parser
-// refused (a chunked body that outgrew MaxBodyBytes as it streamed): its
-// handle is cancelled, so its OnData never sees an end, and status is its
-// answer in its turn, in place of whatever the handler replied. If its
-// response has begun (a Stream's head is out), it cannot become the
-// answer: it is cut short where it is. Either way the connection then
-// lingers (finish): the client, still sending the body, reads what was
-// written rather than a reset.
+// refused (a chunked body that outgrew MaxBodyBytes as it streamed, or a
+// malformed chunk): its handle is cancelled, so its OnData never sees an
+// end, and status is its answer in its turn, in place of whatever the
+// handler replied. If its response has begun (a Stream's head is out), it
+// cannot become the answer: it is cut short where it is. Then, as for
+// any refusal, the connection closes once the answer is out after a 400
+// (malformed framing is not lingered for), and lingers (finish) after a
+// 413: the client, still sending the body, reads what was written rather
+// than a reset.
 func (hc *h1conn) refuseStreamed(r *Request, status int) {
 	_ = hc.c.SetReadTimeout(0) // the linger times the rest (timeBody)
 	switch {
@@ -442,6 +444,9 @@ func (hc *h1conn) refuseStreamed(r *Request, status int) {
 	}
 	if hd := r.h; hd != nil {
 		hd.Cancel()
+	}
+	if status == 400 {
+		hc.errStatus = -1 // pump's end: the close, with no answer of its own
 	}
 	hc.maybeRelease(r)
 	hc.pump()
