@@ -176,3 +176,43 @@ func TestStreamedChunkedBodyMalformed(t *testing.T) {
 	ts.atRest(t)
 	assert.Equal(t, uint64(1), ts.Stats().Cancelled)
 }
+
+// A handler that made its whole answer before the body crossed the
+// limit (a 401 that does not read the upload) keeps it: its DATA, held
+// back by the client's window, still goes out to its END_STREAM, with no
+// 413 and no CANCEL; RST_STREAM(NO_ERROR) then stops the upload.
+func TestH2BodyOverLimitKeepsACompleteAnswer(t *testing.T) {
+	m := bodyLimitMux()
+	big := strings.Repeat("b", 100<<10) // more than the client's initial window
+	m.HandleFunc("PUT /early", func(r *Request) Reply { return Text(401, big) })
+	ts := startServer(t, m, Config{MaxBodyBytes: 40000})
+	c := dialH2(t, ts.addr)
+	c.open(1, "PUT", "/early", false)
+	piece := make([]byte, 16<<10)
+	require.NoError(t, c.fr.WriteData(1, false, piece))
+	require.NoError(t, c.fr.WriteData(1, false, piece)) // outgrows the arena: the handler answers
+	got := 0
+	f := c.next()
+	hf, ok := f.(*http2.MetaHeadersFrame)
+	require.True(t, ok, "not HEADERS: %v", f)
+	require.Equal(t, "401", hf.PseudoValue("status"))
+	for got < 65535 { // all the initial window lets out
+		df, ok := c.next().(*http2.DataFrame)
+		require.True(t, ok)
+		got += len(df.Data())
+	}
+	require.NoError(t, c.fr.WriteData(1, false, piece)) // crosses the limit
+	require.NoError(t, c.fr.WriteWindowUpdate(1, 1<<20))
+	require.NoError(t, c.fr.WriteWindowUpdate(0, 1<<20))
+	for ended := false; !ended; {
+		df, ok := c.next().(*http2.DataFrame)
+		require.True(t, ok, "the complete answer was cut after %d of %d bytes", got, len(big))
+		got += len(df.Data())
+		ended = df.StreamEnded()
+	}
+	assert.Equal(t, len(big), got)
+	id, code := c.rst()
+	assert.Equal(t, uint32(1), id)
+	assert.Equal(t, http2.ErrCodeNo, code)
+	ts.atRest(t)
+}

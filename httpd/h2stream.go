@@ -295,22 +295,26 @@ func (h *h2conn) onData(f *http2.DataFrame) {
 // refuseBody refuses st's body, over MaxBodyBytes (its content-length, or
 // what has arrived of it): 413 is the answer, in place of its handler's
 // response (a handler reading the body is cancelled: its OnData never
-// sees the end), and what the client still sends is dropped. Once our
-// END_STREAM is out, RST_STREAM(NO_ERROR) asks the client to stop
-// sending (RFC 9113 §8.1: the response is complete). A response already
-// begun cannot become the 413: the stream is reset (CANCEL).
+// sees the end), and what the client still sends is dropped. A response
+// the handler has already made whole (its DATA may still wait for the
+// window) is kept instead of the 413. Once our END_STREAM is out,
+// RST_STREAM(NO_ERROR) asks the client to stop sending (RFC 9113 §8.1:
+// the response is complete). A Stream that has begun and not ended
+// cannot become the 413: the stream is reset (CANCEL).
 func (h *h2conn) refuseBody(st *h2stream) {
 	h.ls.st.badRequests.Add(1)
 	st.refused = true
 	r := st.r
+	if r != nil {
+		r.body.done = true // bodyIn drops the rest
+		st.rbuf, st.rend = nil, false
+	}
 	switch {
-	case r == nil || r.written: // answered already
+	case r == nil || r.written || st.headersSent && (r.stream.p == nil || r.stream.ended): // answered already
 		h.stopBody(st)
 	case st.headersSent:
 		h.resetStream(st.id, http2.ErrCodeCancel)
 	default:
-		r.body.done = true // bodyIn drops the rest
-		st.rbuf, st.rend = nil, false
 		r.refusal = 413
 		if hd := r.h; hd != nil {
 			hd.Cancel() // handleEnded answers
