@@ -142,13 +142,19 @@ func TestH2BodyOverLimit(t *testing.T) {
 	require.NoError(t, c.fr.WriteData(3, true, piece[:10])) // crossed the reset: ignored
 
 	c.open(5, "PUT", "/count", false)
-	require.NoError(t, c.fr.WriteData(5, true, piece))
-	c.expect(5, "200", itoa(len(piece)))
+	require.NoError(t, c.fr.WriteData(5, false, piece))
+	require.NoError(t, c.fr.WriteData(5, false, piece))
+	require.NoError(t, c.fr.WriteData(5, true, piece)) // crosses the limit and ends the body
+	c.expect(5, "413", statusBody(413))                // and no RST_STREAM: the body has ended
+
+	c.open(7, "PUT", "/count", false)
+	require.NoError(t, c.fr.WriteData(7, true, piece))
+	c.expect(7, "200", itoa(len(piece)))
 	ts.atRest(t)
 	st := ts.Stats()
-	assert.Equal(t, uint64(2), st.Requests, "stream 1's handler never ran")
-	assert.Equal(t, uint64(1), st.Cancelled, "stream 3's handler is cancelled")
-	assert.Equal(t, uint64(2), st.BadRequests)
+	assert.Equal(t, uint64(3), st.Requests, "stream 1's handler never ran")
+	assert.Equal(t, uint64(2), st.Cancelled, "the handlers of streams 3 and 5 are cancelled")
+	assert.Equal(t, uint64(3), st.BadRequests)
 }
 
 // A malformed chunk in a body that streams to its handler is a 400 like
@@ -214,5 +220,39 @@ func TestH2BodyOverLimitKeepsACompleteAnswer(t *testing.T) {
 	id, code := c.rst()
 	assert.Equal(t, uint32(1), id)
 	assert.Equal(t, http2.ErrCodeNo, code)
+	ts.atRest(t)
+}
+
+// The RST_STREAM(NO_ERROR) after a 413 is the server's own choice, not a
+// reset the client provoked: it spends no rapid-reset token, and a client
+// whose uploads are all refused keeps its connection.
+func TestH2RefusalsSpendNoResetBudget(t *testing.T) {
+	ts := startServer(t, bodyLimitMux(), Config{MaxBodyBytes: 1000})
+	c := dialH2(t, ts.addr)
+	const n = h2ResetBurst + 20
+	blocks := make([][]byte, n)
+	for i := range blocks {
+		blocks[i] = c.block(":method", "PUT", ":scheme", "http", ":authority", "x", ":path", "/count",
+			"content-length", "2000")
+	}
+	written := make(chan error, 1)
+	go func() { // the client reads the answers while it sends: nothing piles up unread
+		var err error
+		for i := 0; i < n && err == nil; i++ {
+			err = c.fr.WriteHeaders(http2.HeadersFrameParam{StreamID: uint32(2*i + 1),
+				BlockFragment: blocks[i], EndHeaders: true})
+		}
+		written <- err
+	}()
+	for i := range uint32(n) {
+		c.expect(2*i+1, "413", statusBody(413))
+		id, code := c.rst()
+		require.Equal(t, 2*i+1, id)
+		require.Equal(t, http2.ErrCodeNo, code)
+	}
+	require.NoError(t, recvT(t, written))
+	c.get(2*n+1, "/health")
+	c.expect(2*n+1, "200", "ok")
+	assert.Zero(t, ts.Stats().Abusive)
 	ts.atRest(t)
 }

@@ -210,11 +210,13 @@ func (h *h2conn) unstall() {
 }
 
 // spendRST counts a RST_STREAM about to be written with code: a control
-// frame, and a reset token unless the stream ends for a reason of ours;
-// false, with the connection ended, past a budget.
+// frame, and a reset token unless the stream ends for a reason of ours
+// (CANCEL, INTERNAL_ERROR, and NO_ERROR after a complete response: a
+// refused upload's 413); false, with the connection ended, past a budget.
 func (h *h2conn) spendRST(code http2.ErrCode) bool {
 	if !h.spendControl() {
 		return false
 	}
-	return code == http2.ErrCodeCancel || code == http2.ErrCodeInternal || h.spendReset()
+	return code == http2.ErrCodeCancel || code == http2.ErrCodeInternal || code == http2.ErrCodeNo ||
+		h.spendReset()
 }

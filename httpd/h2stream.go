@@ -284,8 +284,11 @@ func (h *h2conn) onData(f *http2.DataFrame) {
 		return
 	}
 	if limit := h.ls.cfg.MaxBodyBytes; limit > 0 && st.received > limit && !st.refused {
+		if end {
+			st.remoteDone = true // the body has ended: no RST_STREAM is owed to stop it
+		}
 		h.refuseBody(st)
-		if st.reset {
+		if st.reset || st.closed {
 			return
 		}
 	}
