@@ -209,6 +209,7 @@ func (c *Conn) closeWith(err error) {
 	c.onRead, c.onEOF, c.fr = nil, nil, nil // the framer's carry goes too
 
 	cancelled := errors.Is(err, ErrCancelled)
+	c.drainCut = err == errDrainDeadline
 	werr := err
 	if werr == nil {
 		werr = ErrConnClosed
@@ -253,9 +254,11 @@ func (c *Conn) closeWith(err error) {
 // OnClose sets the callback that runs, on the loop, once the connection has
 // closed, however it closed. err is nil after Close or an orderly end, the
 // cause otherwise: a reset, a timeout, a panicking callback, ErrCancelled
-// when Closed was cancelled, and an error for which errors.Is(err,
+// when Closed was cancelled, an error for which errors.Is(err,
 // ErrStopped) holds (and ErrCancelled, as for everything Stop ends) when
-// Loop.Stop closed it. It runs once, after Closed's direct continuations
+// Loop.Stop closed it, and one that says a drain's deadline closed it
+// (ErrCancelled too) for that. The last two also match ErrConnClosed and
+// net.ErrClosed. It runs once, after Closed's direct continuations
 // (those registered on Closed itself; what they start, and Wait or Done on
 // Closed, may see the close before it), never inside this call; on a
 // connection that is already closed it runs soon. Setting it again before
@@ -298,8 +301,12 @@ func (cc *connCloseCall) runTask(*Loop) {
 func (c *Conn) callOnClose(fn func(c *Conn, err error)) {
 	c.l.checkOnLoop()
 	_, err := c.closed.Result()
-	if err == ErrCancelled && c.l.state.Load() != stateRunning {
-		err = errConnStopped // say why
+	switch {
+	case err != ErrCancelled:
+	case c.drainCut:
+		err = errDrainDeadline // say why
+	case c.l.state.Load() != stateRunning:
+		err = errConnStopped
 	}
 	c.l.call(func() { fn(c, err) })
 }

@@ -88,6 +88,7 @@ type Conn struct {
 	draining     bool  // ending once idle (see drain)
 	wdone        bool  // shutdown(SHUT_WR) done
 	cork         uint8 // writes made during a read callback (corkNone...; see write)
+	drainCut     bool  // a drain's deadline closed it: OnClose says so (errDrainDeadline)
 	onRead       func(c *Conn, b []byte)
 	onEOF        func(c *Conn)
 	onClose      func(c *Conn, err error)

@@ -150,10 +150,11 @@ func drainHandle(l *Loop, job **drainJob, start func() *drainJob) *Handle[struct
 // closing on unread bytes would reset the connection and could destroy
 // replies the peer has not read yet). When grace has passed, the
 // connections still open are closed (their scopes cancelled; OnClose hears
-// ErrCancelled). The handle completes when the last of them has closed. A
-// Pipe holds both its connections busy until it ends, and a NetConn view
-// its connection until the view's Close. Calling Drain again
-// gives a handle that completes with the first call's. Any goroutine.
+// an error that says so, for which errors.Is(err, ErrCancelled) holds).
+// The handle completes when the last of them has closed. A Pipe holds both
+// its connections busy until it ends, and a NetConn view its connection
+// until the view's Close. Calling Drain again gives a handle that
+// completes with the first call's. Any goroutine.
 func (ln *Listener) Drain(grace time.Duration) *Handle[struct{}] {
 	return drainHandle(ln.l, &ln.drained, func() *drainJob {
 		ln.closeWith(nil)

@@ -105,6 +105,41 @@ func TestListenerDrainDeadline(t *testing.T) {
 	closedLoopTCP(t, l)
 }
 
+// A connection closed by a drain's deadline says so: OnClose, and Read on
+// a NetConn view (which holds its connection busy through the drain), get
+// an error that names the deadline and matches ErrCancelled, ErrConnClosed
+// and net.ErrClosed.
+func TestListenerDrainDeadlineSaysSo(t *testing.T) {
+	l := startLoop(t)
+	accepted := make(chan *Conn, 2)
+	closedWith := make(chan error, 2)
+	ln, err := Listen(l, "127.0.0.1:0", ListenConfig{}, func(c *Conn) {
+		Adopt(c.Scope(), NewPromise[struct{}](l).Handle()) // busy until the deadline
+		_ = c.OnClose(func(_ *Conn, err error) { closedWith <- err })
+		accepted <- c
+	})
+	require.NoError(t, err)
+	plain := netDial(t, ln)
+	recv(t, accepted)
+	viewed := netDial(t, ln)
+	view := recv(t, accepted).NetConn() // takes OnClose over: the view reports
+	_, err = wait(t, ln.Drain(50*time.Millisecond))
+	require.NoError(t, err)
+	require.NoError(t, view.SetReadDeadline(time.Now().Add(waitTimeout)))
+	_, viewErr := view.Read(make([]byte, 1))
+	for _, err := range []error{recv(t, closedWith), viewErr} {
+		require.ErrorIs(t, err, errDrainDeadline)
+		require.ErrorIs(t, err, ErrCancelled)
+		require.ErrorIs(t, err, ErrConnClosed)
+		require.ErrorIs(t, err, net.ErrClosed)
+	}
+	require.Empty(t, closedWith, "the view's OnClose replaced the accept callback's")
+	for _, nc := range []net.Conn{plain, viewed} {
+		_, err = io.ReadAll(nc)
+		require.NoError(t, err)
+	}
+}
+
 // Runtime.Shutdown drains every loop before it stops them: a reply still
 // being computed is written, then the loops stop and nil is returned.
 func TestRuntimeShutdownDrains(t *testing.T) {

@@ -80,7 +80,7 @@ var netViews sync.Map // *Conn → *netConn
 //     then, rather than cutting it mid-stream; when the drain's time is
 //     up, the connection closes and Read and Write say so
 //     (errors.Is(err, ErrStopped) after Stop, ErrCancelled after a drain's
-//     grace).
+//     grace, and net.ErrClosed for both).
 //
 // Errors are *net.OpError, as package net's, wrapping the cause: a
 // deadline, ErrConnClosed after Close, ErrWriteClosed; once the connection
