@@ -80,7 +80,11 @@ var netViews sync.Map // *Conn → *netConn
 //     then, rather than cutting it mid-stream; when the drain's time is
 //     up, the connection closes and Read and Write say so
 //     (errors.Is(err, ErrStopped) after Stop, ErrCancelled after a drain's
-//     grace, and net.ErrClosed for both).
+//     grace, and net.ErrClosed for both). So end the goroutine code first:
+//     a net/http Server on views closes its idle keep-alive connections in
+//     its Shutdown, a Transport in CloseIdleConnections; a view left open
+//     holds Runtime.Shutdown until its context ends (forever for one
+//     without a deadline).
 //
 // Errors are *net.OpError, as package net's, wrapping the cause: a
 // deadline, ErrConnClosed after Close, ErrWriteClosed; once the connection
