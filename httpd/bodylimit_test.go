@@ -97,6 +97,26 @@ func TestStreamedChunkedBodyOverLimit(t *testing.T) {
 	assert.Equal(t, uint64(1), st.BadRequests)
 }
 
+// A HEAD whose streamed body is refused gets the 413's head alone, as
+// any answer to HEAD: no body follows it before the close.
+func TestStreamedChunkedBodyOverLimitHead(t *testing.T) {
+	m := bodyLimitMux()
+	m.HandleFunc("HEAD /count", func(r *Request) Reply {
+		return afterBody(r, func(n int) Response { return TextResponse(200, itoa(n)) })
+	})
+	ts := startServer(t, m, Config{MaxBodyBytes: 64 << 10})
+	c := dialRaw(t, ts.addr)
+	c.send("HEAD /count HTTP/1.1\r\nHost: x\r\nTransfer-Encoding: chunked\r\n\r\n")
+	sent := sendChunked(c, 6, 16<<10)
+	resp := c.read("HEAD")
+	assert.Equal(t, 413, resp.status)
+	require.NoError(t, recvT(t, sent))
+	rest, err := io.ReadAll(c.br)
+	require.NoError(t, err)
+	assert.Empty(t, string(rest), "bytes after the head of an answer to HEAD")
+	ts.atRest(t)
+}
+
 // When the response to the request has begun (a Stream's head is out),
 // no 413 can take its place: the handler is cancelled and the connection
 // closes after what was written, the body of the response cut short.

@@ -535,7 +535,7 @@ func (hc *h1conn) pump() {
 			hc.abort() // a response is missing: the ones after it cannot be sent
 			return
 		case r.refusal != 0:
-			hc.writeError(r.refusal)
+			hc.writeError(r.refusal, r.isHead)
 		case r.stream.p != nil:
 			if !r.stream.started {
 				hc.continueInTurn(r) // before the stream's final head
@@ -569,7 +569,7 @@ func (hc *h1conn) pump() {
 		status := hc.errStatus
 		hc.errStatus = 0
 		if status > 0 {
-			hc.writeError(status)
+			hc.writeError(status, false)
 		}
 		if status == 400 || status < 0 {
 			// As nginx: a malformed request (a smuggling attempt, or not
@@ -724,13 +724,15 @@ func (hc *h1conn) write(r *Request) {
 	hc.ls.wbuf = buf[:0]
 }
 
-// writeError writes the answer to a refused request; the connection
-// closes after it.
-func (hc *h1conn) writeError(status int) {
+// writeError writes the answer to a refused request (of HEAD: without
+// its body); the connection closes after it.
+func (hc *h1conn) writeError(status int, isHead bool) {
 	e := errResponse(status)
 	buf, err := hc.appendHead(status, e.Header, h1.BodyLength, int64(len(e.Body)), true, false)
 	if err == nil {
-		buf = append(buf, e.Body...)
+		if !isHead {
+			buf = append(buf, e.Body...)
+		}
 		_, _ = hc.c.Write(buf)
 	}
 	hc.ls.wbuf = buf[:0]
