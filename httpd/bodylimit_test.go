@@ -146,9 +146,7 @@ func TestH2BodyOverLimit(t *testing.T) {
 	c := dialH2(t, ts.addr)
 	c.open(1, "PUT", "/count", false, "content-length", "40001")
 	c.expect(1, "413", statusBody(413))
-	id, code := c.rst()
-	assert.Equal(t, uint32(1), id)
-	assert.Equal(t, http2.ErrCodeNo, code)
+	c.expectReset(1, http2.ErrCodeNo)
 
 	c.open(3, "PUT", "/count", false)
 	piece := make([]byte, 16<<10)
@@ -156,9 +154,7 @@ func TestH2BodyOverLimit(t *testing.T) {
 		require.NoError(t, c.fr.WriteData(3, false, piece))
 	}
 	c.expect(3, "413", statusBody(413))
-	id, code = c.rst()
-	assert.Equal(t, uint32(3), id)
-	assert.Equal(t, http2.ErrCodeNo, code)
+	c.expectReset(3, http2.ErrCodeNo)
 	require.NoError(t, c.fr.WriteData(3, true, piece[:10])) // crossed the reset: ignored
 
 	c.open(5, "PUT", "/count", false)
@@ -237,9 +233,7 @@ func TestH2BodyOverLimitKeepsACompleteAnswer(t *testing.T) {
 		ended = df.StreamEnded()
 	}
 	assert.Equal(t, len(big), got)
-	id, code := c.rst()
-	assert.Equal(t, uint32(1), id)
-	assert.Equal(t, http2.ErrCodeNo, code)
+	c.expectReset(1, http2.ErrCodeNo)
 	ts.atRest(t)
 }
 
@@ -275,4 +269,56 @@ func TestH2RefusalsSpendNoResetBudget(t *testing.T) {
 	c.expect(2*n+1, "200", "ok")
 	assert.Zero(t, ts.Stats().Abusive)
 	ts.atRest(t)
+}
+
+// The bytes a client sends after its body was refused are dropped and
+// not given back: the stream's window closes on them, so a client whose
+// 413 waits for its own window (here, an initial window of 0) cannot go
+// on uploading meanwhile. The connection's window is given back: the
+// other streams go on.
+func TestH2RefusedBodyGetsNoWindow(t *testing.T) {
+	ts := startServer(t, bodyLimitMux(), Config{MaxBodyBytes: 40000})
+	c := dialH2(t, ts.addr)
+	require.NoError(t, c.fr.WriteSettings(http2.Setting{ID: http2.SettingInitialWindowSize, Val: 0}))
+	c.open(1, "PUT", "/count", false)
+	piece := make([]byte, 16<<10)
+	for range 3 { // the third crosses the limit
+		require.NoError(t, c.fr.WriteData(1, false, piece))
+	}
+	f := c.next()
+	hf, ok := f.(*http2.MetaHeadersFrame)
+	require.True(t, ok, "not HEADERS: %v", f)
+	require.Equal(t, "413", hf.PseudoValue("status"))
+	require.NoError(t, c.fr.WriteData(1, false, piece)) // dropped, within the window's 65535
+	require.NoError(t, c.fr.WritePing(false, [8]byte{'s', 'y', 'n', 'c'}))
+	for pinged := false; !pinged; {
+		switch f := c.frame().(type) {
+		case *http2.WindowUpdateFrame:
+			assert.NotEqual(t, uint32(1), f.StreamID, "window given back to the refused stream")
+		case *http2.PingFrame:
+			pinged = f.IsAck()
+		}
+	}
+	require.NoError(t, c.fr.WriteSettings(http2.Setting{ID: http2.SettingInitialWindowSize, Val: 65535}))
+	c.expectBody(1, statusBody(413))
+	c.expectReset(1, http2.ErrCodeNo)
+	c.get(3, "/health")
+	c.expect(3, "200", "ok")
+	ts.atRest(t)
+}
+
+// expectBody reads the DATA of stream id up to its END_STREAM: body.
+func (c *h2Raw) expectBody(id uint32, body string) {
+	c.t.Helper()
+	var got []byte
+	for {
+		df, ok := c.next().(*http2.DataFrame)
+		require.True(c.t, ok)
+		require.Equal(c.t, id, df.StreamID)
+		got = append(got, df.Data()...)
+		if df.StreamEnded() {
+			assert.Equal(c.t, body, string(got))
+			return
+		}
+	}
 }

@@ -58,6 +58,15 @@ func (c *h2Raw) rst() (uint32, http2.ErrCode) {
 	return rf.StreamID, rf.ErrCode
 }
 
+// expectReset reads the next frame, a RST_STREAM, and checks its stream
+// and code.
+func (c *h2Raw) expectReset(id uint32, code http2.ErrCode) {
+	c.t.Helper()
+	gotID, gotCode := c.rst()
+	assert.Equal(c.t, id, gotID)
+	assert.Equal(c.t, code, gotCode)
+}
+
 // After the client's RST_STREAM, DATA or HEADERS on the stream are a
 // stream error STREAM_CLOSED, answered once (h2spec 5.1/8, 5.1/9); the
 // connection goes on.

@@ -380,10 +380,11 @@ func (h *h2conn) bodyIn(st *h2stream, p []byte, end bool) {
 }
 
 // credit gives consumed body bytes back to the client (WINDOW_UPDATE),
-// unless what the stream has to send is past streamPendMax: an echo then
-// waits for its client to read.
+// unless what the stream has to send is past streamPendMax (an echo then
+// waits for its client to read) or its body was refused (what follows is
+// dropped, and the stream's window closes on it).
 func (h *h2conn) credit(st *h2stream) {
-	if st.unacked == 0 || st.remoteDone || st.reset || len(st.out)-st.off >= streamPendMax {
+	if st.unacked == 0 || st.remoteDone || st.reset || st.refused || len(st.out)-st.off >= streamPendMax {
 		return
 	}
 	if st.unacked >= h2StreamWindow/4 || st.recvWin < h2StreamWindow/4 {
