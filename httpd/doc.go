@@ -88,8 +88,8 @@
 // body small enough for the arena; for a larger one, when the handler
 // reads it), answers HEAD without a body,
 // caches the Date header per loop (made at most once a second), and times
-// out slow heads, the small bodies that come with them and larger bodies
-// that stop coming while their handler reads (Config.HeaderTimeout), and
+// out slow heads and bodies that stop coming, small ones waiting in the
+// arena and larger ones while their handler reads (Config.HeaderTimeout), and
 // idle connections (Config.IdleTimeout); those two are swept by a ticker
 // of each loop, so they may run up to a quarter of the shorter one (at
 // most a second) late. A client that stops reading its responses is

@@ -305,10 +305,11 @@ func (hc *h1conn) onHead(raw []byte) {
 // continueBuffering sends "100 Continue" for the body being buffered (its
 // handler has not started) once no response before it is owed: an interim
 // response must not overtake the final one of an earlier request, which
-// its client would take it for. A buffered body must arrive within
-// HeaderTimeout, counted from its head (from its first byte when the head
-// took more than one read), or from its 100 Continue: its client does not
-// send it while it waits for that.
+// its client would take it for. A buffered body may pause for
+// HeaderTimeout at most, as a streamed one may: counted from its head
+// (from its first byte when the head took more than one read), or from
+// its 100 Continue (its client does not send it while it waits for
+// that), and restarted by each piece (onBody).
 func (hc *h1conn) continueBuffering() {
 	r := hc.cur
 	switch {
@@ -348,6 +349,7 @@ func (hc *h1conn) onBody(p []byte) {
 	if hc.buffering {
 		r.body.data = append(r.body.data, p...) // split kept it within the room
 		if !end {
+			hc.setTimeout(&hc.ls.headQ) // a pause, not the whole body, is bounded
 			return
 		}
 		hc.buffering = false

@@ -50,11 +50,13 @@ type Config struct {
 	MaxBodyBytes int64
 
 	// HeaderTimeout is the time a client has to send a whole request head,
-	// from its first byte (or from the connection's start), and with it a
-	// body small enough to wait in the arena for its handler (from its
-	// 100 Continue, if it waited for one); for a larger body, which
-	// streams to its handler, it is the longest the client may pause while
-	// the handler reads. IdleTimeout is how long a kept-alive connection
+	// from its first byte (or from the connection's start), and the
+	// longest it may pause while it sends the body: one small enough to
+	// wait in the arena for its handler (counted from the head, or from
+	// its 100 Continue if it waited for one), or a larger one, which
+	// streams to its handler, while the handler reads. A slow body that
+	// keeps coming is not cut, as with nginx's client_body_timeout.
+	// IdleTimeout is how long a kept-alive connection
 	// may wait for its next request, and how long an HTTP/2 connection
 	// may hold a response that waits for the client's window or reading
 	// (no DATA goes out). The connection is closed when one passes.

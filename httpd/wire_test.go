@@ -3,6 +3,7 @@ package httpd
 import (
 	"bytes"
 	"context"
+	"fmt"
 	"io"
 	"net/http"
 	"net/http/httptrace"
@@ -250,10 +251,11 @@ func TestExpectContinuePipelinedStream(t *testing.T) {
 	ts.atRest(t)
 }
 
-// A body small enough to wait in the arena for its handler must arrive
-// within HeaderTimeout too: a client that sends a head and never its body
-// would hold an arena for good, and enough of them every arena of the
-// loop. Sent in its turn, a 100 Continue starts its body's time afresh.
+// A body small enough to wait in the arena for its handler may not pause
+// for longer than HeaderTimeout either: a client that sends a head and
+// never its body would hold an arena for good, and enough of them every
+// arena of the loop. Sent in its turn, a 100 Continue starts its body's
+// time afresh.
 func TestBufferedBodyTimeout(t *testing.T) {
 	p := newProbe()
 	const timeout = 200 * time.Millisecond // room for the client's steps below
@@ -295,6 +297,46 @@ func TestBufferedBodyTimeout(t *testing.T) {
 	c.send("hello")
 	assert.Equal(t, "hello", c.read("POST").body)
 	c.Close()
+	ts.atRest(t)
+}
+
+// A body small enough to wait in the arena may take longer than
+// HeaderTimeout in all, as a streamed one may: each piece restarts the
+// time; only a pause longer than HeaderTimeout ends it (TestBufferedBodyTimeout).
+// A slow client's small upload is not cut for being slow.
+func TestBufferedBodySlowButSteady(t *testing.T) {
+	const timeout = 500 * time.Millisecond // see TestStreamedBodyTimeout
+	const pace = timeout / 10
+	ts := startServer(t, testMux(), Config{HeaderTimeout: timeout})
+	for _, chunked := range []bool{false, true} {
+		const pieces, size = 20, 100 // 20 paces: twice the timeout
+		framing := "Content-Length: " + itoa(pieces*size)
+		if chunked {
+			framing = "Transfer-Encoding: chunked"
+		}
+		c := dialRaw(t, ts.addr)
+		in := ts.l.Stats().TCPBytesIn
+		head := "POST /echo HTTP/1.1\r\nHost: x\r\n" + framing + "\r\n\r\n"
+		c.send(head)
+		sent := uint64(len(head))
+		for range pieces {
+			piece := strings.Repeat("x", size)
+			if chunked {
+				piece = fmt.Sprintf("%x\r\n%s\r\n", size, piece)
+			}
+			c.send(piece)
+			sent += uint64(len(piece))
+			eventually(t, func() bool { return ts.l.Stats().TCPBytesIn-in == sent }, "the piece is not read")
+			time.Sleep(pace) // paces a slow client
+		}
+		if chunked {
+			c.send("0\r\n\r\n")
+		}
+		resp := c.read("POST")
+		assert.Equal(t, 200, resp.status, "chunked %v", chunked)
+		assert.Equal(t, strings.Repeat("x", pieces*size), resp.body, "chunked %v", chunked)
+		c.Close()
+	}
 	ts.atRest(t)
 }
 
