@@ -491,6 +491,13 @@ func (hc *h1conn) dispatch(r *Request) {
 		return
 	}
 	ls.adoptReply(r, reply.h)
+	if r.stream.p != nil && r == hc.qhead && !r.expect {
+		// A stream's head goes at once, as on HTTP/2: an event stream is
+		// open for its client before its first event. (Not while a 100
+		// Continue is owed: a handler that reads the body later still
+		// gets it sent first.)
+		hc.pump()
+	}
 }
 
 // handleEnded: r's handle has finished (loopState.endHandle). Its response

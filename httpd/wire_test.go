@@ -16,6 +16,7 @@ import (
 	"github.com/stretchr/testify/assert"
 	"github.com/stretchr/testify/require"
 	"github.com/valkyria/aio"
+	"golang.org/x/net/http2"
 )
 
 // Limits and malformed requests: each is answered with its status and the
@@ -531,6 +532,30 @@ func TestEventStream(t *testing.T) {
 	ts.atRest(t)
 	assert.Equal(t, uint64(1), ts.Stats().Cancelled)
 	eventually(t, func() bool { return ts.l.Stats().Timers == timers }, "the stream's timer still runs")
+}
+
+// A Stream's head goes out as soon as the handler returns it (in its
+// turn), not with its first bytes: an event stream whose first event
+// comes in a minute is open at once for its client (EventSource's open
+// event), on HTTP/1.1 as on HTTP/2.
+func TestStreamHeadGoesAtOnce(t *testing.T) {
+	ts := startServer(t, sseMux(), Config{})
+	c := dialRaw(t, ts.addr)
+	c.send("GET /events?n=1&ms=60000 HTTP/1.1\r\nHost: x\r\n\r\n")
+	resp, err := http.ReadResponse(c.br, &http.Request{Method: "GET"})
+	require.NoError(t, err, "the head waits for the first event")
+	assert.Equal(t, "text/event-stream", resp.Header.Get("Content-Type"))
+	c.Close()
+
+	h2 := dialH2(t, ts.addr)
+	h2.get(1, "/events?n=1&ms=60000")
+	f := h2.next()
+	hf, ok := f.(*http2.MetaHeadersFrame)
+	require.True(t, ok, "not HEADERS: %v", f)
+	assert.Equal(t, "200", hf.PseudoValue("status"))
+	assert.False(t, hf.StreamEnded())
+	require.NoError(t, h2.nc.Close())
+	ts.atRest(t)
 }
 
 // With one arena, a second connection's request waits, its reading
