@@ -38,7 +38,7 @@ const (
 	h2MaxFrame      = h2DefaultFrame  // SETTINGS_MAX_FRAME_SIZE: the default, which every client sends within
 	h2StreamWindow  = h2DefaultWindow // the initial stream window we grant (the default)
 	h2ConnWindow    = 1 << 20         // the connection window we grant
-	h2MaxStreams    = 256             // SETTINGS_MAX_CONCURRENT_STREAMS
+	h2MaxStreams    = 256             // SETTINGS_MAX_CONCURRENT_STREAMS, at most (loopState.h2Streams)
 	h2MaxWindow     = 1<<31 - 1
 	h2OutKeep       = 64 << 10 // the out buffer a flush keeps; larger, it is let go
 	h2OutFlush      = 32 << 10 // sendData flushes past this, so the buffer stays within h2OutKeep
@@ -60,7 +60,7 @@ type h2conn struct {
 	encCache h2encCache     // response fields encoded lately (h2enc.go)
 
 	streams map[uint32]*h2stream
-	open    int         // streams that count toward h2MaxStreams: in streams, not reset (h2stream.countOut)
+	open    int         // streams that count toward ls.h2Streams: in streams, not reset (h2stream.countOut)
 	waiting []*h2stream // streams with DATA held by the connection's window or a full write queue
 	lastID  uint32      // the highest stream the client opened
 
@@ -154,7 +154,7 @@ func (hc *h1conn) startH2() *h2conn {
 	h.enc = hpack.NewEncoder(&h.hb)
 	h.enc.SetMaxDynamicTableSize(0)
 	_ = h.fr.WriteSettings(
-		http2.Setting{ID: http2.SettingMaxConcurrentStreams, Val: h2MaxStreams},
+		http2.Setting{ID: http2.SettingMaxConcurrentStreams, Val: uint32(ls.h2Streams)},
 		http2.Setting{ID: http2.SettingMaxFrameSize, Val: h2MaxFrame},
 		http2.Setting{ID: http2.SettingMaxHeaderListSize, Val: uint32(ls.cfg.MaxHeadBytes)},
 	)

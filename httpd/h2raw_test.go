@@ -24,6 +24,8 @@ type h2Raw struct {
 	fr *http2.Framer
 	hb bytes.Buffer
 	he *hpack.Encoder
+
+	maxStreams uint32 // the server's SETTINGS_MAX_CONCURRENT_STREAMS (dialH2)
 }
 
 // dialH2 connects, sends the preface and SETTINGS, and reads the server's
@@ -37,7 +39,7 @@ func dialH2(t testing.TB, addr string) *h2Raw {
 	require.True(t, ok && !sf.IsAck(), "first frame %v", f)
 	v, ok := sf.Value(http2.SettingMaxConcurrentStreams)
 	require.True(t, ok)
-	assert.Equal(t, uint32(h2MaxStreams), v)
+	c.maxStreams = v
 	require.NoError(t, c.fr.WriteSettingsAck())
 	return c
 }
@@ -132,6 +134,17 @@ func (c *h2Raw) eof() bool {
 			c.t.Logf("unexpected frame %v", f)
 			return false
 		}
+	}
+}
+
+// The server offers as many concurrent streams as a connection can have
+// arenas for: h2MaxStreams, or Config.Arenas if fewer. A client that keeps
+// to it is never refused for want of an arena while it is the only one.
+func TestH2MaxStreamsFollowsArenas(t *testing.T) {
+	for _, tc := range []struct{ arenas, want int }{{0, h2MaxStreams}, {h2MaxStreams + 1, h2MaxStreams}, {4, 4}} {
+		ts := startServer(t, testMux(), Config{Arenas: tc.arenas})
+		c := dialH2(t, ts.addr)
+		assert.Equal(t, uint32(tc.want), c.maxStreams, "arenas %d", tc.arenas)
 	}
 }
 

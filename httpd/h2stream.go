@@ -121,7 +121,7 @@ func (h *h2conn) onHeaders(f *h2block) {
 	case h.goaway:
 		h.resetStream(id, http2.ErrCodeRefusedStream)
 		return
-	case h.open >= h2MaxStreams:
+	case h.open >= ls.h2Streams:
 		h.resetStream(id, http2.ErrCodeRefusedStream)
 		ls.st.refused.Add(1)
 		return
@@ -508,7 +508,7 @@ func (h *h2conn) abortStream(st *h2stream) {
 	h.maybeClose(st)
 }
 
-// countOut stops counting st toward h2MaxStreams, once: when it is reset
+// countOut stops counting st toward ls.h2Streams, once: when it is reset
 // (closed, RFC 9113 §5.1.2, although its handler, cancelled, may hold its
 // request a while longer), or forgotten. What reset streams hold stays
 // bounded: each keeps an arena, and resets spend the rapid-reset budget.

@@ -30,6 +30,10 @@ type loopState struct {
 	tfields []h1.Field
 
 	h2free []*h2stream // closed HTTP/2 streams, for new ones (h2stream.go)
+	// h2Streams is the HTTP/2 SETTINGS_MAX_CONCURRENT_STREAMS: h2MaxStreams,
+	// or Config.Arenas if fewer (more streams than arenas would only be
+	// refused). Immutable.
+	h2Streams int
 
 	conns   connList // every open connection
 	waiters connList // connections waiting for an arena, oldest first
@@ -57,6 +61,7 @@ func newLoopState(srv *Server, cfg *Config, l *aio.Loop) *loopState {
 	ls := &loopState{srv: srv, cfg: cfg, l: l, slab: aio.NewSlab[Request](cfg.Arenas)}
 	ls.conns.i, ls.waiters.i, ls.headQ.i, ls.idleQ.i = linkAll, linkWait, linkTime, linkTime
 	ls.headQ.d, ls.idleQ.d = cfg.HeaderTimeout, cfg.IdleTimeout
+	ls.h2Streams = min(h2MaxStreams, cfg.Arenas)
 	return ls
 }
 
