@@ -18,14 +18,14 @@ var promHeader = []httpd.Field{{Name: "Content-Type", Value: metrics.ContentType
 // later is exported too, with a HELP naming the key.
 var statsHelp = map[string]string{
 	"conns_open":           "TCP connections open now.",
-	"streams_open":         "Requests in progress now.",
+	"streams_open":         "Requests (HTTP/1.1) and streams (HTTP/2) in progress now.",
 	"requests":             "Requests whose handler was started.",
 	"handlers_pending":     "Handler handles not yet terminal.",
-	"cancelled":            "Handler handles that ended cancelled (disconnect, drain deadline).",
-	"responses_suppressed": "Responses not sent because their connection was gone.",
+	"cancelled":            "Handler handles that ended cancelled (disconnect, RST_STREAM, GOAWAY, drain deadline).",
+	"responses_suppressed": "Responses not sent because their stream or connection was gone.",
 	"arenas_in_use":        "Request arenas taken and not yet released.",
 	"arenas_capacity":      "Request arenas in all, over all loops.",
-	"refused":              "Times a connection stopped reading for want of an arena.",
+	"refused":              "HTTP/2 streams refused (REFUSED_STREAM: no arena free, or past the stream limit), and times a connection stopped reading for want of an arena.",
 	"arena_releases":       "Request arenas given back.",
 	"panics":               "Handler panics, answered 500.",
 	"bad_requests":         "Requests refused by the parser.",
