@@ -2,6 +2,7 @@ package httpd
 
 import (
 	"bufio"
+	"sync/atomic"
 	"testing"
 
 	"github.com/stretchr/testify/assert"
@@ -165,4 +166,54 @@ func TestH2EventsStreamed(t *testing.T) {
 	st := ts.Stats()
 	assert.Equal(t, uint64(1), st.Cancelled)
 	assert.Equal(t, int64(1), st.ConnsOpen)
+}
+
+// A Stream written the documented way (while not Full, then on from
+// OnDrain) runs to its end when what makes it Full is the connection's
+// write queue, its own bytes all handed over: a client with windows that
+// never bind, reading late, gets the whole body. (The queue's drain
+// called back only the streams holding DATA of their own, so this one's
+// OnDrain never ran and the download stalled for good.)
+func TestH2StreamOnDrainAfterAFullQueue(t *testing.T) {
+	const total = 16 << 20  // more than the kernel's buffers hold
+	var pauses atomic.Int64 // times the writer found the stream Full; any goroutine
+	m := testMux()
+	m.HandleFunc("GET /drip", func(r *Request) Reply {
+		s := r.Stream(200, nil)
+		chunk := make([]byte, 1<<10) // small: each is sent whole at once
+		sent := 0
+		write := func() {
+			for sent < total && !s.Full() {
+				_, _ = s.Write(chunk)
+				sent += len(chunk)
+			}
+			if sent == total {
+				s.End()
+			} else {
+				pauses.Add(1)
+			}
+		}
+		s.OnDrain(write)
+		write()
+		return s.Reply()
+	})
+	ts := startServer(t, m, Config{})
+	c := dialH2(t, ts.addr)
+	require.NoError(t, c.fr.WriteSettings(http2.Setting{ID: http2.SettingInitialWindowSize, Val: 1 << 30}))
+	require.NoError(t, c.fr.WriteWindowUpdate(0, 1<<30))
+	c.get(1, "/drip")
+	eventually(t, func() bool { return pauses.Load() > 0 }, "the stream never got Full")
+	got := 0
+	for ended := false; !ended; {
+		switch f := c.next().(type) {
+		case *http2.MetaHeadersFrame:
+		case *http2.DataFrame:
+			got += len(f.Data())
+			ended = f.StreamEnded()
+		default:
+			t.Fatalf("unexpected frame %v after %d bytes", f, got)
+		}
+	}
+	assert.Equal(t, total, got)
+	ts.atRest(t)
 }

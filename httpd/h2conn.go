@@ -62,7 +62,10 @@ type h2conn struct {
 	streams map[uint32]*h2stream
 	open    int         // streams that count toward ls.h2Streams: in streams, not reset (h2stream.countOut)
 	waiting []*h2stream // streams with DATA held by the connection's window or a full write queue
-	lastID  uint32      // the highest stream the client opened
+	// queueFull: a Stream was told Full because of the write queue, since
+	// the last drain: the drain looks for the Full streams (onDrain).
+	queueFull bool
+	lastID    uint32 // the highest stream the client opened
 
 	// The streams reset lately, either side, once forgotten: a ring of
 	// ids, the top bit set on those we reset. Frames the client sent
@@ -632,9 +635,19 @@ func (h *h2conn) flush() {
 	}
 }
 
-// onDrain: the write queue has drained: held DATA goes on.
+// onDrain: the write queue has drained: held DATA goes on, and the
+// Streams that said Full because of the queue alone (their own bytes all
+// handed over, so none of them waits) hear OnDrain.
 func (h *h2conn) onDrain(*aio.Conn) {
 	h.sendWaiting()
+	if h.queueFull {
+		h.queueFull = false
+		for _, st := range h.streams {
+			if st.full && !st.waiting {
+				h.drained(st) // one still Full (the queue filled again) says so again
+			}
+		}
+	}
 	h.flush()
 }
 

@@ -874,7 +874,9 @@ func (h *h2conn) streamFull(r *Request) bool {
 	if st == nil {
 		return false
 	}
-	full := len(st.out)-st.off >= streamPendMax || h.c.Full()
+	queue := h.c.Full()
+	full := len(st.out)-st.off >= streamPendMax || queue
 	st.full = st.full || full
+	h.queueFull = h.queueFull || queue
 	return full
 }
