@@ -813,9 +813,7 @@ func (hc *h1conn) startStream(r *Request) {
 		hc.writeBody(r, s.pend)
 		s.pend = s.pend[:0]
 	}
-	if s.onDrain != nil && !hc.c.Full() {
-		s.onDrain() // it was Full while it waited for its turn
-	}
+	hc.drainStream(r) // it was Full while it waited for its turn
 	if hc.cur == r && hc.stall&stallBody != 0 && !hc.bodyBlocked() {
 		hc.unstall(stallBody) // it stalled on streamPendMax before its turn
 	}
@@ -879,7 +877,20 @@ func (hc *h1conn) streamEnd(r *Request) {
 	hc.pump()
 }
 
-func (hc *h1conn) streamFull(r *Request) bool { return r != hc.qhead || hc.c.Full() }
+func (hc *h1conn) streamFull(r *Request) bool {
+	full := r != hc.qhead || hc.c.Full()
+	r.stream.full = r.stream.full || full
+	return full
+}
+
+// drainStream runs the OnDrain of r's stream if Full told its writer to
+// wait and it no longer is.
+func (hc *h1conn) drainStream(r *Request) {
+	if s := &r.stream; s.full && s.onDrain != nil && !hc.streamFull(r) {
+		s.full = false
+		s.onDrain()
+	}
+}
 
 func (hc *h1conn) bodyDemand(r *Request) {
 	if r != hc.cur || hc.closed {
@@ -926,8 +937,8 @@ func (hc *h1conn) unstall(why uint8) {
 // onDrain: the write queue has drained.
 func (hc *h1conn) onDrain(*aio.Conn) {
 	hc.unstall(0) // the queue is no longer Full: resume unless a stall is left
-	if r := hc.qhead; r != nil && r.stream.p != nil && r.stream.started && r.stream.onDrain != nil {
-		r.stream.onDrain()
+	if r := hc.qhead; r != nil && r.stream.p != nil && r.stream.started {
+		hc.drainStream(r)
 	}
 }
 

@@ -39,6 +39,7 @@ type Stream struct {
 	chunked bool   // the body is chunked (the head says so)
 	pend    []byte // bytes written before the stream's turn (pipelining)
 	onDrain func()
+	full    bool // HTTP/1.1: Full said true; OnDrain is owed (HTTP/2: h2stream.full)
 
 	// The trailer (trailer_out.go): SetTrailer's fields, sent after the
 	// body; declared: the header has a Trailer field, so an HTTP/1.1 body

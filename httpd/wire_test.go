@@ -649,3 +649,43 @@ func TestShutdownDeadline(t *testing.T) {
 	assert.Equal(t, uint64(1), ts.Stats().Cancelled)
 	recvT(t, p.workEnded)
 }
+
+// OnDrain runs when a stream stops being Full, and only then: not from
+// within the handler's first Write (which starts the stream), nor when
+// the head goes out, for a stream that never said Full; for one that
+// waited its turn behind a pending response (Full meanwhile), once its
+// turn comes.
+func TestStreamOnDrainOnlyAfterFull(t *testing.T) {
+	p := newProbe()
+	m := p.mux()
+	var drains atomic.Int64 // any goroutine
+	m.HandleFunc("GET /once", func(r *Request) Reply {
+		s := r.Stream(200, nil)
+		s.OnDrain(func() { drains.Add(1) })
+		if s.Full() { // behind a pending response: not its turn
+			s.OnDrain(func() {
+				drains.Add(1)
+				_, _ = s.WriteString("late")
+				s.End()
+			})
+			return s.Reply()
+		}
+		_, _ = s.WriteString("at once")
+		s.End()
+		return s.Reply()
+	})
+	ts := startServer(t, m, Config{})
+	c := dialRaw(t, ts.addr)
+	c.send("GET /once HTTP/1.1\r\nHost: x\r\n\r\n")
+	assert.Equal(t, "at once", c.read("GET").body)
+	assert.Zero(t, drains.Load(), "OnDrain of a stream that never was Full")
+
+	c.send("GET /promise HTTP/1.1\r\nHost: x\r\n\r\nGET /once HTTP/1.1\r\nHost: x\r\n\r\n")
+	pr := recvT(t, p.promises)
+	eventually(t, func() bool { return ts.Stats().Requests == 3 }, "the second request has not started")
+	pr.Resolve(TextResponse(200, "first"))
+	assert.Equal(t, "first", c.read("GET").body)
+	assert.Equal(t, "late", c.read("GET").body)
+	assert.Equal(t, int64(1), drains.Load(), "OnDrain once its turn came")
+	ts.atRest(t)
+}
