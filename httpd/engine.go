@@ -53,6 +53,16 @@ func (ls *loopState) serve(r *Request) (reply Reply) {
 	return ls.srv.Handler.ServeAIO(r)
 }
 
+// dropReply ends a reply the engine cannot send (a Stream's head went out
+// first): a handle is cancelled, as nothing will take its outcome, and
+// the request has no handle left to wait for. On the loop.
+func dropReply(r *Request, reply Reply) {
+	if reply.h != nil {
+		reply.h.Cancel()
+	}
+	r.hdone = true
+}
+
 // adoptReply takes hd, the handle r's handler replied with: it is counted
 // pending and adopted into the connection's scope, and its end, a cleanup
 // on it, runs endHandle on ls's loop. On the loop.

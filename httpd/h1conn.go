@@ -477,9 +477,11 @@ func (hc *h1conn) dispatch(r *Request) {
 	hc.setTimeout(nil)
 	reply := ls.serve(r)
 	if s := &r.stream; s.p != nil && reply.h != s.p.Handle() {
-		s.p.Reject(ErrStreamClosed) // a stream begun and not the reply: dropped
-		if s.started {
-			hc.c.Close() // its head is out: nothing else can follow
+		// A stream begun and not the reply: dropped.
+		s.p.Reject(ErrStreamClosed)
+		if s.started { // its head is out: nothing else can follow
+			dropReply(r, reply)
+			hc.c.Close()
 			return
 		}
 		s.p = nil

@@ -417,8 +417,8 @@ func (h *h2conn) dispatch(st *h2stream) {
 		s.p.Reject(ErrStreamClosed) // a stream begun and not the reply: dropped
 		s.p = nil
 		if st.headersSent { // its head is out: nothing else can follow
+			dropReply(r, reply)
 			h.resetStream(st.id, http2.ErrCodeInternal)
-			r.hdone = true
 			h.maybeRelease(st)
 			return
 		}

@@ -689,3 +689,50 @@ func TestStreamOnDrainOnlyAfterFull(t *testing.T) {
 	assert.Equal(t, int64(1), drains.Load(), "OnDrain once its turn came")
 	ts.atRest(t)
 }
+
+// A handler that starts a Stream, writes to it, and then replies with
+// something else has broken its response: its head is out. The
+// connection (HTTP/1.1) or the stream (HTTP/2, RST_STREAM INTERNAL_ERROR)
+// ends, a handle it replied with is cancelled, and the request's arena
+// comes back, however the reply was made.
+func TestStreamStartedButNotReplied(t *testing.T) {
+	var orphans []*aio.Promise[Response] // owned by the loop
+	m := testMux()
+	m.HandleFunc("GET /now", func(r *Request) Reply {
+		s := r.Stream(200, nil)
+		_, _ = s.WriteString("begun")
+		return Text(200, "other")
+	})
+	m.HandleFunc("GET /later", func(r *Request) Reply {
+		s := r.Stream(200, nil)
+		_, _ = s.WriteString("begun")
+		p := aio.NewPromise[Response](r.Loop())
+		orphans = append(orphans, p)
+		return Later(p.Handle())
+	})
+	ts := startServer(t, m, Config{})
+	for _, path := range []string{"/now", "/later"} {
+		c := dialRaw(t, ts.addr)
+		c.send("GET " + path + " HTTP/1.1\r\nHost: x\r\n\r\n")
+		resp, err := http.ReadResponse(c.br, &http.Request{Method: "GET"})
+		require.NoError(t, err)
+		_, err = io.ReadAll(resp.Body)
+		assert.Error(t, err, "%s: the body must be cut", path) // never ended
+		ts.atRest(t)
+
+		h2 := dialH2(t, ts.addr)
+		h2.get(1, path)
+		_, ok := h2.next().(*http2.MetaHeadersFrame)
+		require.True(t, ok)
+		_, ok = h2.next().(*http2.DataFrame)
+		require.True(t, ok)
+		h2.expectReset(1, http2.ErrCodeInternal)
+		ts.atRest(t)
+	}
+	ts.onLoop(t, func() {
+		for _, p := range orphans {
+			assert.Equal(t, aio.Cancelled, p.Handle().Status(), "the reply's handle runs on, owned by nobody")
+		}
+	})
+	assert.Len(t, orphans, 2)
+}
