@@ -2,6 +2,7 @@ package httpd
 
 import (
 	"context"
+	"strings"
 	"testing"
 	"time"
 
@@ -270,4 +271,30 @@ func TestH2EarlyAnswerThenBodyEnd(t *testing.T) {
 	assert.Zero(t, streams, "streams kept")
 	assert.Zero(t, open, "streams counted open")
 	ts.atRest(t)
+}
+
+// The request limits hold on HTTP/2 as on HTTP/1.1: a target longer than
+// MaxURIBytes is answered 414 (a head over MaxHeadBytes 431, a body over
+// MaxBodyBytes 413: TestH2BodyOverLimit) without a handler; a request
+// whose body is still coming is then told to stop (RST_STREAM NO_ERROR),
+// and the connection goes on.
+func TestH2URITooLong(t *testing.T) {
+	ts := startServer(t, testMux(), Config{MaxURIBytes: 1024})
+	long := "/health?" + strings.Repeat("q", 1100)
+	c := dialH2(t, ts.addr)
+	c.get(1, long)
+	c.expect(1, "414", statusBody(414))
+	c.open(3, "POST", long, false)
+	c.expect(3, "414", statusBody(414))
+	c.expectReset(3, http2.ErrCodeNo)
+	c.get(5, "/health?"+strings.Repeat("q", 1000))
+	c.expect(5, "200", "ok")
+	ts.atRest(t)
+	st := ts.Stats()
+	assert.Equal(t, uint64(1), st.Requests)
+	assert.Equal(t, uint64(2), st.BadRequests)
+
+	h1 := dialRaw(t, ts.addr)
+	h1.send("GET " + long + " HTTP/1.1\r\nHost: x\r\n\r\n")
+	assert.Equal(t, 414, h1.read("GET").status)
 }

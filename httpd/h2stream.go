@@ -147,12 +147,12 @@ func (h *h2conn) onHeaders(f *h2block) {
 		h.hc.setTimeout(nil)
 	}
 	ls.openRequest(r, h)
-	if f.truncated || !h2SetHead(r, f) { // the head is over the limits
-		ls.st.badRequests.Add(1)
-		r.body.buffered = true
-		r.hdone = true
-		r.resp = errResponse(431)
-		h.respond(st)
+	switch {
+	case f.truncated || !h2SetHead(r, f): // the head is over the limits
+		h.refuseHead(st, 431)
+		return
+	case len(r.head.Target) > ls.cfg.MaxURIBytes:
+		h.refuseHead(st, 414)
 		return
 	}
 	r.isHead = r.Method() == "HEAD"
@@ -177,6 +177,20 @@ func (h *h2conn) onHeaders(f *h2block) {
 		r.body.length = clen
 		h.dispatch(st)
 	}
+}
+
+// refuseHead answers a request whose head is over a limit with status,
+// before any handler: as on HTTP/1.1, 431 for the head, 414 for the
+// target. A body still to come is dropped, and reset (NO_ERROR) once the
+// answer is out, as a refused body is (refuseBody).
+func (h *h2conn) refuseHead(st *h2stream, status int) {
+	r := st.r
+	h.ls.st.badRequests.Add(1)
+	st.refused = true
+	r.body.buffered, r.body.done = true, true
+	r.hdone = true
+	r.resp = errResponse(status)
+	h.respond(st)
 }
 
 // h2CheckRequest checks a request's header block beyond what is checked
