@@ -72,7 +72,8 @@
 // Work contexts, its nested handles and their OnCancel and Bracket
 // releases; a cancelled handle sends nothing (Stats.Cancelled,
 // Stats.ResponsesSuppressed). A failed handle is answered with 500, and so
-// is a panicking handler, after which the loop goes on. Request.Scope is
+// is a panicking handler, after which the loop goes on; the panic, with
+// its stack, goes to Server.ErrorLog (the standard logger by default). Request.Scope is
 // the request's own scope, closed when it ends: a timer that feeds a
 // Stream belongs there. Request.Context is the same as a context, for
 // goroutine code.

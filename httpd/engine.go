@@ -2,7 +2,10 @@ package httpd
 
 import (
 	"crypto/tls"
+	"errors"
+	"net/http"
 	"net/netip"
+	"runtime/debug"
 
 	"github.com/valkyria/aio"
 	"github.com/valkyria/aio/httpd/internal/h1"
@@ -47,10 +50,28 @@ func (ls *loopState) serve(r *Request) (reply Reply) {
 	defer func() {
 		if v := recover(); v != nil {
 			ls.st.panics.Add(1)
+			ls.srv.logf("httpd: panic serving %s %s: %v\n%s", r.Method(), r.Target(), v, debug.Stack())
 			reply = Reply{resp: errResponse(500)}
 		}
 	}()
 	return ls.srv.Handler.ServeAIO(r)
+}
+
+// logFailure logs the failure of r's handle if a panic made it (in a
+// continuation, or a FromHTTP handler), as serve logs a handler's own;
+// not http.ErrAbortHandler, which net/http's handlers panic with to cut a
+// response in silence. On the loop.
+func (ls *loopState) logFailure(r *Request, err error) {
+	var pe *aio.PanicError
+	if errors.As(err, &pe) && !errors.Is(err, http.ErrAbortHandler) {
+		ls.srv.logf("httpd: panic serving %s %s: %v\n%s", r.Method(), r.Target(), pe.Value, pe.Stack)
+	}
+}
+
+// logRefused logs a response the engine refused to send as made (why:
+// the field or length at fault); a 500 goes in its place. On the loop.
+func (ls *loopState) logRefused(r *Request, why string) {
+	ls.srv.logf("httpd: response to %s %s refused: %s", r.Method(), r.Target(), why)
 }
 
 // dropReply ends a reply the engine cannot send (a Stream's head went out
@@ -61,6 +82,8 @@ func dropReply(r *Request, reply Reply) {
 		reply.h.Cancel()
 	}
 	r.hdone = true
+	r.ls.srv.logf("httpd: %s %s: a Stream went out, and the handler replied with something else: the response is cut",
+		r.Method(), r.Target())
 }
 
 // adoptReply takes hd, the handle r's handler replied with: it is counted
@@ -97,6 +120,8 @@ func (ls *loopState) endHandle(r *Request, seq uint64) {
 	cancelled := hd.Status() == aio.Cancelled
 	if cancelled {
 		ls.st.cancelled.Add(1)
+	} else if err != nil {
+		ls.logFailure(r, err)
 	}
 	r.eng.handleEnded(r, v, err, cancelled)
 }

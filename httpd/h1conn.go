@@ -717,6 +717,10 @@ func (hc *h1conn) write(r *Request) {
 	length, ok := r.length(status, resp) // a HEAD's may be GET's
 	buf, err := hc.appendHead(status, resp.Header, framing, length, closeNow, r.head.Minor == 0)
 	if err != nil || !ok { // the handler's fields could split the response, or lie about its length
+		if err == nil {
+			err = errBadLength
+		}
+		hc.ls.logRefused(r, err.Error())
 		e := errResponse(500)
 		body = e.Body
 		buf, _ = hc.appendHead(500, e.Header, h1.BodyLength, int64(len(body)), closeNow, r.head.Minor == 0)

@@ -599,6 +599,11 @@ func (h *h2conn) respond(st *h2stream) {
 		body = nil
 	}
 	if !ok || !h.writeHeaders(st, status, resp.Header, clen, len(body) == 0, false) {
+		why := errBadLength.Error()
+		if ok {
+			why = "a field HTTP/2 cannot carry"
+		}
+		h.ls.logRefused(r, why)
 		e := errResponse(500)
 		body = e.Body
 		if r.isHead {

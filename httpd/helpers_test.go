@@ -31,10 +31,15 @@ type testServer struct {
 // server and the runtime down and checks that every arena came back.
 func startServer(t testing.TB, h Handler, cfg Config) *testServer {
 	t.Helper()
+	return serveTest(t, &Server{Handler: h, Config: cfg})
+}
+
+// serveTest is startServer for a Server made by the test.
+func serveTest(t testing.TB, srv *Server) *testServer {
+	t.Helper()
 	rt := aio.NewRuntime(aio.RuntimeConfig{})
 	l, err := rt.Start(aio.Config{Name: "httpd-test", WorkPool: 64})
 	require.NoError(t, err)
-	srv := &Server{Handler: h, Config: cfg}
 	if err := srv.ServeLoops("127.0.0.1:0", l); err != nil {
 		_ = rt.Shutdown(context.Background())
 		require.NoError(t, err)

@@ -1,6 +1,7 @@
 package httpd
 
 import (
+	"errors"
 	"strconv"
 	"unsafe"
 
@@ -53,6 +54,11 @@ func (r *Request) length(status int, resp *Response) (int64, bool) {
 	}
 	return n, true
 }
+
+// errBadLength is why a response whose Content-Length field is not its
+// body's length (or is repeated, malformed, or on a status without
+// content) is refused (Request.length).
+var errBadLength = errors.New("its Content-Length is not its body's length")
 
 // hasContent reports whether a response of status has content, and so a
 // Content-Length (RFC 9110 §8.6; 304's may be left out, and is).

@@ -3,6 +3,7 @@ package httpd
 import (
 	"context"
 	"errors"
+	"log"
 	"net/netip"
 	"sync"
 	"sync/atomic"
@@ -156,6 +157,17 @@ type Server struct {
 	Handler Handler
 	Config  Config
 
+	// ErrorLog receives what the server cannot tell a client, each of
+	// which also answers 500 or cuts the response: a handler's panic, or
+	// one in a continuation of its handle or in a FromHTTP handler (with
+	// its stack; not http.ErrAbortHandler, as net/http); a response
+	// refused because it cannot be sent as made (a field that would split
+	// it, a Content-Length its body does not have); a reply dropped
+	// because a Stream the handler began went out first. nil logs with the
+	// log package's standard logger, as net/http's Server does. Set it
+	// before Serve.
+	ErrorLog *log.Logger
+
 	mu     sync.Mutex
 	cfg    Config
 	loops  []*loopState
@@ -163,6 +175,15 @@ type Server struct {
 	state  atomic.Int32 // 0 new, 1 serving, 2 shutting down
 	left   atomic.Int32 // loops not drained yet, during Shutdown
 	doneCh chan struct{}
+}
+
+// logf logs what ErrorLog is for. Any goroutine.
+func (s *Server) logf(format string, args ...any) {
+	if s.ErrorLog != nil {
+		s.ErrorLog.Printf(format, args...)
+	} else {
+		log.Printf(format, args...)
+	}
 }
 
 // Errors of Serve.

@@ -1,0 +1,98 @@
+package httpd
+
+import (
+	"bytes"
+	"io"
+	"log"
+	"net/http"
+	"regexp"
+	"sync"
+	"testing"
+
+	"github.com/stretchr/testify/assert"
+	"github.com/stretchr/testify/require"
+	"github.com/valkyria/aio"
+)
+
+// lockedBuffer is a log destination the loop writes and the test reads.
+type lockedBuffer struct {
+	mu sync.Mutex
+	b  bytes.Buffer
+}
+
+func (lb *lockedBuffer) Write(p []byte) (int, error) {
+	lb.mu.Lock()
+	defer lb.mu.Unlock()
+	return lb.b.Write(p)
+}
+
+func (lb *lockedBuffer) String() string {
+	lb.mu.Lock()
+	defer lb.mu.Unlock()
+	return lb.b.String()
+}
+
+// What the server cannot tell a client goes to Server.ErrorLog, as with
+// net/http: a handler's panic, one in a continuation of its handle or in
+// a FromHTTP handler (each with its stack; not http.ErrAbortHandler), a
+// response refused for a field that would split it or a Content-Length
+// its body lacks, and a reply dropped because a Stream went out first.
+// The client gets its 500 (or a cut response) all the same.
+func TestErrorLog(t *testing.T) {
+	m := testMux()
+	m.HandleFunc("GET /boom", func(r *Request) Reply { panic("boom in the handler") })
+	m.HandleFunc("GET /later-panic", func(r *Request) Reply {
+		return Later(aio.Then(aio.Sleep(r.Loop(), 0), func(struct{}) (Response, error) {
+			panic("boom in a continuation")
+		}))
+	})
+	m.Handle("GET /std-panic", FromHTTP(http.HandlerFunc(func(http.ResponseWriter, *http.Request) {
+		panic("boom in net/http code")
+	})))
+	m.Handle("GET /abort", FromHTTP(http.HandlerFunc(func(http.ResponseWriter, *http.Request) {
+		panic(http.ErrAbortHandler)
+	})))
+	m.HandleFunc("GET /bad-field", func(r *Request) Reply {
+		return Respond(Response{Status: 200, Header: []Field{{Name: "X", Value: "a\r\nInjected: yes"}}, Body: []byte("x")})
+	})
+	m.HandleFunc("GET /bad-length", func(r *Request) Reply {
+		return Respond(Response{Status: 200, Header: []Field{{Name: "Content-Length", Value: "10"}}, Body: []byte("x")})
+	})
+	m.HandleFunc("GET /stream-dropped", func(r *Request) Reply {
+		s := r.Stream(200, nil)
+		_, _ = s.WriteString("begun")
+		return Text(200, "other")
+	})
+	var logged lockedBuffer
+	ts := serveTest(t, &Server{Handler: m, ErrorLog: log.New(&logged, "", 0)})
+	c := client(t)
+	for _, path := range []string{"/boom", "/later-panic", "/std-panic", "/bad-field", "/bad-length"} {
+		st, _ := get(t, c, ts.url+path)
+		assert.Equal(t, 500, st, path)
+	}
+	for _, path := range []string{"/abort", "/stream-dropped"} {
+		resp, err := c.Get(ts.url + path)
+		if err == nil {
+			_, err = io.ReadAll(resp.Body)
+			resp.Body.Close()
+		}
+		if path == "/stream-dropped" {
+			require.Error(t, err, "the dropped stream's response must be cut")
+		}
+	}
+	ts.atRest(t)
+
+	out := logged.String()
+	for _, want := range []string{
+		"httpd: panic serving GET /boom: boom in the handler\n",
+		"httpd: panic serving GET /later-panic: boom in a continuation\n",
+		"httpd: panic serving GET /std-panic: boom in net/http code\n",
+		"httpd: response to GET /bad-field refused: ",
+		"httpd: response to GET /bad-length refused: ",
+		"httpd: GET /stream-dropped: a Stream went out, and the handler replied with something else",
+	} {
+		assert.Contains(t, out, want)
+	}
+	assert.Len(t, regexp.MustCompile(`(?m)^goroutine \d+ \[`).FindAllString(out, -1), 3, "a stack with each panic:\n%s", out)
+	assert.NotContains(t, out, "/abort")
+}
