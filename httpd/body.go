@@ -49,6 +49,7 @@ func (b *Body) Length() int64 { return b.length }
 // starts the body's flow (and sends "100 Continue" to a client waiting for
 // it). A second call replaces fn.
 func (b *Body) OnData(fn func(p []byte, end bool)) {
+	b.r.checkLoop()
 	if fn == nil || b.done {
 		return
 	}
@@ -83,10 +84,14 @@ func (b *Body) OnData(fn func(p []byte, end bool)) {
 
 // Pause stops the delivery of the body until Resume: the connection stops
 // reading. For a handler that sends the body on somewhere slower.
-func (b *Body) Pause() { b.paused = true }
+func (b *Body) Pause() {
+	b.r.checkLoop()
+	b.paused = true
+}
 
 // Resume resumes the delivery that Pause stopped.
 func (b *Body) Resume() {
+	b.r.checkLoop()
 	if !b.paused {
 		return
 	}

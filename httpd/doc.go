@@ -180,5 +180,7 @@
 //
 // Handler, Body and Stream methods, and a Request's, run on the request's
 // loop; Request.Context's context and the Server's methods work from any
-// goroutine.
+// goroutine. Built with the aiodebug tag (go test -tags aiodebug), a
+// Body or Stream method, or Request.Stream, called off the request's loop
+// panics at the call, as aio's loop-only paths do.
 package httpd

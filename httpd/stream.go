@@ -52,6 +52,7 @@ type Stream struct {
 // the head is written: do not modify it), and returns it. The handler
 // returns s.Reply(). On the loop, from the handler.
 func (r *Request) Stream(status int, header []Field) *Stream {
+	r.checkLoop()
 	s := &r.stream
 	*s = Stream{r: r, p: aio.NewPromise[Response](r.ls.l), status: status, hdr: header, length: -1,
 		pend: s.pend[:0]}
@@ -80,6 +81,7 @@ func (s *Stream) Handle() *aio.Handle[Response] { return s.p.Handle() }
 // the client has gone away. An error of the connection closes it, as the
 // client going away does.
 func (s *Stream) Write(p []byte) (int, error) {
+	s.r.checkLoop()
 	if s.closed() {
 		return 0, ErrStreamClosed
 	}
@@ -98,15 +100,22 @@ func (s *Stream) WriteString(str string) (int, error) { return s.Write(strBytes(
 // Full reports whether the writer should pause: the connection's write
 // queue is above its high-water mark, or the stream waits for the
 // responses before its own (pipelining). OnDrain tells when it is over.
-func (s *Stream) Full() bool { return !s.closed() && s.r.eng.streamFull(s.r) }
+func (s *Stream) Full() bool {
+	s.r.checkLoop()
+	return !s.closed() && s.r.eng.streamFull(s.r)
+}
 
 // OnDrain sets fn to run on the loop each time the stream stops being
 // Full.
-func (s *Stream) OnDrain(fn func()) { s.onDrain = fn }
+func (s *Stream) OnDrain(fn func()) {
+	s.r.checkLoop()
+	s.onDrain = fn
+}
 
 // End ends the body (the last chunk) and completes the stream's handle.
 // Idempotent; after the client went away it does nothing.
 func (s *Stream) End() {
+	s.r.checkLoop()
 	if s.closed() {
 		return
 	}

@@ -40,6 +40,7 @@ var ErrTrailerField = errors.New("httpd: field not allowed in a trailer")
 //
 // On the loop.
 func (s *Stream) SetTrailer(fields []Field) error {
+	s.r.checkLoop()
 	if s.closed() {
 		return ErrStreamClosed
 	}
