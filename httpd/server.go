@@ -172,7 +172,7 @@ type Server struct {
 	cfg    Config
 	loops  []*loopState
 	addr   netip.AddrPort
-	state  atomic.Int32 // 0 new, 1 serving, 2 shutting down
+	state  atomic.Int32 // 0 new, 1 serving, 2 shutting down, 3 shut down before it served
 	left   atomic.Int32 // loops not drained yet, during Shutdown
 	doneCh chan struct{}
 }
@@ -188,14 +188,16 @@ func (s *Server) logf(format string, args ...any) {
 
 // Errors of Serve.
 var (
-	ErrServing = errors.New("httpd: Serve called twice")
-	ErrNoLoops = errors.New("httpd: no loop to serve on")
+	ErrServing      = errors.New("httpd: Serve called twice")
+	ErrNoLoops      = errors.New("httpd: no loop to serve on")
+	ErrServerClosed = errors.New("httpd: Server closed") // Serve after Shutdown, as net/http's
 )
 
 // Serve starts serving on addr ("host:port"; port 0 picks one, see Addr)
 // on every loop rt runs now, one listener each, and returns once they all
-// listen. It does not block further: the loops serve. Any goroutine but
-// the loops'.
+// listen. It does not block further: the loops serve. It returns
+// ErrServing if the Server serves already, ErrServerClosed after
+// Shutdown. Any goroutine but the loops'.
 func (s *Server) Serve(rt *aio.Runtime, addr string) error {
 	return s.ServeLoops(addr, rt.Loops()...)
 }
@@ -206,6 +208,9 @@ func (s *Server) ServeLoops(addr string, loops ...*aio.Loop) error {
 		return ErrNoLoops
 	}
 	if !s.state.CompareAndSwap(0, 1) {
+		if s.state.Load() >= 2 {
+			return ErrServerClosed
+		}
 		return ErrServing
 	}
 	if s.Handler == nil {
@@ -264,8 +269,8 @@ func (s *Server) loopStates() []*loopState {
 // once every connection has closed in time. The loops go on running. Any
 // goroutine but the loops'.
 func (s *Server) Shutdown(ctx context.Context) error {
-	if s.state.Load() == 0 {
-		return nil
+	if s.state.CompareAndSwap(0, 3) || s.state.Load() == 3 {
+		return nil // it never served: a later Serve says so
 	}
 	loops := s.loopStates()
 	if s.state.CompareAndSwap(1, 2) {

@@ -180,4 +180,10 @@ func TestServeFails(t *testing.T) {
 	go func() { done <- srv.Shutdown(context.Background()) }()
 	assert.NoError(t, recvT(t, done))
 	assert.Zero(t, srv.Stats())
+	assert.ErrorIs(t, srv.ServeLoops("127.0.0.1:0", l), ErrServerClosed, "Serve after Shutdown")
+
+	unserved := &Server{} // shut down before it ever served, as net/http allows
+	require.NoError(t, unserved.Shutdown(context.Background()))
+	require.NoError(t, unserved.Shutdown(context.Background()))
+	assert.ErrorIs(t, unserved.ServeLoops("127.0.0.1:0", l), ErrServerClosed)
 }
