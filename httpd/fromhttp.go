@@ -48,6 +48,9 @@ import (
 // Everything h gets is copied out of the request's arena: h runs on
 // another goroutine and may outlive the request once it is cancelled.
 func FromHTTP(h http.Handler) Handler {
+	if h == nil {
+		panic("httpd: FromHTTP of a nil handler") // as Mux.Handle does, at once rather than per request
+	}
 	return HandlerFunc(func(r *Request) Reply {
 		req, err := httpRequest(r)
 		if err != nil {

@@ -266,3 +266,9 @@ func TestFromHTTPStreamClientGone(t *testing.T) {
 	ts.atRest(t)
 	assert.Equal(t, uint64(1), ts.Stats().Cancelled)
 }
+
+// FromHTTP of a nil handler panics at once, as Mux.Handle of one does,
+// rather than answering 500 to every request it would get.
+func TestFromHTTPNil(t *testing.T) {
+	assert.PanicsWithValue(t, "httpd: FromHTTP of a nil handler", func() { FromHTTP(nil) })
+}

@@ -151,8 +151,10 @@ func (c Config) withDefaults() Config {
 // with every connection owned by its loop and no goroutine per
 // connection.
 //
-// Set Handler and Config, then call Serve once. Its methods may be called
-// from any goroutine.
+// Set Handler and Config, then call Serve once. A nil Handler is an empty
+// Mux: every request gets 404 (net/http's Server uses DefaultServeMux;
+// this package has no global one). Its methods may be called from any
+// goroutine.
 type Server struct {
 	Handler Handler
 	Config  Config
