@@ -856,13 +856,10 @@ func (hc *h1conn) writeBody(r *Request, p []byte) {
 	}
 }
 
-// errStreamTooLong: a stream written past its Content-Length.
-var errStreamTooLong = errors.New("httpd: stream longer than its Content-Length")
-
 func (hc *h1conn) streamWrite(r *Request, p []byte) error {
 	s := &r.stream
 	if s.length >= 0 && s.sent+int64(len(p)) > s.length {
-		return errStreamTooLong
+		return ErrContentLength
 	}
 	s.sent += int64(len(p))
 	if r != hc.qhead {

@@ -843,7 +843,7 @@ func (h *h2conn) streamWrite(r *Request, p []byte) error {
 	}
 	s := &r.stream
 	if s.length >= 0 && s.sent+int64(len(p)) > s.length {
-		return errStreamTooLong
+		return ErrContentLength
 	}
 	s.sent += int64(len(p))
 	if !st.headersSent {

@@ -12,6 +12,11 @@ import (
 // or its client has gone away (the stream's handle is then cancelled).
 var ErrStreamClosed = errors.New("httpd: stream closed")
 
+// ErrContentLength is what Stream.Write returns for bytes past the
+// Content-Length its header declared (net/http's http.ErrContentLength):
+// nothing of them is sent.
+var ErrContentLength = errors.New("httpd: wrote more than the declared Content-Length")
+
 // Stream is a response whose body is written piece by piece, on the loop,
 // as it is made: server-sent events, a large body, an echo of a streamed
 // request body. Make it with Request.Stream and return Stream.Reply from the
@@ -78,7 +83,8 @@ func (s *Stream) Handle() *aio.Handle[Response] { return s.p.Handle() }
 
 // Write sends p as the next bytes of the body (copied: p may be reused at
 // once) and returns len(p), or 0 and ErrStreamClosed after End or once
-// the client has gone away. An error of the connection closes it, as the
+// the client has gone away, or ErrContentLength if p would pass the
+// declared Content-Length. An error of the connection closes it, as the
 // client going away does.
 func (s *Stream) Write(p []byte) (int, error) {
 	s.r.checkLoop()

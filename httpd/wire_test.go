@@ -736,3 +736,31 @@ func TestStreamStartedButNotReplied(t *testing.T) {
 	})
 	assert.Len(t, orphans, 2)
 }
+
+// A Stream whose header declares a Content-Length takes that many bytes:
+// a Write past it fails with ErrContentLength and sends nothing of them,
+// and the response, ended, is the declared body, on both protocols.
+func TestStreamContentLength(t *testing.T) {
+	writeErr := make(chan error, 2)
+	m := testMux()
+	m.HandleFunc("GET /five", func(r *Request) Reply {
+		s := r.Stream(200, []Field{{Name: "Content-Length", Value: "5"}})
+		_, _ = s.WriteString("hel")
+		_, err := s.WriteString("lo!")
+		writeErr <- err
+		_, _ = s.WriteString("lo")
+		s.End()
+		return s.Reply()
+	})
+	ts := startServer(t, m, Config{})
+	st, body := get(t, client(t), ts.url+"/five")
+	assert.Equal(t, 200, st)
+	assert.Equal(t, "hello", body)
+	assert.ErrorIs(t, recvT(t, writeErr), ErrContentLength)
+
+	c := dialH2(t, ts.addr)
+	c.get(1, "/five")
+	c.expect(1, "200", "hello")
+	assert.ErrorIs(t, recvT(t, writeErr), ErrContentLength)
+	ts.atRest(t)
+}
