@@ -36,7 +36,8 @@ func (lb *lockedBuffer) String() string {
 // net/http: a handler's panic, one in a continuation of its handle or in
 // a FromHTTP handler (each with its stack; not http.ErrAbortHandler), a
 // response refused for a field that would split it or a Content-Length
-// its body lacks, and a reply dropped because a Stream went out first.
+// its body lacks, a reply dropped because a Stream went out first, and a
+// second Request.Stream (the first stream is kept).
 // The client gets its 500 (or a cut response) all the same.
 func TestErrorLog(t *testing.T) {
 	m := testMux()
@@ -58,6 +59,14 @@ func TestErrorLog(t *testing.T) {
 	m.HandleFunc("GET /bad-length", func(r *Request) Reply {
 		return Respond(Response{Status: 200, Header: []Field{{Name: "Content-Length", Value: "10"}}, Body: []byte("x")})
 	})
+	m.HandleFunc("GET /stream-twice", func(r *Request) Reply {
+		s := r.Stream(200, nil)
+		_, _ = s.WriteString("a")
+		again := r.Stream(201, nil)
+		_, _ = again.WriteString("b")
+		again.End()
+		return s.Reply()
+	})
 	m.HandleFunc("GET /stream-dropped", func(r *Request) Reply {
 		s := r.Stream(200, nil)
 		_, _ = s.WriteString("begun")
@@ -70,6 +79,9 @@ func TestErrorLog(t *testing.T) {
 		st, _ := get(t, c, ts.url+path)
 		assert.Equal(t, 500, st, path)
 	}
+	st, body := get(t, c, ts.url+"/stream-twice")
+	assert.Equal(t, 200, st)
+	assert.Equal(t, "ab", body)
 	for _, path := range []string{"/abort", "/stream-dropped"} {
 		resp, err := c.Get(ts.url + path)
 		if err == nil {
@@ -90,6 +102,7 @@ func TestErrorLog(t *testing.T) {
 		"httpd: response to GET /bad-field refused: ",
 		"httpd: response to GET /bad-length refused: ",
 		"httpd: GET /stream-dropped: a Stream went out, and the handler replied with something else",
+		"httpd: GET /stream-twice: Request.Stream called again: the first stream is kept\n",
 	} {
 		assert.Contains(t, out, want)
 	}

@@ -165,7 +165,8 @@ type Server struct {
 	// its stack; not http.ErrAbortHandler, as net/http); a response
 	// refused because it cannot be sent as made (a field that would split
 	// it, a Content-Length its body does not have); a reply dropped
-	// because a Stream the handler began went out first. nil logs with the
+	// because a Stream the handler began went out first; a second
+	// Request.Stream (the first is kept). nil logs with the
 	// log package's standard logger, as net/http's Server does. Set it
 	// before Serve.
 	ErrorLog *log.Logger

@@ -55,10 +55,15 @@ type Stream struct {
 
 // Stream starts a streamed response with status and header (kept until
 // the head is written: do not modify it), and returns it. The handler
-// returns s.Reply(). On the loop, from the handler.
+// returns s.Reply(). On the loop, from the handler. A second call returns
+// the first stream, unchanged, and says so to Server.ErrorLog.
 func (r *Request) Stream(status int, header []Field) *Stream {
 	r.checkLoop()
 	s := &r.stream
+	if s.p != nil { // a second call: the first stream stays, as net/http keeps a first WriteHeader
+		r.ls.srv.logf("httpd: %s %s: Request.Stream called again: the first stream is kept", r.Method(), r.Target())
+		return s
+	}
 	*s = Stream{r: r, p: aio.NewPromise[Response](r.ls.l), status: status, hdr: header, length: -1,
 		pend: s.pend[:0]}
 	for _, f := range header {
