@@ -27,17 +27,17 @@ func ExampleStream_SetTrailer() {
 
 	mux := httpd.NewMux()
 	mux.HandleFunc("GET /data", func(r *httpd.Request) httpd.Reply {
-		s := r.Stream(200, []httpd.Field{{"Content-Type", "text/plain"}, {"Trailer", "X-Crc32"}})
+		s := r.Stream(200, []httpd.Field{{Name: "Content-Type", Value: "text/plain"}, {Name: "Trailer", Value: "X-Crc32"}})
 		sum := crc32.NewIEEE()
 		for _, part := range []string{"hello, ", "world"} {
 			_, _ = s.WriteString(part)
 			_, _ = io.WriteString(sum, part)
 		}
 		crc := strconv.FormatUint(uint64(sum.Sum32()), 16)
-		if err := s.SetTrailer([]httpd.Field{{"X-Crc32", crc}}); err != nil {
+		if err := s.SetTrailer([]httpd.Field{{Name: "X-Crc32", Value: crc}}); err != nil {
 			panic(err) // a field a trailer may not carry
 		}
-		fmt.Println(s.SetTrailer([]httpd.Field{{"Content-Length", "12"}}))
+		fmt.Println(s.SetTrailer([]httpd.Field{{Name: "Content-Length", Value: "12"}}))
 		s.End()
 		return s.Reply()
 	})
