@@ -155,7 +155,10 @@
 // connection. Past a budget the connection gets GOAWAY(ENHANCE_YOUR_CALM)
 // and closes, counted in Stats.Abusive. The decoded header list is bounded
 // by Config.MaxHeadBytes (SETTINGS_MAX_HEADER_LIST_SIZE), so an HPACK bomb
-// is answered 431 without being expanded.
+// is answered 431 without being expanded. A single field longer than
+// that cannot be decoded at all (its string is past the decoder's bound)
+// and ends the connection with COMPRESSION_ERROR, as x/net's server
+// does; HTTP/1.1 answers such a field 431.
 //
 // A response held by a flow-control window the client keeps shut (the
 // "zero window" and "data dribble" attacks: the client reads everything
