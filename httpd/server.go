@@ -176,6 +176,7 @@ type Server struct {
 	loops  []*loopState
 	addr   netip.AddrPort
 	state  atomic.Int32 // 0 new, 1 serving, 2 shutting down, 3 shut down before it served
+	onShut []func()     // RegisterOnShutdown's, under mu
 	left   atomic.Int32 // loops not drained yet, during Shutdown
 	doneCh chan struct{}
 }
@@ -261,6 +262,19 @@ func (s *Server) loopStates() []*loopState {
 	return s.loops
 }
 
+// RegisterOnShutdown registers f to run, in a goroutine of its own, when
+// Shutdown begins, as net/http's does: for what Shutdown cannot end by
+// itself, a stream that only its handler knows how to end (an event
+// stream, which otherwise runs until Shutdown's deadline cuts it), or a
+// NetConn view's code. f should start that end, not wait for it: post
+// to the loops (aio.Loop.Post) what runs there, such as Stream.End. Any
+// goroutine.
+func (s *Server) RegisterOnShutdown(f func()) {
+	s.mu.Lock()
+	s.onShut = append(s.onShut, f)
+	s.mu.Unlock()
+}
+
 // Shutdown stops the server gracefully: every listener closes, idle
 // kept-alive connections end, and the requests in progress may finish
 // (their responses say Connection: close, and each connection ends after
@@ -277,6 +291,11 @@ func (s *Server) Shutdown(ctx context.Context) error {
 	}
 	loops := s.loopStates()
 	if s.state.CompareAndSwap(1, 2) {
+		s.mu.Lock()
+		for _, f := range s.onShut {
+			go f()
+		}
+		s.mu.Unlock()
 		s.left.Store(int32(len(loops)))
 		if len(loops) == 0 { // Serve failed: nothing serves
 			close(s.doneCh)

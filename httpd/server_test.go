@@ -187,3 +187,39 @@ func TestServeFails(t *testing.T) {
 	require.NoError(t, unserved.Shutdown(context.Background()))
 	assert.ErrorIs(t, unserved.ServeLoops("127.0.0.1:0", l), ErrServerClosed)
 }
+
+// RegisterOnShutdown's functions run when Shutdown begins: an event
+// stream, which Shutdown cannot end by itself, is ended from one (posted
+// to its loop), its client reads the whole body to its end, and Shutdown
+// returns well before its deadline.
+func TestRegisterOnShutdownEndsAStream(t *testing.T) {
+	var open []*Stream // owned by the loop
+	m := testMux()
+	m.HandleFunc("GET /events", func(r *Request) Reply {
+		s := r.Stream(200, []Field{{Name: "Content-Type", Value: "text/event-stream"}})
+		_, _ = s.WriteString("data: hello\n\n")
+		open = append(open, s)
+		return s.Reply()
+	})
+	srv := &Server{Handler: m}
+	ts := serveTest(t, srv)
+	srv.RegisterOnShutdown(func() {
+		_ = ts.l.Post(func() {
+			for _, s := range open {
+				_, _ = s.WriteString("data: bye\n\n")
+				s.End()
+			}
+		})
+	})
+	c := dialRaw(t, ts.addr)
+	c.send("GET /events HTTP/1.1\r\nHost: x\r\n\r\n")
+	resp, err := http.ReadResponse(c.br, &http.Request{Method: "GET"})
+	require.NoError(t, err)
+	eventually(t, func() bool { return ts.Stats().HandlersPending == 1 }, "the stream is not open")
+	done := shutdownInBackground(ts)
+	body, err := io.ReadAll(resp.Body)
+	require.NoError(t, err)
+	assert.Equal(t, "data: hello\n\ndata: bye\n\n", string(body))
+	require.NoError(t, c.Close())
+	require.NoError(t, recvT(t, done), "Shutdown waited for its deadline")
+}
