@@ -197,8 +197,43 @@ func validWireName(v string) bool {
 
 // onHeadersFrame begins a header block.
 func (h *h2conn) onHeadersFrame(f *http2.HeadersFrame) {
+	h.untimeHead() // split delivers a block whole
 	h.blk.begin(f)
 	h.fragment(f.HeaderBlockFragment(), f.HeadersEnded())
+}
+
+// timeHead puts a connection whose header block split holds, waiting for
+// its CONTINUATION frames, under HeaderTimeout, as an HTTP/1.1 head is: a
+// block left unfinished holds the connection (and every stream, which
+// cannot send meanwhile) that long at most, not IdleTimeout. Only from
+// the idle timeout or none: a connection being ended keeps its own bound.
+func (h *h2conn) timeHead() {
+	hc := h.hc
+	if h.headTimed || h.goaway || h.dead || h.closed {
+		return
+	}
+	if in := hc.links[linkTime].in; in == nil || in == &h.ls.idleQ {
+		h.headTimed = true
+		hc.setTimeout(&h.ls.headQ)
+	}
+}
+
+// untimeHead ends timeHead's bound once the block is whole: back to the
+// idle timeout if the connection has no stream or a stalled one, else
+// none (as onHeaders leaves it for a new stream).
+func (h *h2conn) untimeHead() {
+	if !h.headTimed {
+		return
+	}
+	h.headTimed = false
+	if h.hc.links[linkTime].in != &h.ls.headQ || h.goaway || h.dead || h.closed {
+		return
+	}
+	if len(h.streams) == 0 || h.lim.stalled {
+		h.hc.setTimeout(&h.ls.idleQ)
+	} else {
+		h.hc.setTimeout(nil)
+	}
 }
 
 // onContinuation goes on with the block (the Framer has checked that one

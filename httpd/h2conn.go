@@ -65,6 +65,9 @@ type h2conn struct {
 	// queueFull: a Stream was told Full because of the write queue, since
 	// the last drain: the drain looks for the Full streams (onDrain).
 	queueFull bool
+	// headTimed: split holds a header block still to be finished, and the
+	// connection is under HeaderTimeout for it (timeHead).
+	headTimed bool
 	lastID    uint32 // the highest stream the client opened
 
 	// The streams reset lately, either side, once forgotten: a ring of
@@ -215,6 +218,7 @@ func (h *h2conn) split(data []byte, _ bool) (int, []byte, error) {
 			}
 			k := continuationEnd(f[end:])
 			if k < 0 {
+				h.timeHead() // the rest of the block is still to come
 				break
 			}
 			end += k

@@ -453,3 +453,25 @@ func TestH2StallEndsWithItsStream(t *testing.T) {
 	c.expect(1, "200", "done")
 	ts.atRest(t)
 }
+
+// A header block left unfinished (HEADERS without END_HEADERS, then
+// nothing) is a request head being sent: HeaderTimeout bounds it, as it
+// bounds an HTTP/1.1 head, not IdleTimeout (an hour here). The connection
+// gets GOAWAY and closes. One finished in time is served, and the
+// connection goes back to its idle timeout.
+func TestH2UnfinishedHeaderBlockTimesOut(t *testing.T) {
+	ts := startServer(t, testMux(), Config{HeaderTimeout: 200 * time.Millisecond, IdleTimeout: time.Hour})
+	c := dialH2(t, ts.addr)
+	c.get(1, "/health")
+	c.expect(1, "200", "ok")
+	c.head("/health")
+	half := len(c.hb.Bytes()) / 2
+	block := bytes.Clone(c.hb.Bytes())
+	require.NoError(t, c.fr.WriteHeaders(http2.HeadersFrameParam{StreamID: 3, BlockFragment: block[:half], EndStream: true}))
+	require.NoError(t, c.fr.WriteContinuation(3, true, block[half:]))
+	c.expect(3, "200", "ok")
+	c.writeBlockStart(5) // and nothing more
+	assert.True(t, c.eof(), "the unfinished head holds the connection")
+	require.NoError(t, c.nc.Close()) // ends the lingering close at once
+	eventually(t, func() bool { return ts.Stats().ConnsOpen == 0 }, "the connection is still open")
+}
