@@ -81,6 +81,7 @@ type h1conn struct {
 	finished  bool  // the last response is written: FIN sent, waiting for the peer's
 	eof       bool  // the client has finished sending
 	closed    bool
+	flushWait bool      // idleAfterFlush waits for the queue to reach the kernel
 	begun     bool      // a request head has arrived: the preface can no longer come
 	perr      *h1.Error // tokError's
 	errStatus int       // a refusal to answer once the queue is written (-1: none, just close)
@@ -593,8 +594,30 @@ func (hc *h1conn) pump() {
 	case hc.closeAft:
 		hc.finish()
 	case hc.links[linkTime].in == nil:
-		hc.setTimeout(&hc.ls.idleQ) // kept alive: IdleTimeout runs
+		hc.idleAfterFlush() // kept alive: IdleTimeout runs
 	}
+}
+
+// idleAfterFlush puts a kept-alive connection on IdleTimeout once its
+// responses have reached the kernel: a large one that a slow client
+// reads for longer than IdleTimeout is not idle, and one whose client
+// stops reading is WriteTimeout's (Stats.WriteTimeouts), not idle's. One
+// Flush handle, only when bytes wait. On the loop.
+func (hc *h1conn) idleAfterFlush() {
+	if hc.c.Buffered() == 0 {
+		hc.setTimeout(&hc.ls.idleQ)
+		return
+	}
+	if hc.flushWait {
+		return
+	}
+	hc.flushWait = true
+	aio.Finally(hc.c.Flush(), func() {
+		hc.flushWait = false
+		if !hc.closed && !hc.finished && hc.nq == 0 && hc.cur == nil && hc.links[linkTime].in == nil {
+			hc.idleAfterFlush() // a response queued meanwhile is waited for too
+		}
+	})
 }
 
 // pop takes r, written, off the head of the queue.

@@ -764,3 +764,35 @@ func TestStreamContentLength(t *testing.T) {
 	assert.ErrorIs(t, recvT(t, writeErr), ErrContentLength)
 	ts.atRest(t)
 }
+
+// IdleTimeout is the wait for the next request once the last response has
+// reached the kernel, not once it was queued: a large response that a
+// slow client reads for longer than IdleTimeout, steadily, arrives whole
+// (a client that stops reading is WriteTimeout's); then the kept-alive
+// connection is closed after IdleTimeout.
+func TestIdleTimeoutStartsAfterTheResponse(t *testing.T) {
+	const idle = 300 * time.Millisecond
+	big := strings.Repeat("x", 8<<20) // more than the kernel buffers hold
+	m := testMux()
+	m.HandleFunc("GET /big", func(r *Request) Reply { return Text(200, big) })
+	ts := startServer(t, m, Config{IdleTimeout: idle})
+	c := dialRaw(t, ts.addr)
+	c.send("GET /big HTTP/1.1\r\nHost: x\r\n\r\n")
+	resp, err := http.ReadResponse(c.br, &http.Request{Method: "GET"})
+	require.NoError(t, err)
+	buf := make([]byte, 64<<10)
+	n := 0
+	for start := time.Now(); ; {
+		k, err := resp.Body.Read(buf)
+		n += k
+		if err != nil {
+			require.ErrorIs(t, err, io.EOF, "cut after %d bytes, %v", n, time.Since(start))
+			break
+		}
+		time.Sleep(idle / 20) // paces a slow reader: 8 MiB take several idle timeouts
+	}
+	assert.Equal(t, len(big), n)
+	assert.True(t, c.closed(), "the idle connection is not closed")
+	eventually(t, func() bool { return ts.Stats().ConnsOpen == 0 }, "the connection is still open")
+	assert.Zero(t, ts.Stats().WriteTimeouts)
+}
