@@ -598,11 +598,12 @@ func (hc *h1conn) pump() {
 	}
 }
 
-// idleAfterFlush puts a kept-alive connection on IdleTimeout once its
-// responses have reached the kernel: a large one that a slow client
-// reads for longer than IdleTimeout is not idle, and one whose client
-// stops reading is WriteTimeout's (Stats.WriteTimeouts), not idle's. One
-// Flush handle, only when bytes wait. On the loop.
+// idleAfterFlush puts a kept-alive connection (HTTP/1.1, or HTTP/2 with
+// no stream left) on IdleTimeout once its responses have reached the
+// kernel: a large one that a slow client reads for longer than
+// IdleTimeout is not idle, and one whose client stops reading is
+// WriteTimeout's (Stats.WriteTimeouts), not idle's. One Flush handle,
+// only when bytes wait. On the loop.
 func (hc *h1conn) idleAfterFlush() {
 	if hc.c.Buffered() == 0 {
 		hc.setTimeout(&hc.ls.idleQ)
@@ -614,10 +615,22 @@ func (hc *h1conn) idleAfterFlush() {
 	hc.flushWait = true
 	aio.Finally(hc.c.Flush(), func() {
 		hc.flushWait = false
-		if !hc.closed && !hc.finished && hc.nq == 0 && hc.cur == nil && hc.links[linkTime].in == nil {
+		if hc.idle() {
 			hc.idleAfterFlush() // a response queued meanwhile is waited for too
 		}
 	})
+}
+
+// idle reports whether the connection still waits for nothing but its
+// client's next request, with no timeout set.
+func (hc *h1conn) idle() bool {
+	if hc.closed || hc.links[linkTime].in != nil {
+		return false
+	}
+	if h := hc.h2; h != nil {
+		return !h.closed && !h.dead && !h.goaway && len(h.streams) == 0
+	}
+	return !hc.finished && hc.nq == 0 && hc.cur == nil
 }
 
 // pop takes r, written, off the head of the queue.

@@ -4,6 +4,7 @@ import (
 	"bufio"
 	"sync/atomic"
 	"testing"
+	"time"
 
 	"github.com/stretchr/testify/assert"
 	"github.com/stretchr/testify/require"
@@ -199,21 +200,38 @@ func TestH2StreamOnDrainAfterAFullQueue(t *testing.T) {
 	})
 	ts := startServer(t, m, Config{})
 	c := dialH2(t, ts.addr)
-	require.NoError(t, c.fr.WriteSettings(http2.Setting{ID: http2.SettingInitialWindowSize, Val: 1 << 30}))
-	require.NoError(t, c.fr.WriteWindowUpdate(0, 1<<30))
+	c.openWindows()
 	c.get(1, "/drip")
 	eventually(t, func() bool { return pauses.Load() > 0 }, "the stream never got Full")
+	assert.Equal(t, total, c.download(1, 0))
+	ts.atRest(t)
+}
+
+// openWindows opens the client's windows, the connection's and the
+// streams', far past any body: only the server's pace holds DATA back.
+func (c *h2Raw) openWindows() {
+	c.t.Helper()
+	require.NoError(c.t, c.fr.WriteSettings(http2.Setting{ID: http2.SettingInitialWindowSize, Val: 1 << 30}))
+	require.NoError(c.t, c.fr.WriteWindowUpdate(0, 1<<30))
+}
+
+// download reads the response of stream id to its END_STREAM, pausing
+// pace after each DATA frame (a slow reader), and returns the body's
+// length.
+func (c *h2Raw) download(id uint32, pace time.Duration) int {
+	c.t.Helper()
 	got := 0
 	for ended := false; !ended; {
 		switch f := c.next().(type) {
 		case *http2.MetaHeadersFrame:
 		case *http2.DataFrame:
+			require.Equal(c.t, id, f.StreamID)
 			got += len(f.Data())
 			ended = f.StreamEnded()
+			time.Sleep(pace)
 		default:
-			t.Fatalf("unexpected frame %v after %d bytes", f, got)
+			c.t.Fatalf("unexpected frame %v after %d bytes", f, got)
 		}
 	}
-	assert.Equal(t, total, got)
-	ts.atRest(t)
+	return got
 }

@@ -178,7 +178,8 @@ func (h *h2conn) goAwayClose(code http2.ErrCode) {
 }
 
 // stall: a response waits for the client's window: the connection goes on
-// its idle timeout, unless it is already.
+// its idle timeout, unless it is already. (Not for a full write queue:
+// that is the kernel's pace, which the connection's WriteTimeout judges.)
 func (h *h2conn) stall() {
 	if !h.lim.stalled {
 		h.lim.stalled = true

@@ -574,7 +574,7 @@ func (h *h2conn) maybeClose(st *h2stream) {
 		if h.goaway {
 			h.maybeEnd()
 		} else {
-			h.hc.setTimeout(&h.ls.idleQ)
+			h.hc.idleAfterFlush()
 		}
 	}
 }
@@ -748,10 +748,10 @@ func (h *h2conn) sendData(st *h2stream) {
 		}
 		k := min(int64(n), st.sendWin, h.sendWin, int64(h.peerMaxFrame))
 		if k <= 0 || h.c.Full() {
-			if k <= 0 {
+			if k <= 0 { // the client's window: a full queue is the kernel's pace, WriteTimeout's
 				h.windowStall(st)
+				h.stall()
 			}
-			h.stall()
 			if k > 0 || h.sendWin <= 0 {
 				h.wait(st) // the connection's window or its write queue: any stream's turn
 			}

@@ -58,13 +58,13 @@ type Config struct {
 	// its 100 Continue if it waited for one), or a larger one, which
 	// streams to its handler, while the handler reads. A slow body that
 	// keeps coming is not cut, as with nginx's client_body_timeout.
-	// IdleTimeout is how long a kept-alive connection
-	// may wait for its next request, counted once its last response has
-	// reached the kernel (a large one read slowly is not idle, and an
-	// HTTP/1.1 client that stops reading it is WriteTimeout's), and how
-	// long an HTTP/2 connection
-	// may hold a response that waits for the client's window or reading
-	// (no DATA goes out). The connection is closed when one passes.
+	// IdleTimeout is how long a kept-alive connection may wait for its
+	// next request, counted once its last response has reached the
+	// kernel (a large one read slowly is not idle, and a client that
+	// stops reading it is WriteTimeout's), and how long an HTTP/2
+	// connection may hold a response that waits for the client's
+	// flow-control window (no DATA can go out). The connection is closed
+	// when one passes.
 	HeaderTimeout time.Duration
 	IdleTimeout   time.Duration
 

@@ -769,7 +769,8 @@ func TestStreamContentLength(t *testing.T) {
 // reached the kernel, not once it was queued: a large response that a
 // slow client reads for longer than IdleTimeout, steadily, arrives whole
 // (a client that stops reading is WriteTimeout's); then the kept-alive
-// connection is closed after IdleTimeout.
+// connection is closed after IdleTimeout. On HTTP/2 as well: a full write
+// queue is the kernel's pace, not a stall of the client's window.
 func TestIdleTimeoutStartsAfterTheResponse(t *testing.T) {
 	const idle = 300 * time.Millisecond
 	big := strings.Repeat("x", 8<<20) // more than the kernel buffers hold
@@ -793,6 +794,12 @@ func TestIdleTimeoutStartsAfterTheResponse(t *testing.T) {
 	}
 	assert.Equal(t, len(big), n)
 	assert.True(t, c.closed(), "the idle connection is not closed")
-	eventually(t, func() bool { return ts.Stats().ConnsOpen == 0 }, "the connection is still open")
+
+	h2 := dialH2(t, ts.addr)
+	h2.openWindows()
+	h2.get(1, "/big")
+	assert.Equal(t, len(big), h2.download(1, idle/60))
+	assert.True(t, h2.eof(), "the idle HTTP/2 connection is not closed")
+	eventually(t, func() bool { return ts.Stats().ConnsOpen == 0 }, "a connection is still open")
 	assert.Zero(t, ts.Stats().WriteTimeouts)
 }
