@@ -226,8 +226,8 @@ func (h *h2conn) untimeHead() {
 		return
 	}
 	h.headTimed = false
-	if h.hc.links[linkTime].in != &h.ls.headQ || h.goaway || h.dead || h.closed {
-		return
+	if h.hc.links[linkTime].in != &h.ls.headQ || h.dead || h.closed {
+		return // (after a final GOAWAY with streams open, none is right: they finish)
 	}
 	if len(h.streams) == 0 || h.lim.stalled {
 		h.hc.setTimeout(&h.ls.idleQ)

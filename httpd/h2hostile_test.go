@@ -475,3 +475,60 @@ func TestH2UnfinishedHeaderBlockTimesOut(t *testing.T) {
 	require.NoError(t, c.nc.Close()) // ends the lingering close at once
 	eventually(t, func() bool { return ts.Stats().ConnsOpen == 0 }, "the connection is still open")
 }
+
+// An unfinished header block stays under HeaderTimeout when another
+// stream of the connection ends meanwhile (its end used to put the
+// connection back on IdleTimeout, an hour here).
+func TestH2UnfinishedBlockAfterAStreamEnds(t *testing.T) {
+	p := newProbe()
+	ts := startServer(t, p.mux(), Config{HeaderTimeout: 200 * time.Millisecond, IdleTimeout: time.Hour})
+	c := dialH2(t, ts.addr)
+	c.get(1, "/promise")
+	pr := recvT(t, p.promises)
+	c.writeBlockStart(3) // and nothing more
+	eventually(t, func() bool {
+		return ts.anyConn(t, func(hc *h1conn) bool { return hc.h2 != nil && hc.h2.headTimed })
+	}, "the block is not timed")
+	require.True(t, pr.Resolve(TextResponse(200, "done")))
+	c.expect(1, "200", "done")
+	require.NoError(t, c.nc.SetReadDeadline(time.Now().Add(3*time.Second)))
+	assert.True(t, c.eof(), "the unfinished block held the connection past HeaderTimeout (3 s > 200 ms)")
+}
+
+// A header block begun before Shutdown's final GOAWAY and finished after
+// it (its stream refused) takes the connection off HeaderTimeout: the
+// stream already open finishes, as Shutdown lets it, however long after.
+func TestH2BlockFinishedAfterFinalGoAway(t *testing.T) {
+	p := newProbe()
+	ts := startServer(t, p.mux(), Config{HeaderTimeout: 1500 * time.Millisecond, IdleTimeout: time.Hour})
+	c := dialH2(t, ts.addr)
+	c.get(1, "/promise")
+	pr := recvT(t, p.promises)
+	c.head("/health")
+	block := bytes.Clone(c.hb.Bytes())
+	half := len(block) / 2
+	require.NoError(t, c.fr.WriteHeaders(http2.HeadersFrameParam{StreamID: 3, BlockFragment: block[:half], EndStream: true}))
+	eventually(t, func() bool {
+		return ts.anyConn(t, func(hc *h1conn) bool { return hc.h2 != nil && hc.h2.headTimed })
+	}, "the block is not timed")
+	done := shutdownInBackground(ts)
+	c.goAway(1<<31 - 1)
+	c.goAway(1) // after h2GoAwayWait (the PING is not answered: split holds it)
+	require.NoError(t, c.fr.WriteContinuation(3, true, block[half:]))
+	id, code := c.rst()
+	assert.Equal(t, uint32(3), id)
+	assert.Equal(t, http2.ErrCodeRefusedStream, code)
+	var inHeadQ bool
+	ts.onLoop(t, func() {
+		for hc := ts.loopStates()[0].conns.head; hc != nil; hc = hc.links[linkAll].next {
+			inHeadQ = inHeadQ || hc.links[linkTime].in == &hc.ls.headQ
+		}
+	})
+	assert.False(t, inHeadQ, "the finished block left the connection under HeaderTimeout")
+	time.Sleep(1500 * time.Millisecond) // a bounded negative check: past HeaderTimeout from the HEADERS
+	require.True(t, pr.Resolve(TextResponse(200, "finished")))
+	c.expect(1, "200", "finished") // Shutdown lets stream 1 finish
+	require.NoError(t, c.nc.Close())
+	require.NoError(t, recvT(t, done))
+	assert.Equal(t, uint64(0), ts.Stats().Cancelled)
+}

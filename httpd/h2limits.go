@@ -183,7 +183,9 @@ func (h *h2conn) goAwayClose(code http2.ErrCode) {
 func (h *h2conn) stall() {
 	if !h.lim.stalled {
 		h.lim.stalled = true
-		h.hc.setTimeout(&h.ls.idleQ)
+		if !h.headTimed { // untimeHead sets it, once the block is whole
+			h.hc.setTimeout(&h.ls.idleQ)
+		}
 	}
 }
 
@@ -206,7 +208,9 @@ func (h *h2conn) streamGone() {
 func (h *h2conn) unstall() {
 	if h.lim.stalled {
 		h.lim.stalled = false
-		h.hc.setTimeout(nil)
+		if !h.headTimed {
+			h.hc.setTimeout(nil)
+		}
 	}
 }
 

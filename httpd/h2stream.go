@@ -143,7 +143,7 @@ func (h *h2conn) onHeaders(f *h2block) {
 	h.streams[id] = st
 	h.open++
 	r.h2s = st
-	if !h.lim.stalled {
+	if !h.lim.stalled && !h.headTimed {
 		h.hc.setTimeout(nil)
 	}
 	ls.openRequest(r, h)
@@ -573,7 +573,7 @@ func (h *h2conn) maybeClose(st *h2stream) {
 	if len(h.streams) == 0 && !h.closed {
 		if h.goaway {
 			h.maybeEnd()
-		} else {
+		} else if !h.headTimed { // untimeHead sets it, once the block is whole
 			h.hc.idleAfterFlush()
 		}
 	}
