@@ -298,3 +298,12 @@ func TestH2URITooLong(t *testing.T) {
 	h1.send("GET " + long + " HTTP/1.1\r\nHost: x\r\n\r\n")
 	assert.Equal(t, 414, h1.read("GET").status)
 }
+
+// A refused HEAD gets the refusal's head alone, as any answer to HEAD.
+func TestH2HeadURITooLongHasNoBody(t *testing.T) {
+	ts := startServer(t, testMux(), Config{MaxURIBytes: 1024})
+	c := dialH2(t, ts.addr)
+	c.open(1, "HEAD", "/health?"+strings.Repeat("q", 1100), true)
+	c.expect(1, "414", "")
+	ts.atRest(t)
+}

@@ -147,6 +147,7 @@ func (h *h2conn) onHeaders(f *h2block) {
 		h.hc.setTimeout(nil)
 	}
 	ls.openRequest(r, h)
+	r.isHead = f.method == "HEAD" // before a refusal: its answer has no body then
 	switch {
 	case f.truncated || !h2SetHead(r, f): // the head is over the limits
 		h.refuseHead(st, 431)
@@ -155,7 +156,6 @@ func (h *h2conn) onHeaders(f *h2block) {
 		h.refuseHead(st, 414)
 		return
 	}
-	r.isHead = r.Method() == "HEAD"
 	if limit := ls.cfg.MaxBodyBytes; limit > 0 && clen > limit {
 		h.refuseBody(st)
 		return
