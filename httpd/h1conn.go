@@ -552,6 +552,9 @@ func (hc *h1conn) pump() {
 			if !r.stream.started {
 				hc.continueInTurn(r) // before the stream's final head
 				hc.startStream(r)
+				if hc.qhead != r {
+					continue // its OnDrain ended it, and the pump that End ran wrote it
+				}
 			}
 			if !r.stream.ended {
 				return // the stream writes on as it goes

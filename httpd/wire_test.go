@@ -803,3 +803,38 @@ func TestIdleTimeoutStartsAfterTheResponse(t *testing.T) {
 	eventually(t, func() bool { return ts.Stats().ConnsOpen == 0 }, "a connection is still open")
 	assert.Zero(t, ts.Stats().WriteTimeouts)
 }
+
+// A pipelined stream whose OnDrain, run when its turn comes, writes and
+// ends it is ended once: its End runs a pump of its own, and the pump
+// that started the stream goes on after it (it used to end and pop the
+// stream again: a second last chunk on the wire, and a queue of -1).
+func TestStreamEndedByOnDrainInItsTurn(t *testing.T) {
+	m := testMux()
+	m.HandleFunc("GET /drainend", func(r *Request) Reply {
+		s := r.Stream(200, nil)
+		write := func() {
+			if s.Full() {
+				return // OnDrain goes on
+			}
+			_, _ = s.WriteString("hello")
+			s.End()
+		}
+		s.OnDrain(write)
+		write()
+		return s.Reply()
+	})
+	ts := startServer(t, m, Config{})
+	c := dialRaw(t, ts.addr)
+	c.send("GET /slow?ms=100 HTTP/1.1\r\nHost: x\r\n\r\nGET /drainend HTTP/1.1\r\nHost: x\r\n\r\n")
+	assert.Equal(t, "waited 100 ms", c.read("GET").body)
+	assert.Equal(t, "hello", c.read("GET").body)
+	var nq int
+	ts.onLoop(t, func() {
+		for hc := ts.loopStates()[0].conns.head; hc != nil; hc = hc.links[linkAll].next {
+			nq = hc.nq
+		}
+	})
+	assert.Equal(t, 0, nq, "queue length")
+	c.send("GET /health HTTP/1.1\r\nHost: x\r\n\r\n")
+	assert.Equal(t, "ok", c.read("GET").body, "the next response")
+}
