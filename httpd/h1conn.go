@@ -494,11 +494,11 @@ func (hc *h1conn) dispatch(r *Request) {
 		return
 	}
 	ls.adoptReply(r, reply.h)
-	if r.stream.p != nil && r == hc.qhead && !r.expect {
+	if r.stream.p != nil && r == hc.qhead && !r.expect && hc.cur != r {
 		// A stream's head goes at once, as on HTTP/2: an event stream is
-		// open for its client before its first event. (Not while a 100
-		// Continue is owed: a handler that reads the body later still
-		// gets it sent first.)
+		// open for its client before its first event. (Not while its body
+		// is still to be read: a head sent then would have to close the
+		// connection, and a 100 Continue owed would have to go first.)
 		hc.pump()
 	}
 }

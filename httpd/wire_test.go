@@ -838,3 +838,29 @@ func TestStreamEndedByOnDrainInItsTurn(t *testing.T) {
 	c.send("GET /health HTTP/1.1\r\nHost: x\r\n\r\n")
 	assert.Equal(t, "ok", c.read("GET").body, "the next response")
 }
+
+// A Stream that answers a streamed upload once it has read it keeps the
+// connection alive: its head waits for its first Write, after the body
+// (sent at once, while the body is unread, it would have to close).
+func TestStreamAfterUploadKeepsAlive(t *testing.T) {
+	m := testMux()
+	m.HandleFunc("POST /count", func(r *Request) Reply {
+		s := r.Stream(200, nil)
+		n := 0
+		r.Body().OnData(func(p []byte, end bool) {
+			n += len(p)
+			if end {
+				_, _ = s.WriteString(itoa(n))
+				s.End()
+			}
+		})
+		return s.Reply()
+	})
+	ts := startServer(t, m, Config{ArenaSize: 4096})
+	c := dialRaw(t, ts.addr)
+	body := strings.Repeat("x", 10000)
+	c.send("POST /count HTTP/1.1\r\nHost: x\r\nContent-Length: 10000\r\n\r\n" + body)
+	resp := c.read("POST")
+	assert.Equal(t, "10000", resp.body)
+	assert.False(t, resp.close, "the connection is closed after a streamed upload answered by a Stream")
+}
