@@ -175,14 +175,17 @@ type Server struct {
 	// before Serve.
 	ErrorLog *log.Logger
 
-	mu     sync.Mutex
-	cfg    Config
-	loops  []*loopState
-	addr   netip.AddrPort
-	state  atomic.Int32 // 0 new, 1 serving, 2 shutting down, 3 shut down before it served
-	onShut []func()     // RegisterOnShutdown's, under mu
-	left   atomic.Int32 // loops not drained yet, during Shutdown
-	doneCh chan struct{}
+	// serveMu is held by ServeLoops while it starts, so that a Shutdown
+	// racing it sees it done (or not begun), never half way.
+	serveMu sync.Mutex
+	mu      sync.Mutex
+	cfg     Config
+	loops   []*loopState
+	addr    netip.AddrPort
+	state   atomic.Int32 // 0 new, 1 serving, 2 shutting down, 3 shut down before it served
+	onShut  []func()     // RegisterOnShutdown's, under mu
+	left    atomic.Int32 // loops not drained yet, during Shutdown
+	doneCh  chan struct{}
 }
 
 // logf logs what ErrorLog is for. Any goroutine.
@@ -215,6 +218,8 @@ func (s *Server) ServeLoops(addr string, loops ...*aio.Loop) error {
 	if len(loops) == 0 {
 		return ErrNoLoops
 	}
+	s.serveMu.Lock()
+	defer s.serveMu.Unlock()
 	if !s.state.CompareAndSwap(0, 1) {
 		if s.state.Load() >= 2 {
 			return ErrServerClosed
@@ -290,7 +295,9 @@ func (s *Server) RegisterOnShutdown(f func()) {
 // once every connection has closed in time. The loops go on running. Any
 // goroutine but the loops'.
 func (s *Server) Shutdown(ctx context.Context) error {
+	s.serveMu.Lock()
 	if s.state.CompareAndSwap(0, 3) || s.state.Load() == 3 {
+		s.serveMu.Unlock()
 		return nil // it never served: a later Serve says so
 	}
 	loops := s.loopStates()
@@ -310,6 +317,7 @@ func (s *Server) Shutdown(ctx context.Context) error {
 			}
 		}
 	}
+	s.serveMu.Unlock()
 	select {
 	case <-s.doneCh:
 		return nil

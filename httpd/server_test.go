@@ -6,6 +6,7 @@ import (
 	"io"
 	"net/http"
 	"net/http/httptrace"
+	"runtime"
 	"testing"
 	"time"
 
@@ -222,4 +223,27 @@ func TestRegisterOnShutdownEndsAStream(t *testing.T) {
 	assert.Equal(t, "data: hello\n\ndata: bye\n\n", string(body))
 	require.NoError(t, c.Close())
 	require.NoError(t, recvT(t, done), "Shutdown waited for its deadline")
+}
+
+// Shutdown in the middle of a first Serve waits for it to be done, and
+// then ends it: no listener is left open, and nothing Serve was making
+// is read half made (the race detector watches).
+func TestShutdownRacingServe(t *testing.T) {
+	rt := aio.NewRuntime(aio.RuntimeConfig{})
+	l, err := rt.Start(aio.Config{Name: "httpd-test"})
+	require.NoError(t, err)
+	defer func() { require.NoError(t, rt.Shutdown(context.Background())) }()
+	for range 20 {
+		srv := &Server{Handler: testMux()}
+		served := make(chan error, 1)
+		go func() { served <- srv.ServeLoops("127.0.0.1:0", l) }()
+		for srv.state.Load() == 0 { // Serve has begun: Shutdown comes in the middle of it
+			runtime.Gosched()
+		}
+		ctx, cancel := context.WithTimeout(context.Background(), waitTimeout)
+		require.NoError(t, srv.Shutdown(ctx))
+		cancel()
+		require.NoError(t, recvT(t, served))
+		eventually(t, func() bool { return l.Stats().TCPListeners == 0 }, "a listener is left open")
+	}
 }
