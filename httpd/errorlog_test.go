@@ -53,6 +53,11 @@ func TestErrorLog(t *testing.T) {
 	m.Handle("GET /abort", FromHTTP(http.HandlerFunc(func(http.ResponseWriter, *http.Request) {
 		panic(http.ErrAbortHandler)
 	})))
+	var dropped *Stream // owned by the loop
+	m.HandleFunc("GET /stream-unstarted", func(r *Request) Reply {
+		dropped = r.Stream(200, nil) // never written: dropped for the reply
+		return Text(200, "instead")
+	})
 	m.HandleFunc("GET /bad-field", func(r *Request) Reply {
 		return Respond(Response{Status: 200, Header: []Field{{Name: "X", Value: "a\r\nInjected: yes"}}, Body: []byte("x")})
 	})
@@ -82,6 +87,15 @@ func TestErrorLog(t *testing.T) {
 	st, body := get(t, c, ts.url+"/stream-twice")
 	assert.Equal(t, 200, st)
 	assert.Equal(t, "ab", body)
+	st, body = get(t, c, ts.url+"/stream-unstarted")
+	assert.Equal(t, 200, st)
+	assert.Equal(t, "instead", body)
+	ts.onLoop(t, func() { // a Stream dropped for the reply is closed, not broken
+		_, err := dropped.WriteString("late")
+		assert.ErrorIs(t, err, ErrStreamClosed)
+		assert.False(t, dropped.Full())
+		dropped.End()
+	})
 	for _, path := range []string{"/abort", "/stream-dropped"} {
 		resp, err := c.Get(ts.url + path)
 		if err == nil {

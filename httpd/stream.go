@@ -135,7 +135,8 @@ func (s *Stream) End() {
 	s.p.Resolve(Response{Status: s.status})
 }
 
-// closed reports whether the stream takes no more bytes.
+// closed reports whether the stream takes no more bytes: also one the
+// engine dropped (its promise let go: it was not the handler's reply).
 func (s *Stream) closed() bool {
-	return s.ended || s.r.gone || s.p.Handle().Status().Terminal()
+	return s.ended || s.r.gone || s.p == nil || s.p.Handle().Status().Terminal()
 }
