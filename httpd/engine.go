@@ -50,6 +50,10 @@ func (ls *loopState) serve(r *Request) (reply Reply) {
 	defer func() {
 		if v := recover(); v != nil {
 			ls.st.panics.Add(1)
+			if v == http.ErrAbortHandler { // net/http's way to cut a response in silence
+				reply = Reply{resp: errResponse(500)}
+				return
+			}
 			ls.srv.logf("httpd: panic serving %s %s: %v\n%s", r.Method(), r.Target(), v, debug.Stack())
 			reply = Reply{resp: errResponse(500)}
 		}

@@ -53,6 +53,7 @@ func TestErrorLog(t *testing.T) {
 	m.Handle("GET /abort", FromHTTP(http.HandlerFunc(func(http.ResponseWriter, *http.Request) {
 		panic(http.ErrAbortHandler)
 	})))
+	m.HandleFunc("GET /abort-native", func(r *Request) Reply { panic(http.ErrAbortHandler) })
 	var dropped *Stream // owned by the loop
 	m.HandleFunc("GET /stream-unstarted", func(r *Request) Reply {
 		dropped = r.Stream(200, nil) // never written: dropped for the reply
@@ -96,7 +97,7 @@ func TestErrorLog(t *testing.T) {
 		assert.False(t, dropped.Full())
 		dropped.End()
 	})
-	for _, path := range []string{"/abort", "/stream-dropped"} {
+	for _, path := range []string{"/abort", "/abort-native", "/stream-dropped"} {
 		resp, err := c.Get(ts.url + path)
 		if err == nil {
 			_, err = io.ReadAll(resp.Body)
