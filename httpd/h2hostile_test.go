@@ -476,15 +476,23 @@ func TestH2UnfinishedHeaderBlockTimesOut(t *testing.T) {
 	eventually(t, func() bool { return ts.Stats().ConnsOpen == 0 }, "the connection is still open")
 }
 
+// pendingH2 serves with HeaderTimeout head (and an hour's IdleTimeout) and
+// opens an HTTP/2 connection whose stream 1 waits for the promise it
+// returns.
+func pendingH2(t *testing.T, head time.Duration) (*testServer, *h2Raw, *aio.Promise[Response]) {
+	t.Helper()
+	p := newProbe()
+	ts := startServer(t, p.mux(), Config{HeaderTimeout: head, IdleTimeout: time.Hour})
+	c := dialH2(t, ts.addr)
+	c.get(1, "/promise")
+	return ts, c, recvT(t, p.promises)
+}
+
 // An unfinished header block stays under HeaderTimeout when another
 // stream of the connection ends meanwhile (its end used to put the
 // connection back on IdleTimeout, an hour here).
 func TestH2UnfinishedBlockAfterAStreamEnds(t *testing.T) {
-	p := newProbe()
-	ts := startServer(t, p.mux(), Config{HeaderTimeout: 200 * time.Millisecond, IdleTimeout: time.Hour})
-	c := dialH2(t, ts.addr)
-	c.get(1, "/promise")
-	pr := recvT(t, p.promises)
+	ts, c, pr := pendingH2(t, 200*time.Millisecond)
 	c.writeBlockStart(3) // and nothing more
 	eventually(t, func() bool {
 		return ts.anyConn(t, func(hc *h1conn) bool { return hc.h2 != nil && hc.h2.headTimed })
@@ -499,11 +507,7 @@ func TestH2UnfinishedBlockAfterAStreamEnds(t *testing.T) {
 // it (its stream refused) takes the connection off HeaderTimeout: the
 // stream already open finishes, as Shutdown lets it, however long after.
 func TestH2BlockFinishedAfterFinalGoAway(t *testing.T) {
-	p := newProbe()
-	ts := startServer(t, p.mux(), Config{HeaderTimeout: 1500 * time.Millisecond, IdleTimeout: time.Hour})
-	c := dialH2(t, ts.addr)
-	c.get(1, "/promise")
-	pr := recvT(t, p.promises)
+	ts, c, pr := pendingH2(t, 1500*time.Millisecond)
 	c.head("/health")
 	block := bytes.Clone(c.hb.Bytes())
 	half := len(block) / 2
