@@ -148,7 +148,8 @@
 // (h2limits.go): streams reset, by the client or for its errors, and
 // streams refused past SETTINGS_MAX_CONCURRENT_STREAMS (256, or
 // Config.Arenas if fewer: a stream takes an arena) spend a
-// token bucket of 1000 refilled at 33 a second (rapid reset); a header
+// token bucket of 1000 refilled at 33 a second (rapid reset; a stream
+// refused because the loop has no arena free spends none); a header
 // block of more than 8 CONTINUATION frames or twice Config.MaxHeadBytes
 // is refused before it is buffered; more than 1000 PING, SETTINGS or
 // RST_STREAM answers queued behind a client that does not read end the

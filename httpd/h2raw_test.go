@@ -343,3 +343,28 @@ func TestH2ProtocolErrors(t *testing.T) {
 	assert.Equal(t, http2.ErrCodeProtocol, goaway(c))
 	ts.atRest(t)
 }
+
+// A stream refused because the loop has no arena free is the server's
+// shortage, not the client's doing: it spends no rapid-reset token, and a
+// client that keeps within SETTINGS_MAX_CONCURRENT_STREAMS keeps its
+// connection however often the arenas run out. (One past that limit does
+// spend: TestH2StreamsPastTheLimit.)
+func TestH2ArenaRefusalsSpendNoResetBudget(t *testing.T) {
+	p := newProbe()
+	ts := startServer(t, p.mux(), Config{Arenas: 1})
+	holder := dialH2(t, ts.addr)
+	holder.get(1, "/promise") // takes the only arena
+	pr := recvT(t, p.promises)
+	c := dialH2(t, ts.addr)
+	require.Equal(t, uint32(1), c.maxStreams)
+	for i := range uint32(h2ResetBurst + 200) {
+		c.get(2*i+1, "/health") // one at a time: within the limit
+		c.expectReset(2*i+1, http2.ErrCodeRefusedStream)
+	}
+	require.True(t, pr.Resolve(TextResponse(200, "done")))
+	holder.expect(1, "200", "done")
+	c.get(2*(h2ResetBurst+200)+1, "/health")
+	c.expect(2*(h2ResetBurst+200)+1, "200", "ok")
+	assert.Zero(t, ts.Stats().Abusive)
+	ts.atRest(t)
+}

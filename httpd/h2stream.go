@@ -133,7 +133,7 @@ func (h *h2conn) onHeaders(f *h2block) {
 	}
 	r := ls.acquire()
 	if r == nil { // no arena free: refused, the block decoded all the same
-		h.resetStream(id, http2.ErrCodeRefusedStream)
+		h.resetWith(id, http2.ErrCodeRefusedStream, true) // our shortage: no reset token
 		ls.st.refused.Add(1)
 		return
 	}
@@ -486,12 +486,17 @@ func (h *h2conn) handleEnded(r *Request, v Response, err error, cancelled bool) 
 
 // resetStream sends RST_STREAM(code) for id, and ends the stream if it is
 // open: its handler is cancelled.
-func (h *h2conn) resetStream(id uint32, code http2.ErrCode) {
+func (h *h2conn) resetStream(id uint32, code http2.ErrCode) { h.resetWith(id, code, false) }
+
+// resetWith is resetStream; ours says the reset is for the server's own
+// reason whatever the code (no arena free), so that it spends a control
+// frame but no reset token (spendRST).
+func (h *h2conn) resetWith(id uint32, code http2.ErrCode, ours bool) {
 	if h.closed || h.dead {
 		return
 	}
 	st := h.streams[id]
-	if st != nil && st.reset || !h.spendRST(code) {
+	if st != nil && st.reset || ours && !h.spendControl() || !ours && !h.spendRST(code) {
 		return
 	}
 	_ = h.fr.WriteRSTStream(id, code)
