@@ -184,9 +184,16 @@ func (h *h2conn) onHeaders(f *h2block) {
 // target. A body still to come is dropped, and reset (NO_ERROR) once the
 // answer is out, as a refused body is (refuseBody).
 func (h *h2conn) refuseHead(st *h2stream, status int) {
-	r := st.r
 	h.ls.st.badRequests.Add(1)
 	st.refused = true
+	h.answerRefused(st, status)
+}
+
+// answerRefused answers st's request with status in place of a handler's
+// response: none started, or the one that did has ended (handleEnded).
+// The body, whatever of it comes, is nobody's.
+func (h *h2conn) answerRefused(st *h2stream, status int) {
+	r := st.r
 	r.body.buffered, r.body.done = true, true
 	r.hdone = true
 	r.resp = errResponse(status)
@@ -338,10 +345,7 @@ func (h *h2conn) refuseBody(st *h2stream) {
 			return
 		}
 		st.buffering = false // its handler never starts
-		r.body.buffered = true
-		r.hdone = true
-		r.resp = errResponse(413)
-		h.respond(st)
+		h.answerRefused(st, 413)
 	}
 }
 
@@ -457,8 +461,7 @@ func (h *h2conn) handleEnded(r *Request, v Response, err error, cancelled bool) 
 	switch {
 	case st == nil || r.written || st.reset: // the stream or the connection is gone
 	case r.refusal != 0: // its body was refused (refuseBody)
-		r.resp = errResponse(r.refusal)
-		h.respond(st)
+		h.answerRefused(st, r.refusal)
 	case cancelled:
 		h.resetStream(st.id, http2.ErrCodeCancel)
 	case r.stream.p != nil:
