@@ -50,11 +50,9 @@ func (ls *loopState) serve(r *Request) (reply Reply) {
 	defer func() {
 		if v := recover(); v != nil {
 			ls.st.panics.Add(1)
-			if v == http.ErrAbortHandler { // net/http's way to cut a response in silence
-				reply = Reply{resp: errResponse(500)}
-				return
+			if v != http.ErrAbortHandler { // net/http's way to cut a response in silence
+				ls.logPanic(r, v, debug.Stack())
 			}
-			ls.srv.logf("httpd: panic serving %s %s: %v\n%s", r.Method(), r.Target(), v, debug.Stack())
 			reply = Reply{resp: errResponse(500)}
 		}
 	}()
@@ -68,8 +66,14 @@ func (ls *loopState) serve(r *Request) (reply Reply) {
 func (ls *loopState) logFailure(r *Request, err error) {
 	var pe *aio.PanicError
 	if errors.As(err, &pe) && !errors.Is(err, http.ErrAbortHandler) {
-		ls.srv.logf("httpd: panic serving %s %s: %v\n%s", r.Method(), r.Target(), pe.Value, pe.Stack)
+		ls.logPanic(r, pe.Value, pe.Stack)
 	}
+}
+
+// logPanic logs a panic of r's handler, or of work it started, with the
+// stack it happened on. On the loop.
+func (ls *loopState) logPanic(r *Request, v any, stack []byte) {
+	ls.srv.logf("httpd: panic serving %s %s: %v\n%s", r.Method(), r.Target(), v, stack)
 }
 
 // logRefused logs a response the engine refused to send as made (why:
