@@ -139,12 +139,6 @@ type netConn struct {
 	pending int   // bytes posted by Writes, not yet queued on the loop
 	rdl     deadline
 	wdl     deadline
-
-	// busy holds the connection's scope busy for the goroutine code that
-	// uses the view, whose work a drain cannot see: the connection is left
-	// to it until it closes. Made by attach, on the loop; cancelled with
-	// the scope when the connection closes.
-	busy *Promise[struct{}]
 }
 
 // deadline is one direction's deadline: at, and whether it has passed.
@@ -202,8 +196,10 @@ func (v *netConn) attach() {
 		if c.eof { // read before the view took over
 			v.onEOF(c)
 		}
-		v.busy = NewPromise[struct{}](c.l)
-		Adopt(c.Scope(), v.busy.Handle())
+		// The goroutine code that uses the view is the connection's work,
+		// which a drain cannot see: a promise no one settles holds the
+		// scope busy until the connection closes, which cancels it.
+		Adopt(c.Scope(), NewPromise[struct{}](c.l).Handle())
 	}
 	c.setOnClose(v.onClose)
 }
