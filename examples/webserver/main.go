@@ -43,7 +43,7 @@
 //	                         every M ms (defaults 10 and 1000); a client going away stops it
 //	GET /stats               the server's counters as JSON, summed over the loops
 //	GET /metrics             the same and the loops' counters, Prometheus text format
-//	anything else            404 (a known path with another method: 405)
+//	anything else            404 (a known path with another method too)
 //
 // Query values are bounded: ms is an integer from 0 to 60000 (from 1 for
 // /events), n from 0 to 10000. Anything else (not a number, negative, too

@@ -214,6 +214,19 @@ func testRoutes(t *testing.T, bin string) {
 	for _, path := range []string{"/", "/nope", "/users", "/users/1/2", "/health/x", "/statsx"} {
 		assert.Equal(t, 404, s.get(t, path).status, path)
 	}
+	// A known path with a method its route does not take is "anything
+	// else" too: 404, not ServeMux's 405. HEAD goes with GET.
+	for _, mp := range [][2]string{{"POST", "/health"}, {"DELETE", "/users/1"}, {"GET", "/echo"}, {"PUT", "/stats"}, {"HEAD", "/health"}} {
+		req, err := http.NewRequest(mp[0], s.url+mp[1], nil)
+		require.NoError(t, err)
+		resp, err := s.client.Do(req)
+		require.NoError(t, err)
+		want := 404
+		if mp[0] == "HEAD" {
+			want = 200
+		}
+		assert.Equal(t, want, readReply(t, resp).status, mp)
+	}
 
 	st := s.atRest(t)
 	assert.GreaterOrEqual(t, st["requests"], int64(17))

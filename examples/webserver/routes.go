@@ -57,8 +57,16 @@ func newRoutes(rt *aio.Runtime, srv *httpd.Server, apiTimeout time.Duration) *ht
 	m.HandleFunc("GET /events", events)
 	m.HandleFunc("GET /stats", rs.stats)
 	m.HandleFunc("GET /metrics", rs.metrics)
+	// Anything else is a 404, a known path with a method its route does
+	// not take included: a pattern without a method matches every
+	// method, and a more specific one wins, so "/" catches exactly what
+	// the routes above leave (ServeMux would answer those 405).
+	m.HandleFunc("/", notFound)
 	return m
 }
+
+// notFound answers every request no route above takes.
+func notFound(*httpd.Request) httpd.Reply { return httpd.Text(404, "404 page not found\n") }
 
 // health answers at once: an immediate Reply makes no handle and, with a
 // constant body, allocates nothing.
