@@ -33,9 +33,11 @@ import (
 	"fmt"
 	"log"
 	"net"
+	"net/netip"
 	"os"
 	"os/signal"
 	"runtime"
+	"strconv"
 	"syscall"
 	"time"
 
@@ -49,8 +51,8 @@ func main() {
 	grace := flag.Duration("grace", 5*time.Second, "how long open pipes may take to finish after a signal")
 	flag.Parse()
 	log.SetPrefix("proxy: ")
-	if _, _, err := net.SplitHostPort(*upstream); err != nil {
-		log.Printf("-upstream %q: %v", *upstream, err)
+	if err := checkFlags(*upstream, *loops, *grace, flag.Args()); err != nil {
+		log.Print(err)
 		flag.Usage()
 		os.Exit(2)
 	}
@@ -76,6 +78,38 @@ func main() {
 	log.Print(p.summary())
 }
 
+// checkFlags says what is wrong with the flags, if anything, before
+// anything listens: a proxy that starts and then fails every client (an
+// upstream port out of range, a host that does not resolve) is worse than
+// one that does not start. The upstream's name is resolved once here, as
+// nginx and HAProxy do at start, and again at every dial.
+func checkFlags(upstream string, loops int, grace time.Duration, rest []string) error {
+	if len(rest) > 0 {
+		return fmt.Errorf("unexpected arguments %q", rest)
+	}
+	host, port, err := net.SplitHostPort(upstream)
+	if err != nil {
+		return fmt.Errorf("-upstream %q: %v", upstream, err)
+	}
+	if n, err := strconv.Atoi(port); err != nil || n < 1 || n > 65535 {
+		return fmt.Errorf("-upstream %q: the port must be a number from 1 to 65535", upstream)
+	}
+	if loops < 1 {
+		return fmt.Errorf("-loops %d: need at least one loop", loops)
+	}
+	if grace < 0 {
+		return fmt.Errorf("-grace %v: must not be negative", grace)
+	}
+	if _, err := netip.ParseAddr(host); err != nil {
+		ctx, cancel := context.WithTimeout(context.Background(), 5*time.Second)
+		defer cancel()
+		if _, err := net.DefaultResolver.LookupHost(ctx, host); err != nil {
+			return fmt.Errorf("-upstream %q: %v", upstream, err)
+		}
+	}
+	return nil
+}
+
 // earlyMax bounds what the proxy keeps of a client's bytes while the
 // upstream connection is being established: once it has that much it
 // stops reading the client until Pipe takes over.
@@ -94,7 +128,7 @@ type proxy struct {
 // connections from listen(2) on).
 func start(rt *aio.Runtime, addr, upstream string, loops int) (*proxy, error) {
 	if loops < 1 {
-		return nil, errors.New("proxy: need at least one loop")
+		return nil, errors.New("need at least one loop")
 	}
 	p := &proxy{addr: addr, upstream: upstream}
 	for i := 0; i < loops; i++ {

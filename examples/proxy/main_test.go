@@ -2,6 +2,7 @@ package main
 
 import (
 	"bytes"
+	"context"
 	"errors"
 	"fmt"
 	"io"
@@ -344,9 +345,15 @@ func testBadFlags(t *testing.T, bin string) {
 		{"-listen", "127.0.0.1:0"}, // no upstream
 		{"-listen", "127.0.0.1:0", "-upstream", "127.0.0.1:1", "-loops", "0"},
 		{"-listen", "nowhere", "-upstream", "127.0.0.1:1"},
+		{"-listen", "127.0.0.1:0", "-upstream", "127.0.0.1:99999"},
+		{"-listen", "127.0.0.1:0", "-upstream", "127.0.0.1:0"},
+		{"-listen", "127.0.0.1:0", "-upstream", "127.0.0.1:1", "-grace", "-1s"},
+		{"-listen", "127.0.0.1:0", "-upstream", "127.0.0.1:1", "stray"},
 	} {
 		var stdout, stderr bytes.Buffer
-		cmd := exec.Command(bin, args...)
+		ctx, cancel := context.WithTimeout(context.Background(), timeout) // a proxy that starts would serve for ever
+		defer cancel()
+		cmd := exec.CommandContext(ctx, bin, args...)
 		cmd.Stdout, cmd.Stderr = &stdout, &stderr
 		err := cmd.Run()
 		var exit *exec.ExitError
