@@ -4,7 +4,7 @@
 // passed on. One loop per core, each with its own listener on the same
 // address (SO_REUSEPORT), and no goroutine per connection.
 //
-//	go run ./examples/proxy -listen 127.0.0.1:7001 -upstream 127.0.0.1:7000 [-loops 2] [-grace 5s]
+//	go run ./examples/proxy -listen 127.0.0.1:7001 -upstream 127.0.0.1:7000 [-loops 2] [-grace 5s] [-dial-timeout 10s]
 //
 // Once every loop accepts, it prints one line on standard output,
 // "listening on ADDR" (with the port the system chose when -listen asks for
@@ -16,8 +16,8 @@
 // to the upstream first. The client is read meanwhile so that a client
 // that goes away (a reset) cancels the dial; its FIN is only a half-close
 // and passes on once the upstream is there, so a client that sends its
-// request and half-closes at once still gets the reply. A dial that fails
-// closes the client.
+// request and half-closes at once still gets the reply. A dial that fails,
+// or takes longer than -dial-timeout, closes the client.
 //
 // SIGINT or SIGTERM stops it gracefully: every loop stops accepting, the
 // open pipes get -grace to finish (both sides have closed), those still
@@ -49,9 +49,10 @@ func main() {
 	upstream := flag.String("upstream", "", "address to proxy to (host:port)")
 	loops := flag.Int("loops", runtime.NumCPU(), "loops (one listener each, SO_REUSEPORT)")
 	grace := flag.Duration("grace", 5*time.Second, "how long open pipes may take to finish after a signal")
+	dialTimeout := flag.Duration("dial-timeout", 10*time.Second, "how long a connect to the upstream may take")
 	flag.Parse()
 	log.SetPrefix("proxy: ")
-	if err := checkFlags(*upstream, *loops, *grace, flag.Args()); err != nil {
+	if err := checkFlags(*upstream, *loops, *grace, *dialTimeout, flag.Args()); err != nil {
 		log.Print(err)
 		flag.Usage()
 		os.Exit(2)
@@ -62,7 +63,7 @@ func main() {
 	ctx, stop := signal.NotifyContext(context.Background(), os.Interrupt, syscall.SIGTERM)
 	aio.ReserveProcs(*loops) // a P per loop and one to spare
 	rt := aio.NewRuntime(aio.RuntimeConfig{MaxSystems: max(*loops, 16)})
-	p, err := start(rt, *listen, *upstream, *loops)
+	p, err := start(rt, *listen, *upstream, *loops, *dialTimeout)
 	if err != nil {
 		log.Fatal(err)
 	}
@@ -83,7 +84,7 @@ func main() {
 // upstream port out of range, a host that does not resolve) is worse than
 // one that does not start. The upstream's name is resolved once here, as
 // nginx and HAProxy do at start, and again at every dial.
-func checkFlags(upstream string, loops int, grace time.Duration, rest []string) error {
+func checkFlags(upstream string, loops int, grace, dialTimeout time.Duration, rest []string) error {
 	if len(rest) > 0 {
 		return fmt.Errorf("unexpected arguments %q", rest)
 	}
@@ -99,6 +100,9 @@ func checkFlags(upstream string, loops int, grace time.Duration, rest []string) 
 	}
 	if grace < 0 {
 		return fmt.Errorf("-grace %v: must not be negative", grace)
+	}
+	if dialTimeout <= 0 {
+		return fmt.Errorf("-dial-timeout %v: must be positive", dialTimeout)
 	}
 	if _, err := netip.ParseAddr(host); err != nil {
 		ctx, cancel := context.WithTimeout(context.Background(), 5*time.Second)
@@ -117,20 +121,21 @@ const earlyMax = 64 << 10
 
 // proxy is the proxy's configuration and loops.
 type proxy struct {
-	addr     string      // the address every listener is bound to; immutable once started
-	upstream string      // immutable
-	loops    []*aio.Loop // immutable once started
+	addr        string        // the address every listener is bound to; immutable once started
+	upstream    string        // immutable
+	dialTimeout time.Duration // bounds each connect to the upstream; immutable
+	loops       []*aio.Loop   // immutable once started
 }
 
 // start starts loops loops on rt, each listening on addr and proxying to
-// upstream. With port 0 the first listener picks the port and the others
-// join it. When it returns, every listener accepts (the kernel queues
-// connections from listen(2) on).
-func start(rt *aio.Runtime, addr, upstream string, loops int) (*proxy, error) {
+// upstream, each connect bounded by dialTimeout. With port 0 the first
+// listener picks the port and the others join it. When it returns, every
+// listener accepts (the kernel queues connections from listen(2) on).
+func start(rt *aio.Runtime, addr, upstream string, loops int, dialTimeout time.Duration) (*proxy, error) {
 	if loops < 1 {
 		return nil, errors.New("need at least one loop")
 	}
-	p := &proxy{addr: addr, upstream: upstream}
+	p := &proxy{addr: addr, upstream: upstream, dialTimeout: dialTimeout}
 	for i := 0; i < loops; i++ {
 		l, err := rt.Start(aio.Config{Name: fmt.Sprintf("proxy-%d", i)})
 		if err != nil {
@@ -162,10 +167,13 @@ func (p *proxy) accept(client *aio.Conn) {
 		}
 	})
 	// A FIN is a half-close: the client waits for its reply. Pipe passes
-	// it on to the upstream.
+	// it on to the upstream. So a client that half-closes is not gone, and
+	// only -dial-timeout bounds how long its dial may hold it (the
+	// kernel's own connect timeout is minutes).
 	_ = client.OnEOF(func(*aio.Conn) {})
 
-	piped := aio.Then(aio.Dial(client.Loop(), p.upstream, aio.ConnConfig{}), func(up *aio.Conn) (struct{}, error) {
+	dialed := aio.Within(aio.Dial(client.Loop(), p.upstream, aio.ConnConfig{}), p.dialTimeout)
+	piped := aio.Then(dialed, func(up *aio.Conn) (struct{}, error) {
 		_, _ = up.Write(early) // up is open: Write copies what the kernel does not take
 		early = nil
 		aio.Pipe(client, up) // its handle is the end of both: nothing to do with it here

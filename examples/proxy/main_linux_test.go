@@ -1,6 +1,7 @@
 package main
 
 import (
+	"errors"
 	"fmt"
 	"net"
 	"os"
@@ -23,7 +24,8 @@ import (
 func init() {
 	proxyTests = append(proxyTests,
 		proxyTest{"EarlyBytesAndHalfClose", testEarlyBytesAndHalfClose},
-		proxyTest{"ClientGoneCancelsDial", testClientGoneCancelsDial})
+		proxyTest{"ClientGoneCancelsDial", testClientGoneCancelsDial},
+		proxyTest{"DialTimeoutClosesClient", testDialTimeoutClosesClient})
 }
 
 // fullUpstream returns a listener with a backlog of 0 and one connection
@@ -117,4 +119,28 @@ func testClientGoneCancelsDial(t *testing.T, bin string) {
 		"the dial goes on without its client")
 	code, _ := p.Signal(t, syscall.SIGTERM)
 	require.Zero(t, code)
+}
+
+// A client that half-closes while its upstream is being dialed is not
+// gone (it may be waiting for its reply), so only -dial-timeout bounds the
+// dial: when it passes, the connecting socket and the client are closed,
+// where the kernel would otherwise go on sending SYNs for minutes.
+func testDialTimeoutClosesClient(t *testing.T, bin string) {
+	nl, port := fullUpstream(t)
+	p := blackbox.Start(t, bin, "-listen", "127.0.0.1:0", "-upstream", nl.Addr().String(),
+		"-loops", "1", "-dial-timeout", "300ms")
+	nc := dial(t, p.Addr)
+	waitDialing(t, port)
+	_, err := nc.Write([]byte("request"))
+	require.NoError(t, err)
+	require.NoError(t, nc.CloseWrite())
+	_, err = nc.Read(make([]byte, 1))
+	require.Error(t, err, "the client is closed when the dial times out")
+	var ne net.Error
+	require.False(t, errors.As(err, &ne) && ne.Timeout(), "the proxy held the client until the test's deadline")
+	require.Eventually(t, func() bool { return !dialing(t, port) }, timeout, time.Millisecond,
+		"the dial goes on past -dial-timeout")
+	code, _ := p.Signal(t, syscall.SIGTERM)
+	require.Zero(t, code)
+	require.Contains(t, p.Stderr(), "timeout")
 }

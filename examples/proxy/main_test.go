@@ -348,6 +348,7 @@ func testBadFlags(t *testing.T, bin string) {
 		{"-listen", "127.0.0.1:0", "-upstream", "127.0.0.1:99999"},
 		{"-listen", "127.0.0.1:0", "-upstream", "127.0.0.1:0"},
 		{"-listen", "127.0.0.1:0", "-upstream", "127.0.0.1:1", "-grace", "-1s"},
+		{"-listen", "127.0.0.1:0", "-upstream", "127.0.0.1:1", "-dial-timeout", "0s"},
 		{"-listen", "127.0.0.1:0", "-upstream", "127.0.0.1:1", "stray"},
 	} {
 		var stdout, stderr bytes.Buffer
