@@ -188,6 +188,10 @@ func (p *pipeNode) closed(other *Conn, err error) {
 		// Closed in order, or by Close before its EOF was passed on:
 		// nothing more comes from it either way.
 		other.closeWrite(nil)
+		// The other side's reads go nowhere now, but it must read on to
+		// its EOF to close: if it was paused for the closed side, whose
+		// queue and kernel pipe are gone, it would wait for ever.
+		p.from(other).pauseSource()
 	}
 	if p.open > 0 {
 		return

@@ -355,3 +355,25 @@ func TestPipeCloseOneSideHalfClosesTheOther(t *testing.T) {
 	require.Equal(t, int64(len("last words")), n.AToB)
 	closedLoopTCP(t, l.closeListener(t, ln))
 }
+
+// Closing the destination of a direction whose source is paused for it
+// (its queue full, or the kernel pipe holding bytes it did not take)
+// half-closes the source, which must then read on to its peer's EOF and
+// close, so that the pipe ends. It stayed paused: the pipe never ended and
+// held a drain to its deadline.
+func TestPipeCloseOfAFullSideResumesTheOther(t *testing.T) {
+	pipeModes(t, false, func(t *testing.T) {
+		l := startLoop(t)
+		t.Cleanup(func() { l.Stop() }) // a stuck pipe would hold the runtime's drain for its whole deadline
+		_, pc, sent := stalledUpstream(t, l, 4<<20)
+		eventually(t, func() bool { return onLoopValue(t, l, func() bool { return pc.a.paused }) },
+			"the client's side never paused")
+		_, err := wait(t, pc.b.Close()) // the upstream's side, whose queue or pipe is full
+		require.NoError(t, err)
+		// The client's side reads on, for nobody, to the client's FIN and
+		// closes: the client's write ends, and so does the pipe.
+		require.NoError(t, recvWithin(t, 5*time.Second, sent), "the client's write never finished")
+		_, err = waitWithin(t, 5*time.Second, pc.pipe)
+		require.NoError(t, err)
+	})
+}
