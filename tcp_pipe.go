@@ -36,7 +36,8 @@ var errPipeLoops = errors.New("aio: Pipe of connections on different loops (dial
 // adopted by both connections' scopes, so that a Listener's Drain waits
 // for it. Bytes a connection read before Pipe are the caller's: write them
 // to the other first; a connection that already reached EOF passes it on
-// at once.
+// at once. Bytes an OnFrame framer holds and has not delivered as a frame
+// (what followed a header line, say) are piped first, as OnRead gets them.
 //
 // Pipe takes over both connections' OnRead, OnEOF, OnDrain and OnClose
 // callbacks (the handle is the news of the end) and their PauseRead state.
@@ -144,7 +145,9 @@ func (d *pipeDir) start() {
 	src.readWhileFull = true
 	src.held = false
 	src.paused = false
-	src.onRead = func(src *Conn, b []byte) {
+	// As OnRead does: bytes an OnFrame framer still holds are piped
+	// first, then the framer steps aside (and splicing may begin).
+	src.setOnRead(func(src *Conn, b []byte) {
 		*d.n += int64(len(b))
 		if _, err := dst.write(b, false); err != nil {
 			return // dst closed (its OnClose ends the pipe) or shut (src is at EOF)
@@ -152,7 +155,7 @@ func (d *pipeDir) start() {
 		if dst.full.Load() {
 			d.pauseSource() // until dst drains
 		}
-	}
+	})
 	src.onEOF = func(*Conn) { dst.closeWrite(nil) }
 	dst.queue().onDrain = func(*Conn) { d.pauseSource() }
 	src.onClose = func(src *Conn, err error) { d.pipe().closed(dst, err) }

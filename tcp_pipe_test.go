@@ -1,6 +1,7 @@
 package aio
 
 import (
+	"bufio"
 	"bytes"
 	"errors"
 	"fmt"
@@ -376,4 +377,50 @@ func TestPipeCloseOfAFullSideResumesTheOther(t *testing.T) {
 		_, err = waitWithin(t, 5*time.Second, pc.pipe)
 		require.NoError(t, err)
 	})
+}
+
+// A header line read with OnFrame, then Pipe (a CONNECT proxy): the bytes
+// the framer holds, sent with the header, go through the pipe first, and
+// the frame callback does not run again. They were lost, and the old
+// callback got them at EOF.
+func TestPipeAfterOnFrameKeepsTheFramersBytes(t *testing.T) {
+	l := startLoop(t)
+	nl, err := net.Listen("tcp", "127.0.0.1:0")
+	require.NoError(t, err)
+	defer nl.Close()
+	late := make(chan string, 4)
+	pipes := make(chan *Handle[Piped], 1)
+	ln, err := Listen(l, "127.0.0.1:0", ListenConfig{}, func(c *Conn) {
+		first := true
+		_ = c.OnFrame(bufio.ScanLines, 0, func(c *Conn, f []byte) {
+			if !first {
+				late <- string(f) // Pipe owns the connection by now
+				return
+			}
+			first = false
+			_ = c.PauseRead()
+			Then(Dial(l, nl.Addr().String(), ConnConfig{}), func(u *Conn) (struct{}, error) {
+				pipes <- Pipe(c, u)
+				return struct{}{}, nil
+			})
+		})
+	})
+	require.NoError(t, err)
+	nc := netDial(t, ln)
+	netWrite(t, nc, []byte("CONNECT upstream\npartial")) // one read: the framer keeps "partial"
+	up, err := nl.Accept()
+	require.NoError(t, err)
+	defer up.Close()
+	require.NoError(t, up.SetDeadline(time.Now().Add(waitTimeout)))
+	pipe := recv(t, pipes)
+	onLoop(t, l, func() {}) // the pipe has started
+	netWrite(t, nc, []byte(" more\n"))
+	require.NoError(t, nc.CloseWrite())
+	got, err := io.ReadAll(up) // to the FIN the pipe passes on
+	require.NoError(t, err)
+	require.Equal(t, "partial more\n", string(got), "bytes the framer held were lost")
+	require.Empty(t, late, "the frame callback ran after Pipe took the connection over")
+	require.NoError(t, up.Close())
+	_, err = wait(t, pipe)
+	require.NoError(t, err)
 }
