@@ -171,8 +171,9 @@
 // has no loop, cannot be cancelled.
 //
 // [Runtime.Shutdown] drains first, as net/http's Server.Shutdown does: every
-// listener closes, every connection ends once its scope is idle (below),
-// and when none is left, or when its context ends, it stops every loop and
+// listener closes, every connection ends once its scope is idle (below;
+// a server starts no work for requests that arrive on a connection that
+// is [Conn.Draining]), and when none is left, or when its context ends, it stops every loop and
 // waits for each Stop handle (until the context ends: then it returns the
 // context's error and the loops go on stopping). Called on one of the
 // runtime's loops, it stops them all at once and returns [ErrAwaitOnLoop]

@@ -162,6 +162,20 @@ func (c *Conn) Buffered() int { return int(c.queued.Load()) }
 // Full: its queue was dropped (no OnDrain runs then). Any goroutine.
 func (c *Conn) Full() bool { return c.full.Load() }
 
+// Draining reports whether the connection is ending gracefully (Drain,
+// Listener.Drain, Runtime.Shutdown): it closes as soon as its scope is
+// idle. A request/response server checks it where it reads a request and
+// starts no work for one that arrives now (it ignores it, or answers that
+// it is going away), as net/http's Shutdown finishes a connection's request
+// in progress and reads no next one: otherwise a peer that keeps sending
+// keeps its connection busy, and the drain waits for its deadline. Once the
+// connection is idle, what the peer still sends is dropped without reaching
+// OnRead. On the loop.
+func (c *Conn) Draining() bool {
+	c.l.checkOnLoop()
+	return c.draining
+}
+
 // Closed returns a handle that ends when the connection is gone and its fd
 // closed: completed after Close or an orderly end (both sides finished),
 // failed with the cause when an error closed it (a reset, a timeout, a

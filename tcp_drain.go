@@ -153,8 +153,10 @@ func drainHandle(l *Loop, job **drainJob, start func() *drainJob) *Handle[struct
 // an error that says so, for which errors.Is(err, ErrCancelled) holds).
 // The handle completes when the last of them has closed. A Pipe holds both
 // its connections busy until it ends, and a NetConn view its connection
-// until the view's Close. Calling Drain again gives a handle that
-// completes with the first call's. Any goroutine.
+// until the view's Close. A peer that keeps sending requests keeps its
+// connection busy as long as each starts new work: where a request is
+// read, check Conn.Draining and start none. Calling Drain again gives a
+// handle that completes with the first call's. Any goroutine.
 func (ln *Listener) Drain(grace time.Duration) *Handle[struct{}] {
 	return drainHandle(ln.l, &ln.drained, func() *drainJob {
 		ln.closeWith(nil)

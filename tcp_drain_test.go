@@ -218,3 +218,57 @@ func TestRuntimeShutdownLoopStoppingMeanwhile(t *testing.T) {
 	require.NoError(t, recv(t, done))
 	require.Zero(t, rt.Running())
 }
+
+// A server whose work for one request ends when the next one comes (a
+// reply batched with the next, say) is never idle while its peer keeps
+// sending, unless it starts no new work once the connection is Draining:
+// then the work in progress ends, its reply is written, the connection
+// goes idle and ends in order, long before the drain's grace.
+func TestDrainingStartsNoNewWork(t *testing.T) {
+	l := startLoop(t)
+	closed := make(chan error, 1)
+	ln, err := Listen(l, "127.0.0.1:0", ListenConfig{}, func(c *Conn) {
+		var pending *Promise[string] // the work in progress; owned by the loop
+		_ = c.OnClose(func(_ *Conn, err error) { closed <- err })
+		_ = c.OnRead(func(c *Conn, b []byte) {
+			for range b { // a request a byte
+				if pending != nil {
+					pending.Resolve("ok\n")
+					pending = nil
+				}
+				if c.Draining() {
+					continue // going away: no new work
+				}
+				pending = NewPromise[string](l)
+				Adopt(c.Scope(), Then(pending.Handle(), func(s string) (struct{}, error) {
+					_, err := c.WriteString(s)
+					return struct{}{}, err
+				}))
+			}
+		})
+	})
+	require.NoError(t, err)
+	nc := netDial(t, ln)
+	replies := make(chan int, 2)
+	go func() { // the client: one request ahead of the replies
+		n := 0
+		_, err := nc.Write([]byte("q"))
+		for err == nil {
+			if _, err = nc.Write([]byte("q")); err == nil {
+				if _, err = io.ReadFull(nc, make([]byte, 3)); err == nil {
+					if n++; n == 3 {
+						replies <- n
+					}
+				}
+			}
+		}
+		nc.Close() // after the server's FIN
+		replies <- n
+	}()
+	recv(t, replies) // the conversation is under way
+	_, err = wait(t, ln.Drain(time.Hour))
+	require.NoError(t, err)
+	require.NoError(t, recv(t, closed), "closed in order, not by the drain's deadline")
+	require.Greater(t, recv(t, replies), 3)
+	closedLoopTCP(t, l)
+}
