@@ -36,7 +36,7 @@
 //     fired (see aio.Stats.PostLag), with their maxima as gauges.
 //
 // The rest of aio.Stats (iterations, the post queue's backlog, handles,
-// timers, Work jobs, TCP) comes as counters and gauges of the same names in
-// snake case. Off the loop, the health counters are published by the loop at
+// timers, Work jobs, TCP, TLS handshakes) comes as counters and gauges of
+// the same names in snake case. Off the loop, the health counters are published by the loop at
 // least every millisecond, so a scrape sees them at most that much behind.
 package metrics

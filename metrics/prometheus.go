@@ -70,11 +70,14 @@ var families = []family{
 	{"aio_tcp_open", "gauge", "TCP connections open.", func(s *aio.Stats) float64 { return float64(s.TCPOpen) }},
 	{"aio_tcp_accepted_total", "counter", "TCP connections accepted.", func(s *aio.Stats) float64 { return float64(s.TCPAccepted) }},
 	{"aio_tcp_dialed_total", "counter", "TCP connections established by Dial.", func(s *aio.Stats) float64 { return float64(s.TCPDialed) }},
+	{"aio_tcp_adopted_total", "counter", "Connected sockets taken over by AdoptConn.", func(s *aio.Stats) float64 { return float64(s.TCPAdopted) }},
 	{"aio_tcp_closed_total", "counter", "Established TCP connections closed.", func(s *aio.Stats) float64 { return float64(s.TCPClosed) }},
 	{"aio_tcp_dropped_total", "counter", "TCP connections given up on at accept.", func(s *aio.Stats) float64 { return float64(s.TCPDropped) }},
 	{"aio_tcp_read_bytes_total", "counter", "Bytes read from TCP connections.", func(s *aio.Stats) float64 { return float64(s.TCPBytesIn) }},
 	{"aio_tcp_written_bytes_total", "counter", "Bytes written to the kernel by TCP connections.", func(s *aio.Stats) float64 { return float64(s.TCPBytesOut) }},
 	{"aio_tcp_write_queued_bytes", "gauge", "Bytes written by the program and not yet taken by the kernel.", func(s *aio.Stats) float64 { return float64(s.TCPWriteQueued) }},
+	{"aio_tls_handshakes_total", "counter", "TLS handshakes that ended well.", func(s *aio.Stats) float64 { return float64(s.TLSHandshakes) }},
+	{"aio_tls_handshake_errors_total", "counter", "TLS handshakes that failed, timed out, or were cut short by a close or Stop.", func(s *aio.Stats) float64 { return float64(s.TLSHandshakeErrors) }},
 }
 
 // phases are the values of aio_loop_phase_seconds_total's phase label.

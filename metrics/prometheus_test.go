@@ -8,6 +8,7 @@ import (
 	"math"
 	"net/http"
 	"net/http/httptest"
+	"reflect"
 	"regexp"
 	"sort"
 	"strconv"
@@ -283,4 +284,37 @@ func TestHandler(t *testing.T) {
 	rec := httptest.NewRecorder()
 	Handler(nil).ServeHTTP(rec, httptest.NewRequest(http.MethodGet, "/metrics", nil))
 	require.Equal(t, http.StatusInternalServerError, rec.Code)
+}
+
+// Every field of aio.Stats is exported: a new field must be given a family
+// here (or be one of those written apart).
+func TestEveryStatIsExported(t *testing.T) {
+	apart := map[string]bool{"Name": true, "Time": true, "PostLag": true, "TimerLag": true}
+	byField := map[string]string{
+		"Iterations": "aio_loop_iterations_total", "Posted": "aio_loop_posted_total",
+		"PostQueued": "aio_loop_post_queued", "Timers": "aio_loop_timers", "Handles": "aio_loop_handles",
+		"Abandoned": "aio_loop_abandoned_total", "Panics": "aio_loop_panics_total",
+		"WorkQueued": "aio_work_queued", "WorkRunning": "aio_work_running",
+		"TCPListeners": "aio_tcp_listeners", "TCPOpen": "aio_tcp_open",
+		"TCPAccepted": "aio_tcp_accepted_total", "TCPDialed": "aio_tcp_dialed_total",
+		"TCPAdopted": "aio_tcp_adopted_total", "TCPClosed": "aio_tcp_closed_total",
+		"TCPDropped": "aio_tcp_dropped_total", "TCPBytesIn": "aio_tcp_read_bytes_total",
+		"TCPBytesOut": "aio_tcp_written_bytes_total", "TCPWriteQueued": "aio_tcp_write_queued_bytes",
+		"TLSHandshakes": "aio_tls_handshakes_total", "TLSHandshakeErrors": "aio_tls_handshake_errors_total",
+	}
+	rt := startLoops(t, "m")
+	var b strings.Builder
+	require.NoError(t, WritePrometheus(&b, rt))
+	fams := parse(t, b.String())
+	st := reflect.TypeFor[aio.Stats]()
+	for i := range st.NumField() {
+		f := st.Field(i).Name
+		if apart[f] {
+			continue
+		}
+		name, ok := byField[f]
+		if assert.True(t, ok, "Stats.%s has no family", f) {
+			assert.Contains(t, fams, name, "Stats.%s", f)
+		}
+	}
 }
