@@ -22,8 +22,8 @@
 // # What is exported
 //
 // One series per running loop, labelled loop="<name>" (Config.Name; when two
-// running loops share a name, or it is empty, "<name>#<slot>", which tells
-// them apart). Names follow Prometheus' conventions: the aio_ prefix,
+// running loops share a name, or it is empty or holds a '#',
+// "<name>#<slot>", which tells them apart). Names follow Prometheus' conventions: the aio_ prefix,
 // counters end in _total, times are in seconds, sizes in bytes. The loop
 // health of aio.Stats becomes:
 //

@@ -36,7 +36,10 @@ func snapshot(rt *aio.Runtime) []loopStats {
 	out := make([]loopStats, len(loops))
 	for i, l := range loops {
 		label := l.Name()
-		if label == "" || names[label] > 1 {
+		// A name with a '#' gets its slot too, so that no generated label
+		// ("api#1" for the second of two loops named "api") can equal a
+		// loop's own name: the slot after the last '#' tells them apart.
+		if label == "" || names[label] > 1 || strings.Contains(label, "#") {
 			label += "#" + strconv.Itoa(l.Slot())
 		}
 		out[i] = loopStats{label: label, s: l.Stats()}

@@ -286,6 +286,22 @@ func TestHandler(t *testing.T) {
 	require.Equal(t, http.StatusInternalServerError, rec.Code)
 }
 
+// Labels are unique whatever the names: a loop named as another's
+// generated label ("x#<slot>") or holding a '#' does not clash with it.
+func TestLabelsAreUnique(t *testing.T) {
+	rt := startLoops(t, "x", "x", "a#b")
+	second := rt.Loops()[1]
+	l, err := rt.Start(aio.Config{Name: "x#" + strconv.Itoa(second.Slot())})
+	require.NoError(t, err)
+	_, err = aio.Sleep(l, 0).Wait(context.Background())
+	require.NoError(t, err)
+	var b strings.Builder
+	require.NoError(t, WritePrometheus(&b, rt))
+	fams := parse(t, b.String()) // fails on a series written twice
+	require.Len(t, fams["aio_loop_iterations_total"].samples, 4)
+	require.Len(t, statsByLabel(rt), 4, "expvar's object has a key per loop")
+}
+
 // Every field of aio.Stats is exported: a new field must be given a family
 // here (or be one of those written apart).
 func TestEveryStatIsExported(t *testing.T) {
