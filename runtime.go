@@ -81,8 +81,10 @@ func (rt *Runtime) Loops() []*Loop {
 // ends, every system is stopped (Stop: what is still pending, connections
 // included, is cancelled, and their errors match ErrStopped). Shutdown
 // returns nil once every Stop handle completed, or ctx's error as soon as
-// ctx ends (the systems go on stopping; wait on Loop.Stop's handle for
-// the end). A context with no deadline waits for every connection to end
+// ctx ends (the systems go on stopping). To wait for their end then, as
+// net/http's Close follows a Shutdown that timed out, call Shutdown again
+// with a context of its own: the systems stopping already are waited for,
+// as every Stop handle is. A context with no deadline waits for every connection to end
 // by itself. Called on one of the runtime's loops it would wait for
 // itself: it stops every system at once, that loop's own included (which
 // stops after the current callback), and returns ErrAwaitOnLoop without

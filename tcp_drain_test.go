@@ -187,11 +187,14 @@ func TestRuntimeShutdownDeadline(t *testing.T) {
 	ctx, cancel := context.WithTimeout(context.Background(), 50*time.Millisecond)
 	defer cancel()
 	require.ErrorIs(t, rt.Shutdown(ctx), context.DeadlineExceeded)
+	// A second Shutdown waits for the stopping loops' end.
+	ctx2, cancel2 := context.WithTimeout(context.Background(), waitTimeout)
+	defer cancel2()
+	require.NoError(t, rt.Shutdown(ctx2))
+	require.Zero(t, rt.Running())
+	require.Equal(t, Cancelled, p.Handle().Status(), "the work was cancelled by the stop")
 	_, err = wait(t, l.Stop())
 	require.NoError(t, err)
-	_, err = wait(t, p.Handle())
-	require.ErrorIs(t, err, ErrCancelled)
-	require.Zero(t, rt.Running())
 }
 
 // A loop that starts stopping between Shutdown's request to drain it and
