@@ -96,6 +96,11 @@
 // a context that is cancelled when its handle is, and delivers the result on
 // the loop.
 //
+// A loop keeps some goroutines besides its own, which a goroutine-leak check
+// will see after its first use: the Work pool's (started on demand, up to
+// WorkPool) and the idle coroutines of finished Do bodies (up to 16), kept
+// for the next Do; Stop ends them all.
+//
 // # Cancellation is withdrawn interest
 //
 // [Handle.Cancel] works from any goroutine and reports whether it decided the
@@ -113,7 +118,10 @@
 // of a Race or Any, the rest of an All after a failure, the input of a Within
 // (or the inputs of an AllSettledWithin) that timed out. Waiting on a handle
 // (Wait, Done, Result) is not interest: cancelling the only Then of a handle
-// cancels the handle even while a goroutine waits on it.
+// cancels the handle even while a goroutine waits on it. Every derived
+// handle is interest, one made only to log (a Finally, a Tap) too, and keeps
+// its input wanted while it is; [Handle.OnCancel] and [Handle.OnCleanup]
+// only observe, and are the way to watch a handle without keeping it.
 //
 // The same holds for a value that has arrived but that nobody took: a handle
 // that completed with a connection (Dial, a Dialer's dials, TLS ones too) and

@@ -105,8 +105,16 @@ type workNode[T any] struct {
 // first in first out; Stats.WorkQueued and Stats.WorkRunning show both. ctx
 // is cancelled when the handle is cancelled (or the loop stops); fn should
 // return soon after. A job cancelled before a worker picked it up never
-// runs. A panic in fn fails the handle with a *PanicError. Stop waits for
-// running fns to return.
+// runs; one cancelled while fn runs ends cancelled at once, and what fn
+// returns then is dropped. A panic in fn fails the handle with a
+// *PanicError. Stop waits for running fns to return.
+//
+// The pool's goroutines share Go's Ps (GOMAXPROCS) with the loops: while
+// CPU-bound fns hold every P, a loop whose events arrive waits for one, and
+// that wait shows as lag (Stats.TimerLag, PostLag) rather than busy time.
+// For CPU-bound work keep the pools' goroutines, over all loops, within
+// the cores the loops leave (see ReserveProcs), or bound the work with a
+// semaphore of its own; blocking calls (files, DNS, cgo) need no such care.
 func Work[T any](l *Loop, fn func(ctx context.Context) (T, error)) *Handle[T] {
 	if err := checkProducer(l, fn == nil); err != nil {
 		return Fail[T](l, err)
