@@ -193,8 +193,9 @@
 // accepted [Conn]; [Dial] returns a handle of a connection. A Conn has no
 // goroutine: [Conn.OnRead] receives bytes on the loop in the loop's shared
 // read buffer, which is valid only until the callback returns;
-// [Conn.OnFrame] cuts the stream into frames with a bufio.SplitFunc (lines,
-// length prefixes) and hands over those that arrive whole without a copy.
+// [Conn.OnFrame] cuts the stream into frames with a bufio.SplitFunc
+// (lines, or length prefixes with [ScanLengthPrefixed]) and hands over
+// those that arrive whole without a copy.
 // [Conn.Write] (an io.Writer that never blocks) copies what the kernel does
 // not take at once into a queue that the loop flushes with writev, and
 // [Conn.Flush] tells when it did. When the queue passes ConnConfig.HighWater

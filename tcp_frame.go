@@ -66,8 +66,8 @@ type framer struct {
 
 // OnFrame sets a framing read callback and starts reading, in place of
 // OnRead: the bytes that arrive are cut into frames by split, a
-// bufio.SplitFunc (bufio.ScanLines, bufio.ScanWords, or a function of your
-// own), and fn runs on the loop with each frame, in order. Split sees the
+// bufio.SplitFunc (bufio.ScanLines, bufio.ScanWords, ScanLengthPrefixed, or
+// a function of your own), and fn runs on the loop with each frame, in order. Split sees the
 // bytes received and not yet consumed, as under bufio.Scanner, but at most
 // maxFrame of them (0 means DefaultMaxFrame; negative is an error): a frame
 // that split cannot find in maxFrame bytes (its delimiter or header
