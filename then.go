@@ -16,6 +16,8 @@ type thenNode[T, U any] struct {
 // dependent wants it, and a value h has already completed with but fn has
 // not received is declined (a connection every dependent declines is
 // closed, see Dial). A panic in fn fails the result with a *PanicError.
+// For a side effect that makes no value of its own (a write, a log line),
+// Tap saves returning struct{}{}: it passes h's value on.
 func Then[T, U any](h *Handle[T], fn func(T) (U, error)) *Handle[U] {
 	if h == nil || fn == nil {
 		return refusedAfter[T, U](h)
