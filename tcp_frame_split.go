@@ -4,6 +4,7 @@ import (
 	"bufio"
 	"encoding/binary"
 	"fmt"
+	"io"
 )
 
 // ScanLengthPrefixed returns a split function for OnFrame (or a
@@ -14,9 +15,9 @@ import (
 // before any of the payload: without it, a peer that announces a large
 // frame and sends little of it holds the connection until OnFrame's own
 // bound is reached. Give OnFrame a maxFrame of at least prefix+maxPayload.
-// It panics if prefix is not 1, 2 or 4 or maxPayload is negative, as
-// these are the program's mistakes. At EOF, a frame cut short is left
-// unconsumed (OnFrame closes the connection with io.ErrUnexpectedEOF).
+// A stream that ends inside a frame or its length is an error wrapping
+// io.ErrUnexpectedEOF. It panics if prefix is not 1, 2 or 4 or maxPayload
+// is negative, as these are the program's mistakes.
 func ScanLengthPrefixed(prefix, maxPayload int) bufio.SplitFunc {
 	if prefix != 1 && prefix != 2 && prefix != 4 {
 		panic(fmt.Sprintf("aio: ScanLengthPrefixed: a prefix of %d bytes (1, 2 or 4)", prefix))
@@ -26,7 +27,7 @@ func ScanLengthPrefixed(prefix, maxPayload int) bufio.SplitFunc {
 	}
 	return func(data []byte, atEOF bool) (advance int, token []byte, err error) {
 		if len(data) < prefix {
-			return 0, nil, nil
+			return 0, nil, cutShort(atEOF, len(data))
 		}
 		var n uint64
 		switch prefix {
@@ -40,10 +41,18 @@ func ScanLengthPrefixed(prefix, maxPayload int) bufio.SplitFunc {
 		if n > uint64(maxPayload) {
 			return 0, nil, fmt.Errorf("%w: a length of %d over %d", ErrFrameTooLarge, n, maxPayload)
 		}
-		end := prefix + int(n)
-		if len(data) < end {
-			return 0, nil, nil
+		if uint64(len(data)-prefix) < n { // not all there: no prefix+n, which overflows a 32-bit int
+			return 0, nil, cutShort(atEOF, len(data))
 		}
+		end := prefix + int(n)
 		return end, data[prefix:end:end], nil
 	}
+}
+
+// cutShort is the error of a frame that is not all there: none before EOF.
+func cutShort(atEOF bool, have int) error {
+	if !atEOF || have == 0 {
+		return nil
+	}
+	return fmt.Errorf("aio: length-prefixed frame cut short at %d bytes: %w", have, io.ErrUnexpectedEOF)
 }

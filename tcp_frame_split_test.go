@@ -5,6 +5,7 @@ import (
 	"bytes"
 	"encoding/binary"
 	"io"
+	"math"
 	"testing"
 	"testing/iotest"
 
@@ -70,4 +71,33 @@ func TestScanLengthPrefixedOnFrame(t *testing.T) {
 	require.NoError(t, nc.CloseWrite())
 	require.ErrorIs(t, recv(t, closeErr), io.ErrUnexpectedEOF)
 	noMoreFrames(t, l, frames)
+}
+
+// maxPayload math.MaxInt means no bound but OnFrame's. A 4-byte length of
+// 0x7fffffff is within it, and on a 32-bit system prefix+length overflowed
+// int: the split panicked (slice bounds out of range), so one header from
+// a peer crashed a bufio.Scanner's program. make test's 386 run checks it
+// (on a kernel that runs 386 binaries; qemu-arm showed it too).
+func TestScanLengthPrefixedLengthNearMaxInt(t *testing.T) {
+	split := ScanLengthPrefixed(4, math.MaxInt)
+	for _, hdr := range [][]byte{{0x7f, 0xff, 0xff, 0xff}, {0x7f, 0xff, 0xff, 0xfd}} {
+		require.NotPanics(t, func() {
+			adv, tok, err := split(append(hdr, 'a'), false)
+			require.NoError(t, err)
+			require.Zero(t, adv, "the frame is not all there yet")
+			require.Nil(t, tok)
+		})
+	}
+}
+
+// Under a bufio.Scanner, a stream cut inside a frame or its length is
+// io.ErrUnexpectedEOF, as under OnFrame; it ended like a clean stream.
+func TestScanLengthPrefixedTruncatedUnderScanner(t *testing.T) {
+	for _, in := range [][]byte{{0, 5, 'a', 'b'}, {0}} {
+		sc := bufio.NewScanner(bytes.NewReader(in))
+		sc.Split(ScanLengthPrefixed(2, 10))
+		for sc.Scan() {
+		}
+		require.ErrorIs(t, sc.Err(), io.ErrUnexpectedEOF, "%x", in)
+	}
 }
