@@ -104,7 +104,8 @@ func checkFlags(upstream string, loops int, grace, dialTimeout time.Duration, re
 	if dialTimeout <= 0 {
 		return fmt.Errorf("-dial-timeout %v: must be positive", dialTimeout)
 	}
-	if _, err := netip.ParseAddr(host); err != nil {
+	// aio.Dial takes "" and "localhost" as 127.0.0.1 without resolving.
+	if _, err := netip.ParseAddr(host); err != nil && host != "" && host != "localhost" {
 		ctx, cancel := context.WithTimeout(context.Background(), 5*time.Second)
 		defer cancel()
 		if _, err := net.DefaultResolver.LookupHost(ctx, host); err != nil {

@@ -338,6 +338,13 @@ func expectN(nc net.Conn, want string) error {
 	return nil
 }
 
+// An upstream with no host, or localhost, is the loopback, which aio.Dial
+// takes without resolving: the start-up lookup must not refuse it.
+func TestCheckFlagsLoopbackHosts(t *testing.T) {
+	require.NoError(t, checkFlags(":7000", 1, time.Second, time.Second, nil))
+	require.NoError(t, checkFlags("localhost:7000", 1, time.Second, time.Second, nil))
+}
+
 // Bad flags are a clear error and a nonzero status, before anything
 // listens.
 func testBadFlags(t *testing.T, bin string) {
