@@ -71,13 +71,15 @@ func (rt *Runtime) Loops() []*Loop {
 
 // Shutdown drains every system still running, then stops it, in this
 // order: every listener closes (new connections are refused); every
-// connection, accepted or dialed, ends once it is idle, as Listener.Drain
-// describes, while the loops go on running everything else. Idle means
+// connection open then, accepted or dialed, ends once it is idle, as
+// Listener.Drain describes, while the loops go on running everything else
+// (a connection dialed after that, by work that finishes a request, is
+// not drained or waited for: Stop closes it). Idle means
 // its scope holds no running handle: its work is done and its replies
 // written. A dialed connection is drained too (its FIN goes out and what
 // its peer still sends is dropped), so adopt into its Scope the handle
 // that waits for a reply; a NetConn view holds its connection until the
-// view's Close. Once no connection is open on any system, or when ctx
+// view's Close. Once none of those is open on any system, or when ctx
 // ends, every system is stopped (Stop: what is still pending, connections
 // included, is cancelled, and their errors match ErrStopped). Shutdown
 // returns nil once every Stop handle completed, or ctx's error as soon as

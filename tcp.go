@@ -292,8 +292,12 @@ type tcpLoop struct {
 	pipes  []kpipe     // free kernel pipes for Pipe's splicing, at most maxFreePipes
 	iov    sock.Iovecs // writev scratch (platforms that make the system call directly)
 	drain  *drainJob   // Runtime.Shutdown's drain of every connection, once started
-	writes uint64      // write system calls made (tests read it on the loop)
-	tls    *tlsLoop    // TLS scratch (tls.go), from the first TLS connection
+	// draining counts the open connections that are draining (Conn.drain):
+	// what Runtime.Shutdown's drain waits for. A connection opened after
+	// the drain began is not among them (see Runtime.Shutdown).
+	draining int
+	writes   uint64   // write system calls made (tests read it on the loop)
+	tls      *tlsLoop // TLS scratch (tls.go), from the first TLS connection
 }
 
 // readBufs recycles read buffers between loops, and for a loop whose last

@@ -185,6 +185,9 @@ func (c *Conn) closeWith(err error) {
 	if was == connOpen {
 		c.tl.open.Add(-1)
 		c.tl.closed.Add(1)
+		if c.draining {
+			c.tl.draining--
+		}
 		if ln := c.ln; ln != nil {
 			ln.conns--
 			if d := ln.drained; d != nil {

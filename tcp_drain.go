@@ -45,6 +45,7 @@ func (c *Conn) drain() {
 		return
 	}
 	c.draining = true
+	c.tl.draining++
 	if !c.scope.Load().busy() {
 		c.drainIdle()
 	}
@@ -166,9 +167,11 @@ func (ln *Listener) Drain(grace time.Duration) *Handle[struct{}] {
 }
 
 // drainTCP ends every connection of the loop gracefully (Runtime.Shutdown):
-// the listeners close, each connection ends once idle (its FIN, then a
-// lingering close bounded by ConnConfig.Linger); the handle completes
-// when none is open. No deadline: Shutdown's context is it, and
+// the listeners close, each open connection ends once idle (its FIN, then
+// a lingering close bounded by ConnConfig.Linger); the handle completes
+// when none of those is open. Connections opened later (a dial the
+// finishing work makes) are not waited for: the work that holds one holds
+// its own connection's scope, and Stop closes the rest. No deadline: Shutdown's context is it, and
 // Stop what ends the rest. A second call completes with the first.
 // Any goroutine.
 func (l *Loop) drainTCP() *Handle[struct{}] {
@@ -178,7 +181,7 @@ func (l *Loop) drainTCP() *Handle[struct{}] {
 				ln.closeWith(nil)
 			}
 		})
-		return startDrain(l, -1, func() int { return int(l.tcp.open.Load()) },
+		return startDrain(l, -1, func() int { return l.tcp.draining },
 			func(*Conn) bool { return true })
 	})
 }

@@ -275,3 +275,51 @@ func TestDrainingStartsNoNewWork(t *testing.T) {
 	require.Greater(t, recv(t, replies), 3)
 	closedLoopTCP(t, l)
 }
+
+// A connection dialed by work that finishes a request during
+// Runtime.Shutdown's drain is not drained or waited for: the request's own
+// connection holds the drain while the work runs, and Stop closes the
+// dialed one after. Shutdown waited for it until its deadline.
+func TestShutdownDoesNotWaitForAConnDialedDuringIt(t *testing.T) {
+	rt := newRuntime(t, RuntimeConfig{})
+	l := startLoopOn(t, rt)
+	backend, err := net.Listen("tcp", "127.0.0.1:0")
+	require.NoError(t, err)
+	defer backend.Close()
+	go func() { // keeps its connections open until their client closes
+		for {
+			c, err := backend.Accept()
+			if err != nil {
+				return
+			}
+			go func() { _, _ = io.Copy(io.Discard, c); c.Close() }()
+		}
+	}()
+	ln, pending := replyLater(t, l, ListenConfig{})
+	nc := netDial(t, ln)
+	netWrite(t, nc, []byte("q"))
+	p := recv(t, pending)
+	done := make(chan error, 1)
+	go func() {
+		ctx, cancel := context.WithTimeout(context.Background(), waitTimeout)
+		defer cancel()
+		done <- rt.Shutdown(ctx)
+	}()
+	eventually(t, func() bool { return onLoopValue(t, l, func() bool { return l.tcp.drain != nil }) }, "drain began")
+	dialed := make(chan *Conn, 1)
+	onLoop(t, l, func() {
+		Then(Dial(l, backend.Addr().String(), ConnConfig{}), func(c *Conn) (struct{}, error) {
+			require.False(t, c.Draining(), "not among the connections drained")
+			dialed <- c
+			return struct{}{}, nil
+		})
+	})
+	late := recv(t, dialed)
+	p.Resolve("reply")
+	_, err = io.ReadAll(nc)
+	require.NoError(t, err)
+	require.NoError(t, nc.Close())
+	require.NoError(t, recv(t, done), "Shutdown waited for the late connection")
+	_, err = wait(t, late.Closed())
+	require.ErrorIs(t, err, ErrCancelled, "Stop closed it (Closed is cancelled by Stop)")
+}
