@@ -30,12 +30,15 @@ type loopStats struct {
 func snapshot(rt *aio.Runtime) []loopStats {
 	loops := rt.Loops()
 	names := make(map[string]int, len(loops))
+	// The names as the labels show them: two names that differ only in
+	// bytes that are not UTF-8 are the same label.
+	valid := func(l *aio.Loop) string { return strings.ToValidUTF8(l.Name(), "\uFFFD") }
 	for _, l := range loops {
-		names[l.Name()]++
+		names[valid(l)]++
 	}
 	out := make([]loopStats, len(loops))
 	for i, l := range loops {
-		label := l.Name()
+		label := valid(l)
 		// A name with a '#' gets its slot too, so that no generated label
 		// ("api#1" for the second of two loops named "api") can equal a
 		// loop's own name: the slot after the last '#' tells them apart.

@@ -302,6 +302,18 @@ func TestLabelsAreUnique(t *testing.T) {
 	require.Len(t, statsByLabel(rt), 4, "expvar's object has a key per loop")
 }
 
+// Two names that differ only in bytes that are not UTF-8 are one label
+// once escaped (U+FFFD), so they are told apart by slot too; they were the
+// same series twice.
+func TestLabelsAreUniqueInvalidUTF8(t *testing.T) {
+	rt := startLoops(t, "api\xff", "api\xfe")
+	var b strings.Builder
+	require.NoError(t, WritePrometheus(&b, rt))
+	fams := parse(t, b.String()) // fails on a series written twice
+	require.Len(t, fams["aio_loop_iterations_total"].samples, 2)
+	require.Len(t, statsByLabel(rt), 2, "expvar's object has a key per loop")
+}
+
 // Every field of aio.Stats is exported: a new field must be given a family
 // here (or be one of those written apart).
 func TestEveryStatIsExported(t *testing.T) {
