@@ -95,6 +95,12 @@ func (ls *loopState) acquire() *Request {
 // connection that has waited longest for one.
 func (ls *loopState) release(r *Request) {
 	ls.st.releases.Add(1)
+	// The stream buffer is kept for the next stream on this arena, but not
+	// one grown past what Full lets a writer queue: a handler that wrote on
+	// regardless would otherwise pin that much per arena for good.
+	if cap(r.stream.pend) > streamPendMax {
+		r.stream.pend = nil
+	}
 	if err := ls.slab.Release(r.idx); err != nil {
 		panic("httpd: " + err.Error()) // one owner, one release: a second one is a bug
 	}
