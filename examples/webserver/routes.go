@@ -208,6 +208,12 @@ func events(r *httpd.Request) httpd.Reply {
 	i := 0
 	var tick *aio.Handle[struct{}]
 	tick = aio.Adopt(r.Scope(), aio.Every(r.Loop(), millis(ms), func() {
+		if s.Full() {
+			// The client is behind (or the stream waits for its turn):
+			// event i goes at a later tick, so what is queued for a
+			// client that does not read stays bounded.
+			return
+		}
 		buf = append(buf[:0], "data: "...)
 		buf = strconv.AppendInt(buf, int64(i), 10)
 		buf = append(buf, "\n\n"...)
