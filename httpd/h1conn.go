@@ -862,6 +862,9 @@ func (hc *h1conn) startStream(r *Request) {
 	if hc.cur == r && hc.stall&stallBody != 0 && !hc.bodyBlocked() {
 		hc.unstall(stallBody) // it stalled on streamPendMax before its turn
 	}
+	if r.isHead {
+		r.endHeadStream()
+	}
 }
 
 // endStream writes the end of r's stream.

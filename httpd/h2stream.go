@@ -838,6 +838,7 @@ func (h *h2conn) startStream(st *h2stream) {
 	}
 	if r.isHead {
 		h.localEnd(st)
+		r.endHeadStream()
 	}
 }
 

@@ -56,7 +56,10 @@ type Stream struct {
 // Stream starts a streamed response with status and header (kept until
 // the head is written: do not modify it), and returns it. The handler
 // returns s.Reply(). On the loop, from the handler. A second call returns
-// the first stream, unchanged, and says so to Server.ErrorLog.
+// the first stream, unchanged, and says so to Server.ErrorLog. The stream
+// of a HEAD request ends as soon as its head has gone out, as End ends it
+// (a HEAD gets no body): Write returns ErrStreamClosed from then on, so an
+// endless stream that a GET pattern also serves to HEAD stops.
 func (r *Request) Stream(status int, header []Field) *Stream {
 	r.checkLoop()
 	s := &r.stream
@@ -133,6 +136,21 @@ func (s *Stream) End() {
 	s.ended = true
 	s.r.eng.streamEnd(s.r)
 	s.p.Resolve(Response{Status: s.status})
+}
+
+// endHeadStream ends a HEAD's stream once its head has gone out: a HEAD
+// gets no body, so the response is whole, and an endless stream (an event
+// feed, which a GET pattern serves to HEAD too) would otherwise hold its
+// arena, and on HTTP/2 a place under the connection's stream limit, for
+// good. By a posted job: the engine sends the head from inside the
+// handler's Write or its reply. On the loop.
+func (r *Request) endHeadStream() {
+	seq := r.seq
+	_ = r.ls.l.Post(func() {
+		if r.live(seq) && !r.stream.closed() {
+			r.stream.End()
+		}
+	})
 }
 
 // closed reports whether the stream takes no more bytes: also one the
