@@ -295,23 +295,25 @@ func TestLabelsAreUnique(t *testing.T) {
 	require.NoError(t, err)
 	_, err = aio.Sleep(l, 0).Wait(context.Background())
 	require.NoError(t, err)
+	requireALabelPerLoop(t, rt, 4)
+}
+
+// requireALabelPerLoop checks that rt's n loops have n series and n keys
+// in expvar's object: parse fails on a series written twice.
+func requireALabelPerLoop(t *testing.T, rt *aio.Runtime, n int) {
+	t.Helper()
 	var b strings.Builder
 	require.NoError(t, WritePrometheus(&b, rt))
-	fams := parse(t, b.String()) // fails on a series written twice
-	require.Len(t, fams["aio_loop_iterations_total"].samples, 4)
-	require.Len(t, statsByLabel(rt), 4, "expvar's object has a key per loop")
+	fams := parse(t, b.String())
+	require.Len(t, fams["aio_loop_iterations_total"].samples, n)
+	require.Len(t, statsByLabel(rt), n, "expvar's object has a key per loop")
 }
 
 // Two names that differ only in bytes that are not UTF-8 are one label
 // once escaped (U+FFFD), so they are told apart by slot too; they were the
 // same series twice.
 func TestLabelsAreUniqueInvalidUTF8(t *testing.T) {
-	rt := startLoops(t, "api\xff", "api\xfe")
-	var b strings.Builder
-	require.NoError(t, WritePrometheus(&b, rt))
-	fams := parse(t, b.String()) // fails on a series written twice
-	require.Len(t, fams["aio_loop_iterations_total"].samples, 2)
-	require.Len(t, statsByLabel(rt), 2, "expvar's object has a key per loop")
+	requireALabelPerLoop(t, startLoops(t, "api\xff", "api\xfe"), 2)
 }
 
 // Every field of aio.Stats is exported: a new field must be given a family
