@@ -128,14 +128,11 @@ type proxy struct {
 	loops       []*aio.Loop   // immutable once started
 }
 
-// start starts loops loops on rt, each listening on addr and proxying to
+// start starts loops (at least one: checkFlags) loops on rt, each listening on addr and proxying to
 // upstream, each connect bounded by dialTimeout. With port 0 the first
 // listener picks the port and the others join it. When it returns, every
 // listener accepts (the kernel queues connections from listen(2) on).
 func start(rt *aio.Runtime, addr, upstream string, loops int, dialTimeout time.Duration) (*proxy, error) {
-	if loops < 1 {
-		return nil, errors.New("need at least one loop")
-	}
 	p := &proxy{addr: addr, upstream: upstream, dialTimeout: dialTimeout}
 	for i := 0; i < loops; i++ {
 		l, err := rt.Start(aio.Config{Name: fmt.Sprintf("proxy-%d", i)})
