@@ -48,8 +48,8 @@ var (
 	// and it is a net.Error whose Timeout is true.
 	ErrIdleTimeout error = &kindError{"aio: tcp idle timeout", []error{ErrTimeout}}
 	// ErrWriteTimeout is the error a Conn closes with when bytes waited to be
-	// sent and the kernel took none of them for ConnConfig.WriteTimeout (the
-	// peer stopped reading). errors.Is(err, ErrTimeout) holds, and it is a
+	// sent and neither the kernel took any nor the peer acknowledged any for
+	// ConnConfig.WriteTimeout (the peer stopped reading). errors.Is(err, ErrTimeout) holds, and it is a
 	// net.Error whose Timeout is true.
 	ErrWriteTimeout error = &kindError{"aio: tcp write timeout", []error{ErrTimeout}}
 	// errConnStopped is what OnClose hears when Loop.Stop closed the
@@ -132,9 +132,11 @@ type ConnConfig struct {
 	// read and none reached the kernel for this long. 0: none.
 	IdleTimeout time.Duration
 	// WriteTimeout closes the connection with ErrWriteTimeout when bytes
-	// wait to be sent (the write queue, or a Pipe's) and the kernel took
-	// none of them for this long: a peer that stopped reading. Progress,
-	// however slow, restarts it. 0: none.
+	// wait to be sent (the write queue, or a Pipe's) and for this long the
+	// kernel took none of them and (on Linux) the peer acknowledged none
+	// of those the kernel holds: a peer that stopped reading. Progress,
+	// however slow, restarts it, even while a kernel buffer of megabytes
+	// drains too slowly to take new bytes. 0: none.
 	WriteTimeout time.Duration
 	// Linger bounds a draining connection's lingering close (Conn.Drain,
 	// Listener.Drain, Runtime.Shutdown): how long, after its FIN, it waits

@@ -289,7 +289,7 @@ func (c *Conn) syncInterest() {
 	if c.queued.Load() > 0 || c.splicedTo() > 0 {
 		want |= poll.Writable
 		if to := c.to; to != nil && c.ev&poll.Writable == 0 && to.write > 0 {
-			to.lastWrite = c.l.clock() // the write timeout counts from here
+			c.writeStalled(to, c.l.clock()) // the write timeout counts from here
 		}
 	}
 	if want != c.ev {

@@ -20,7 +20,8 @@ package aio
 // does not read keeps the queue full, the FIN unsent, and the drain
 // pending for ever. Two things bound it: ConnConfig.WriteTimeout (or
 // SetWriteTimeout), which closes the connection with ErrWriteTimeout once
-// the kernel has taken nothing for that long; or a deadline of the
+// the kernel has taken nothing and the peer acknowledged nothing for that
+// long; or a deadline of the
 // program's own, Within(c.Drain(), d), and Close when that fails with
 // ErrTimeout (Within gives the handle up then, which closes the connection
 // too unless something else waits on Closed; Close closes it regardless).

@@ -139,9 +139,21 @@ type connTimeouts struct {
 	read, idle, write time.Duration
 	lastRead          time.Duration // loop clock of the last read, or of reading (re)starting
 	lastIO            time.Duration // loop clock of the last byte read or written
-	// lastWrite is the loop clock of the last byte that reached the kernel,
-	// or of bytes starting to wait (Writable interest added).
+	// lastWrite is the loop clock of the last write progress: a byte that
+	// reached the kernel, bytes starting to wait (Writable interest added),
+	// or the peer found acknowledging bytes the kernel held (fire).
 	lastWrite time.Duration
+	// sent counts the bytes that reached the kernel while a write timeout
+	// is on, and acked is sent less the kernel's send queue when lastWrite
+	// was last set by a stall or a check (0 with unknown, when the queue
+	// cannot be read): bytes the peer has acknowledged. A stall is not the
+	// peer's if acked grew, although the kernel took no new byte: a kernel
+	// buffer of megabytes (Linux autotunes up to 4 MiB) wakes a writer
+	// only when a third of it is free, so a client that reads a download
+	// at a steady 100 KB/s would otherwise be cut after every WriteTimeout
+	// of 30 s, though bytes flow all along.
+	sent, acked uint64
+	known       bool // acked holds a reading of the send queue
 	// linger is the loop clock at which a draining connection that sent
 	// its FIN stops waiting for the peer's EOF (tcp_drain.go); 0: none.
 	linger time.Duration
@@ -181,12 +193,13 @@ func (c *Conn) SetIdleTimeout(d time.Duration) error {
 
 // SetWriteTimeout sets ConnConfig.WriteTimeout (0 turns it off): the
 // connection closes with ErrWriteTimeout once bytes have waited to be sent
-// for d with none taken by the kernel; it counts from the call, or from
-// when bytes start to wait. Any goroutine; an error for negative d or a
+// for d with none taken by the kernel and none acknowledged by the peer;
+// it counts from the call, or from when bytes start to wait. Any goroutine; an error for negative d or a
 // closed connection.
 func (c *Conn) SetWriteTimeout(d time.Duration) error {
 	return c.setTimeout("write", d, func(to *connTimeouts, now time.Duration) {
-		to.write, to.lastWrite = d, now
+		to.write = d
+		c.writeStalled(to, now)
 	})
 }
 
@@ -266,6 +279,41 @@ func (c *Conn) armTimeouts() {
 	c.l.addTimer(&to.t)
 }
 
+// writeStalled starts the write timeout's clock at now: bytes start to
+// wait, or the timeout is set. With the timeout on, it reads the kernel's
+// send queue, the baseline peerAcked compares with: one ioctl per stall,
+// and none on a connection whose writes never wait. On the loop.
+func (c *Conn) writeStalled(to *connTimeouts, now time.Duration) {
+	to.lastWrite = now
+	to.known = false
+	if to.write > 0 {
+		to.acked, to.known = c.ackedBytes(to)
+	}
+}
+
+// peerAcked reports whether the peer acknowledged bytes since the write
+// timeout's baseline was taken (writeStalled, or the last peerAcked that
+// found progress), and moves the baseline. One ioctl, when the timeout
+// would fire. On the loop.
+func (c *Conn) peerAcked(to *connTimeouts) bool {
+	acked, ok := c.ackedBytes(to)
+	progressed := ok && to.known && acked > to.acked
+	to.acked, to.known = acked, ok
+	return progressed
+}
+
+// ackedBytes returns how many of the bytes counted in to.sent the peer has
+// acknowledged: those no longer in the kernel's send queue. False when the
+// queue cannot be read (not Linux) or reads more than was counted (the
+// timeout turned on with bytes in it already). On the loop.
+func (c *Conn) ackedBytes(to *connTimeouts) (uint64, bool) {
+	q, err := sock.SendQueue(c.fd)
+	if err != nil || q < 0 || uint64(q) > to.sent {
+		return 0, false
+	}
+	return to.sent - uint64(q), true
+}
+
 // fire runs when the timer is due: the connection closes if a deadline
 // really passed, else the timer is re-armed. On the loop.
 func (c *Conn) fire() {
@@ -281,6 +329,11 @@ func (c *Conn) fire() {
 	case to.idle > 0 && now >= to.lastIO+to.idle:
 		err = ErrIdleTimeout
 	case to.write > 0 && c.ev&poll.Writable != 0 && now >= to.lastWrite+to.write:
+		if c.peerAcked(to) {
+			to.lastWrite = now
+			c.armTimeouts()
+			return
+		}
 		err = ErrWriteTimeout
 	case to.linger > 0 && now >= to.linger:
 		// The drain's lingering close ends (tcp_linger.go).

@@ -8,6 +8,7 @@ import (
 	"time"
 
 	"github.com/stretchr/testify/require"
+	"github.com/valkyria/aio/internal/sock"
 	"golang.org/x/sys/unix"
 )
 
@@ -219,14 +220,7 @@ func TestTCPBufferSizes(t *testing.T) {
 func TestTCPWriteTimeout(t *testing.T) {
 	const wt = 200 * time.Millisecond
 	l := startLoop(t)
-	conns := make(chan *Conn, 2)
-	big := make([]byte, 8<<20)
-	ln, err := Listen(l, "127.0.0.1:0", ListenConfig{Conn: ConnConfig{WriteTimeout: wt, WriteBuffer: 16 << 10}},
-		func(c *Conn) {
-			_ = c.OnRead(func(c *Conn, b []byte) { _ = send(c, big) }) // any byte asks for 8 MiB
-			conns <- c
-		})
-	require.NoError(t, err)
+	ln, conns := bigSender(t, l, ConnConfig{WriteTimeout: wt, WriteBuffer: 16 << 10}, 8<<20, 2)
 
 	// Quiet but nothing queued: the write timeout does not run.
 	stuck := netDial(t, ln)
@@ -238,7 +232,7 @@ func TestTCPWriteTimeout(t *testing.T) {
 
 	// A client that asks and never reads: closed after about wt.
 	start := time.Now()
-	_, err = stuck.Write([]byte{1})
+	_, err := stuck.Write([]byte{1})
 	require.NoError(t, err)
 	_, err = wait(t, sc.Closed())
 	require.ErrorIs(t, err, ErrWriteTimeout)
@@ -261,6 +255,57 @@ func TestTCPWriteTimeout(t *testing.T) {
 	require.ErrorIs(t, err, ErrWriteTimeout, "and a stop closes it")
 	require.Zero(t, onLoopValue(t, l, func() int { return l.Stats().Timers }), "no timer is left armed")
 	closedLoopTCP(t, l.closeListener(t, ln))
+}
+
+// A client that reads steadily but slower than a kernel send buffer of
+// hundreds of KiB drains is not cut: the kernel takes no new byte until a
+// third of the buffer is free, longer than WriteTimeout here, but the
+// peer acknowledges bytes all along, and that is progress. (Linux
+// autotunes the buffer up to 4 MiB: a 100 KB/s download stalled 40 s at a
+// time, and WriteTimeout's 30 s cut it.)
+func TestTCPWriteTimeoutSparesAReaderBehindTheKernelBuffer(t *testing.T) {
+	if !sock.SendQueueSupported {
+		t.Skip("the kernel's send queue is read on Linux only")
+	}
+	const wt = 300 * time.Millisecond
+	l := startLoop(t)
+	ln, conns := bigSender(t, l, ConnConfig{WriteTimeout: wt, WriteBuffer: 200 << 10}, 64<<20, 1)
+	slow := netDial(t, ln)
+	require.NoError(t, slow.SetReadBuffer(32<<10)) // window updates every few reads
+	wc := recv(t, conns)
+	_, err := slow.Write([]byte{1})
+	require.NoError(t, err)
+
+	buf := make([]byte, 8<<10)
+	read := 0
+	for end := time.Now().Add(2 * time.Second); time.Now().Before(end); {
+		n, err := io.ReadFull(slow, buf)
+		read += n
+		require.NoError(t, err, "after %d bytes", read)
+		time.Sleep(40 * time.Millisecond) // the client's pace (200 KB/s), not a synchronisation
+	}
+	require.Equal(t, Running, wc.Closed().Status(), "a reader that keeps acknowledging is not cut")
+	require.Positive(t, wc.Buffered(), "the reader was slower than the writer")
+
+	// And a stop is still cut, after the acknowledgements end.
+	_, err = wait(t, wc.Closed())
+	require.ErrorIs(t, err, ErrWriteTimeout)
+	closedLoopTCP(t, l.closeListener(t, ln))
+}
+
+// bigSender listens with cfg on 127.0.0.1 and answers any byte a client
+// sends with size bytes, handing each accepted connection over on the
+// channel (room for n).
+func bigSender(t *testing.T, l *Loop, cfg ConnConfig, size, n int) (*Listener, <-chan *Conn) {
+	t.Helper()
+	conns := make(chan *Conn, n)
+	big := make([]byte, size)
+	ln, err := Listen(l, "127.0.0.1:0", ListenConfig{Conn: cfg}, func(c *Conn) {
+		_ = c.OnRead(func(c *Conn, b []byte) { _ = send(c, big) })
+		conns <- c
+	})
+	require.NoError(t, err)
+	return ln, conns
 }
 
 // SetWriteTimeout on a connection accepted without timeouts works as the

@@ -247,6 +247,7 @@ func (c *Conn) sent(n int) {
 	if to := c.to; to != nil && to.idle|to.write != 0 {
 		now := c.l.clock()
 		to.lastIO, to.lastWrite = now, now
+		to.sent += uint64(n)
 	}
 }
 

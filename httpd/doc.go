@@ -94,7 +94,8 @@
 // idle connections (Config.IdleTimeout); those two are swept by a ticker
 // of each loop, so they may run up to a quarter of the shorter one (at
 // most a second) late. A client that stops reading its responses is
-// closed once the kernel has taken none of the bytes waiting for it for
+// closed once the kernel has taken none of the bytes waiting for it, and
+// the client has acknowledged none of those the kernel holds, for
 // Config.WriteTimeout, on HTTP/2 too (the connection's own timer: no
 // sweep), and its requests are cancelled. The engine's parser
 // (internal/h1) is strict: heads over the limits get 431, targets

@@ -69,8 +69,9 @@ type Config struct {
 	IdleTimeout   time.Duration
 
 	// WriteTimeout closes a connection whose response bytes wait to be
-	// sent while the kernel takes none of them for this long (a client
-	// that stopped reading: aio.Conn.SetWriteTimeout), HTTP/1.1 or
+	// sent while the kernel takes none of them and the client acknowledges
+	// none of those it holds for this long (a client that stopped
+	// reading: aio.Conn.SetWriteTimeout), HTTP/1.1 or
 	// HTTP/2, and cancels its requests (Stats.WriteTimeouts). On HTTP/2
 	// it also times the bytes a client's flow-control window holds back:
 	// a stream whose own window stays shut this long is reset (CANCEL), a
