@@ -85,6 +85,10 @@ func (c *Conn) shutdown() {
 		return
 	}
 	c.wdone = true
+	if c.draining && c.paused {
+		c.paused = false // drainIdle's pause ends: the linger reads
+		c.update()
+	}
 	if q := c.q; q != nil {
 		hs := q.shutWaiters
 		q.shutWaiters = nil

@@ -57,12 +57,23 @@ func (c *Conn) drain() {
 // passed (closing with unread bytes would send a reset, which can destroy
 // replies the peer has not read yet: a request that crossed the FIN must
 // not cost the peer its replies). On the loop.
+//
+// A connection its program paused (PauseRead) stays paused until the FIN
+// is out: what the peer sends before it is nobody's, and a peer that
+// sends on without reading the replies would otherwise be read and
+// dropped at line rate for as long as WriteTimeout lets it hold the
+// queue. A connection that was reading reads on (a server dropping the
+// rest of an upload whose reply went out early, for a client that reads
+// only once it has sent all).
 func (c *Conn) drainIdle() {
 	c.endAfterWork = false
 	c.onEOF = nil
 	c.fr = nil // frames not delivered yet are dropped, as later bytes are
 	c.onRead = dropRead
-	c.paused, c.held = false, false
+	if !c.paused || c.queued.Load() == 0 && c.splicedTo() == 0 {
+		c.paused = false
+	}
+	c.held = false
 	c.update()
 	c.closeWrite(nil)
 	c.maybeFinish() // EOF already seen, or FIN sent: linger

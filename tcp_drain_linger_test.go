@@ -8,6 +8,7 @@ import (
 	"time"
 
 	"github.com/stretchr/testify/require"
+	"github.com/valkyria/aio/internal/testpeer"
 )
 
 // lingerServer replies to each read with reply and hands its connections
@@ -151,4 +152,37 @@ func TestListenerDrainLingerBounded(t *testing.T) {
 	require.NoError(t, stubborn.Close())
 	require.NoError(t, stubborn2.Close())
 	require.Equal(t, fds, fdCount(t), "fds back")
+}
+
+// A connection its program paused stays paused while Drain waits for its
+// queue to flush: a peer that sends on without reading the replies is not
+// read and dropped at line rate (its writes block once the kernel buffers
+// are full). Once the peer reads and the FIN is out, the linger reads
+// what it sent and its EOF closes the connection cleanly. A connection
+// that was reading reads on meanwhile (TestListenerDrainLingersUntilPeerEOF).
+func TestDrainKeepsAPauseUntilTheFIN(t *testing.T) {
+	reply := make([]byte, 16<<20) // more than the kernel buffers hold
+	pattern(reply, 0)
+	l := startLoop(t)
+	ln, conns, closed := lingerServer(t, l, reply)
+	nc := netDial(t, ln)
+	sc := recv(t, conns)
+	_, err := nc.Write([]byte{1}) // asks for the reply
+	require.NoError(t, err)
+	eventually(t, func() bool { return sc.Buffered() > 0 }, "the reply is not queued")
+	require.NoError(t, sc.PauseRead())
+	sc.Drain()
+
+	const limit = 128 << 20
+	written := testpeer.WriteUntilBlocked(t, nc, limit, 2*time.Second)
+	require.Less(t, written, limit/2, "the draining connection read on at line rate")
+	require.Equal(t, Running, sc.Closed().Status())
+
+	require.NoError(t, nc.SetDeadline(time.Now().Add(waitTimeout)))
+	got, err := io.ReadAll(nc) // the whole reply, then the FIN
+	require.NoError(t, err)
+	require.True(t, bytes.Equal(reply, got), "the reply is cut: %d of %d bytes", len(got), len(reply))
+	require.NoError(t, nc.CloseWrite()) // the linger reads the rest, then this EOF
+	require.NoError(t, recv(t, closed))
+	closedLoopTCP(t, l.closeListener(t, ln))
 }

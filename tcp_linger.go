@@ -11,7 +11,11 @@ package aio
 // That is nginx's lingering close: closing with unread bytes would reset
 // the connection, and the reset can make the peer's kernel drop replies
 // the peer has not read yet (a request that crossed our FIN must not
-// cost the peer the replies before it). A connection in its TLS
+// cost the peer the replies before it). A connection paused (PauseRead)
+// when the drain begins stays paused until its FIN is out, so that a
+// peer that sends on without reading its replies is not read and dropped
+// at line rate meanwhile; one that was reading reads and drops from the
+// start (the rest of an upload whose reply went out early). A connection in its TLS
 // handshake closes at once. Close still closes it at once. The handle is
 // Closed's. Any goroutine.
 //
