@@ -93,14 +93,19 @@ func TestDisconnectCancelsHandler(t *testing.T) {
 }
 
 // A client that half-closes (FIN) with a handler pending has gone away too,
-// unless Config.HalfClose.
+// unless Config.HalfClose; after a "Connection: close" request as well,
+// although nothing after that request is read before the FIN.
 func TestEOFCancelsHandler(t *testing.T) {
-	for _, half := range []bool{false, true} {
-		t.Run(fmt.Sprint("HalfClose=", half), func(t *testing.T) {
+	for _, tc := range []struct {
+		half  bool
+		extra string
+	}{{false, ""}, {true, ""}, {false, "Connection: close\r\n"}, {true, "Connection: close\r\n"}, {false, "Connection: close\r\n\r\njunk"}} {
+		half := tc.half
+		t.Run(fmt.Sprintf("HalfClose=%v/%q", half, tc.extra), func(t *testing.T) {
 			p := newProbe()
 			ts := startServer(t, p.mux(), Config{HalfClose: half})
 			c := dialRaw(t, ts.addr)
-			c.send("GET /promise HTTP/1.1\r\nHost: x\r\n\r\n")
+			c.send("GET /promise HTTP/1.1\r\nHost: x\r\n" + tc.extra + "\r\n")
 			pr := recvT(t, p.promises)
 			require.NoError(t, c.Conn.(interface{ CloseWrite() error }).CloseWrite())
 			if !half {

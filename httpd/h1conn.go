@@ -54,7 +54,15 @@ const (
 	stallArena    = 1 << iota // no arena free
 	stallPipeline             // MaxPipeline requests in the queue
 	stallBody                 // the body waits for its handler (OnData, Resume)
+	stallDiscard              // nothing more is a request: the FIN's linger reads it
 )
+
+// discardMax bounds what is read and dropped after a connection's last
+// request while its responses are still going out: enough for requests
+// pipelined past a "Connection: close" and for the client's EOF after
+// them to be seen (a client gone away cancels its handlers), not for a
+// client that sends on without reading to keep the loop busy dropping.
+const discardMax = 64 << 10
 
 // streamPendMax bounds what a stream writes before its turn while the
 // body it may be echoing comes from its own connection: past it, reading
@@ -78,6 +86,8 @@ type h1conn struct {
 	paused    bool  // the engine called PauseRead
 	buffering bool  // cur's body is being buffered: its handler has not started
 	closeAft  bool  // no more requests: close after the queued responses
+	dropBody  bool  // rsDiscard reads and drops the rest of a body its handler left
+	discarded int   // bytes rsDiscard dropped after the last request (discardMax)
 	finished  bool  // the last response is written: FIN sent, waiting for the peer's
 	eof       bool  // the client has finished sending
 	closed    bool
@@ -197,7 +207,17 @@ func (hc *h1conn) split(data []byte, atEOF bool) (int, []byte, error) {
 		hc.tok = tokBody
 		return n, p, nil
 	default: // rsDiscard
-		return len(data), nil, nil
+		if hc.dropBody || hc.discarded+len(data) <= discardMax {
+			hc.discarded += len(data) // the rest of a body is not counted
+			return len(data), nil, nil
+		}
+		// What follows the last request is nobody's, and reading all
+		// of it before the responses are out would let a client that
+		// sends on without reading keep a core busy until
+		// WriteTimeout: past discardMax it waits, and after the FIN
+		// the lingering close reads and drops it (aio.Conn.Drain keeps
+		// this pause until then).
+		return hc.stallTok(data, stallDiscard)
 	}
 }
 
@@ -670,6 +690,11 @@ func (hc *h1conn) finish() {
 	hc.finished = true
 	hc.rstate = rsDiscard
 	hc.setTimeout(nil) // the linger's bound is the connection's own
+	if !hc.dropBody && hc.h2 == nil {
+		// Nothing more is read before the FIN: the handlers are done,
+		// so no EOF is waited for, and drainIdle would read and drop.
+		hc.stallRead(stallDiscard)
+	}
 	hc.c.Drain()
 }
 
@@ -686,6 +711,7 @@ func (hc *h1conn) maybeRelease(r *Request) {
 		if !hc.closed {
 			hc.rstate = rsDiscard
 			hc.closeAft = true
+			hc.dropBody = true
 			_ = hc.c.SetReadTimeout(0) // the linger times the rest (timeBody)
 			// The rest is read and dropped while the connection lingers, so
 			// that a client still sending it gets to read the response.

@@ -4,9 +4,11 @@ import (
 	"io"
 	"strings"
 	"testing"
+	"time"
 
 	"github.com/stretchr/testify/assert"
 	"github.com/stretchr/testify/require"
+	"github.com/valkyria/aio/internal/testpeer"
 	"golang.org/x/net/http2"
 )
 
@@ -108,5 +110,34 @@ func TestH2LingerAfterGoAway(t *testing.T) {
 	}
 	require.NoError(t, c.nc.Close())
 	require.NoError(t, recvT(t, done))
+	ts.atRest(t)
+}
+
+// A client that sends "Connection: close" and then keeps sending, while it
+// does not read the response, is not read at line rate: nothing after the
+// last request is anyone's before the FIN, so the server stops reading
+// until its response has reached the kernel and the FIN is out (the
+// linger reads and drops after that). Reading on would burn a core per
+// such client until WriteTimeout; stopped, the client's writes block once
+// the kernel buffers are full.
+func TestConnectionCloseStopsReadingUntilTheFIN(t *testing.T) {
+	huge := strings.Repeat("x", 16<<20) // more than the kernel buffers hold
+	m := testMux()
+	m.HandleFunc("GET /huge", func(r *Request) Reply { return Text(200, huge) })
+	ts := startServer(t, m, Config{})
+	c := dialRaw(t, ts.addr)
+	c.send("GET /huge HTTP/1.1\r\nHost: x\r\nConnection: close\r\n\r\n")
+
+	const limit = 128 << 20
+	written := testpeer.WriteUntilBlocked(t, c, limit, 2*time.Second)
+	// The kernel buffers (Linux autotunes up to 6 MiB to receive and
+	// 4 MiB to send) and one read buffer hold far less than the limit.
+	require.Less(t, written, limit/2, "the server read on, past the request, at line rate")
+
+	require.NoError(t, c.SetDeadline(time.Now().Add(waitTimeout)))
+	resp := c.read("GET") // the client reads at last: the response is whole
+	require.Equal(t, len(huge), len(resp.body))
+	require.True(t, resp.close)
+	require.NoError(t, c.Close())
 	ts.atRest(t)
 }
