@@ -1,8 +1,11 @@
 package httpd
 
 import (
+	"context"
+	"crypto/tls"
 	"io"
 	"net"
+	"net/http"
 	"syscall"
 	"testing"
 	"time"
@@ -47,12 +50,15 @@ func floodMux() *Mux {
 
 // dialTiny connects with a tiny receive buffer: a client that does not
 // read stops the server's writes after a few KiB.
-func dialTiny(t *testing.T, addr string) net.Conn {
+func dialTiny(t *testing.T, addr string) net.Conn { return dialRcvBuf(t, addr, 4<<10) }
+
+// dialRcvBuf connects with a receive buffer of size bytes.
+func dialRcvBuf(t *testing.T, addr string, size int) net.Conn {
 	t.Helper()
 	d := net.Dialer{Timeout: waitTimeout, Control: func(_, _ string, rc syscall.RawConn) error {
 		var serr error
 		err := rc.Control(func(fd uintptr) {
-			serr = unix.SetsockoptInt(int(fd), unix.SOL_SOCKET, unix.SO_RCVBUF, 4<<10)
+			serr = unix.SetsockoptInt(int(fd), unix.SOL_SOCKET, unix.SO_RCVBUF, size)
 		})
 		if err != nil {
 			return err
@@ -104,6 +110,54 @@ func TestWriteTimeoutSlowReader(t *testing.T) {
 	assert.Equal(t, int64(1), st.HandlersPending, "the stream goes on")
 	nc.Close()
 	ts.atRest(t)
+}
+
+// A client that reads steadily, but slower than the server's kernel send
+// buffer drains, is not cut although the kernel takes no new byte for
+// longer than WriteTimeout (it wakes the writer only when a third of the
+// buffer is free): the client acknowledges bytes all along, and that is
+// progress. Linux autotunes the buffer up to 4 MiB, so with the default
+// 30 s a download read at 100 KB/s was cut; here a 400 KiB buffer read at
+// 200 KB/s stalls for about 0.7 s, and WriteTimeout is 300 ms. Over
+// HTTP/2 the client's transport reads the socket ahead into its stream
+// window (4 MiB for Go's), so there the window stalls instead, and its
+// own rule (DATA sent) must not cut this reader either.
+func TestWriteTimeoutReaderBehindTheKernelBuffer(t *testing.T) {
+	const wt = 300 * time.Millisecond
+	cfg := Config{WriteTimeout: wt}
+	cfg.Listen.Conn.WriteBuffer = 200 << 10
+	readSlowly := func(t *testing.T, body io.Reader) {
+		buf := make([]byte, 8<<10)
+		for end := time.Now().Add(2 * time.Second); time.Now().Before(end); {
+			_, err := io.ReadFull(body, buf)
+			require.NoError(t, err)
+			time.Sleep(40 * time.Millisecond) // the client's pace, not a synchronisation
+		}
+	}
+	t.Run("h1", func(t *testing.T) {
+		ts := startServer(t, floodMux(), cfg)
+		nc := dialRcvBuf(t, ts.addr, 32<<10)
+		_, err := io.WriteString(nc, "GET /flood HTTP/1.1\r\nHost: x\r\n\r\n")
+		require.NoError(t, err)
+		readSlowly(t, nc)
+		assert.Zero(t, ts.Stats().WriteTimeouts, "a reader that keeps acknowledging is cut")
+		nc.Close()
+		ts.atRest(t)
+	})
+	t.Run("h2", func(t *testing.T) {
+		ts := startServer(t, floodMux(), cfg)
+		tr := &http2.Transport{AllowHTTP: true,
+			DialTLSContext: func(context.Context, string, string, *tls.Config) (net.Conn, error) {
+				return dialRcvBuf(t, ts.addr, 32<<10), nil
+			}}
+		defer tr.CloseIdleConnections()
+		resp, err := (&http.Client{Transport: tr, Timeout: waitTimeout}).Get("http://" + ts.addr + "/flood")
+		require.NoError(t, err)
+		readSlowly(t, resp.Body)
+		assert.Zero(t, ts.Stats().WriteTimeouts, "a reader that keeps acknowledging is cut")
+		require.NoError(t, resp.Body.Close())
+		ts.atRest(t)
+	})
 }
 
 // The write timeout holds on an HTTP/2 connection whose client grants
