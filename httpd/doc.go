@@ -62,7 +62,9 @@
 // it is written. When no arena is free the connection stops reading (TCP
 // flow control holds its client) until one comes back: the server never
 // allocates past the slab and never answers 503 for it. Stats.Refused
-// counts those pauses.
+// counts those pauses. The last eighth of the arenas is for connections
+// that hold none (Config.Arenas): a client that pipelines requests or
+// opens streams its handlers hold cannot take them all.
 //
 // # Cancellation
 //
@@ -131,9 +133,10 @@
 // port), and so is one whose HTTP/1.1 request asks for Upgrade: h2c (RFC
 // 7540 §3.2) with a valid HTTP2-Settings and a body, if any, that its
 // arena holds: it is answered 101 and becomes stream 1; any other upgrade
-// request is served as HTTP/1.1. Each stream is a request with its own arena; with none free the
-// stream is refused (REFUSED_STREAM, Stats.Refused) and the connection
-// goes on. A body that fits in half of the arena arrives with the request;
+// request is served as HTTP/1.1. Each stream is a request with its own
+// arena; with none free (or only the reserve, for a connection with
+// streams open already) the stream is refused (REFUSED_STREAM,
+// Stats.Refused) and the connection goes on. A body that fits in half of the arena arrives with the request;
 // a larger one streams, the client's window growing as the handler reads
 // it. Responses respect the client's windows; a Stream's trailer is a
 // HEADERS frame after its DATA. A stream the client resets

@@ -237,18 +237,23 @@ func (hc *h1conn) bodyBlocked() bool {
 }
 
 // takeArena reserves an arena for the head split found, and reports
-// whether it got one: not while other connections wait for one before it.
+// whether it got one: not while other connections wait for one before it,
+// nor one of the loop's reserve while it holds others (loopState.spare).
 func (hc *h1conn) takeArena() bool {
 	if hc.reserved != nil {
 		return true
 	}
 	ls := hc.ls
-	if ls.waiters.head != nil {
+	if ls.waiters.head != nil || hc.holdsArena() && (ls.waitersMore.head != nil || !ls.spare()) {
 		return false
 	}
 	hc.reserved = ls.acquire()
 	return hc.reserved != nil
 }
+
+// holdsArena reports whether the connection holds an arena: a request is
+// in its queue, or its body is being read.
+func (hc *h1conn) holdsArena() bool { return hc.nq > 0 || hc.cur != nil }
 
 // onFrame is the framer's callback, with what split found.
 func (hc *h1conn) onFrame(_ *aio.Conn, frame []byte) {
@@ -665,6 +670,9 @@ func (hc *h1conn) pop(r *Request) {
 	r.next = nil
 	r.written = true
 	hc.nq--
+	if !hc.holdsArena() && hc.links[linkWait].in == &hc.ls.waitersMore {
+		hc.ls.waiters.push(hc) // it holds none now: it may take the reserve
+	}
 }
 
 // abort closes the connection once what is written has reached the
@@ -986,7 +994,11 @@ func (hc *h1conn) tlsState() (tls.ConnectionState, bool) { return hc.c.TLS() }
 func (hc *h1conn) stallRead(why uint8) {
 	if why == stallArena && hc.links[linkWait].in == nil {
 		hc.ls.st.refused.Add(1)
-		hc.ls.waiters.push(hc)
+		if hc.holdsArena() {
+			hc.ls.waitersMore.push(hc)
+		} else {
+			hc.ls.waiters.push(hc)
+		}
 	}
 	hc.stall |= why
 	if !hc.paused {
@@ -1106,7 +1118,7 @@ func (hc *h1conn) onClose(_ *aio.Conn, err error) {
 		hc.reserved = nil
 		ls.release(r)
 	}
-	for _, q := range [...]*connList{&ls.conns, &ls.waiters, &ls.headQ, &ls.idleQ} {
+	for _, q := range [...]*connList{&ls.conns, &ls.waiters, &ls.waitersMore, &ls.headQ, &ls.idleQ} {
 		q.remove(hc)
 	}
 	ls.st.connsOpen.Add(-1)

@@ -5,6 +5,7 @@ import (
 	"context"
 	"sync"
 	"testing"
+	"time"
 
 	"github.com/stretchr/testify/assert"
 	"github.com/stretchr/testify/require"
@@ -29,7 +30,9 @@ func TestH2ResetStreamsCountOut(t *testing.T) {
 			return TextResponse(200, "released"), nil
 		}))
 	})
-	ts := startServer(t, m, Config{Arenas: h2MaxStreams + 16, ArenaSize: 8 << 10})
+	// Arenas for every stream, reset or new, beside the reserve (an eighth)
+	// that one connection holding arenas cannot take.
+	ts := startServer(t, m, Config{Arenas: (h2MaxStreams + 16) * 8 / 7, ArenaSize: 8 << 10})
 	var once sync.Once
 	free := func() { once.Do(func() { close(release) }) }
 	t.Cleanup(free) // before the server's shutdown, which waits for the Works
@@ -92,4 +95,64 @@ func TestH2ResetStreamsCountOut(t *testing.T) {
 	st := ts.Stats()
 	assert.Equal(t, uint64(resets), st.Cancelled)
 	assert.Equal(t, st.Requests, st.ArenaReleases)
+}
+
+// One connection cannot take a loop's last arenas while it holds others:
+// a client pipelining MaxPipeline requests (or opening streams) that its
+// handlers hold does not leave a new client waiting for an arena. Here 16
+// arenas keep 2 for connections that hold none.
+func TestArenaShareH1(t *testing.T) {
+	p := newProbe()
+	ts := startServer(t, p.mux(), Config{Arenas: 16})
+	hog := dialRaw(t, ts.addr)
+	for range 16 {
+		hog.send("GET /promise HTTP/1.1\r\nHost: x\r\n\r\n")
+	}
+	var held []*aio.Promise[Response]
+	for range 14 {
+		held = append(held, recvT(t, p.promises))
+	}
+	eventually(t, func() bool { return ts.Stats().Refused > 0 }, "the hog is not held back: %+v", ts.Stats())
+	assert.Equal(t, int64(14), ts.Stats().HandlersPending)
+
+	other := dialRaw(t, ts.addr)
+	require.NoError(t, other.SetDeadline(time.Now().Add(5*time.Second)))
+	other.send("GET /health HTTP/1.1\r\nHost: x\r\n\r\n")
+	assert.Equal(t, "ok", other.read("GET").body, "a new client is served")
+
+	for _, pr := range held { // the hog's last two get arenas as these come back
+		require.True(t, pr.Resolve(TextResponse(200, "p")))
+	}
+	p.drain(t)
+	for range 16 {
+		assert.Equal(t, 200, hog.read("GET").status)
+	}
+	ts.atRest(t)
+}
+
+// The same over HTTP/2: a stream past the share is refused
+// (REFUSED_STREAM, which a client retries), and a new client is served.
+func TestArenaShareH2(t *testing.T) {
+	p := newProbe()
+	ts := startServer(t, p.mux(), Config{Arenas: 16})
+	hog := dialH2(t, ts.addr)
+	for i := range 16 {
+		hog.get(uint32(2*i+1), "/promise")
+	}
+	var held []*aio.Promise[Response]
+	for range 14 {
+		held = append(held, recvT(t, p.promises))
+	}
+	hog.expectReset(29, http2.ErrCodeRefusedStream)
+	hog.expectReset(31, http2.ErrCodeRefusedStream)
+
+	other := dialRaw(t, ts.addr)
+	require.NoError(t, other.SetDeadline(time.Now().Add(5*time.Second)))
+	other.send("GET /health HTTP/1.1\r\nHost: x\r\n\r\n")
+	assert.Equal(t, "ok", other.read("GET").body, "a new client is served")
+
+	for _, pr := range held {
+		require.True(t, pr.Resolve(TextResponse(200, "p")))
+	}
+	ts.atRest(t)
 }

@@ -125,6 +125,10 @@ func (h *h2conn) onHeaders(f *h2block) {
 		h.resetStream(id, http2.ErrCodeRefusedStream)
 		ls.st.refused.Add(1)
 		return
+	case h.open > 0 && !ls.spare(): // the reserve is for connections with none
+		h.resetWith(id, http2.ErrCodeRefusedStream, true) // our shortage: no reset token
+		ls.st.refused.Add(1)
+		return
 	}
 	clen, ok := h2CheckRequest(f)
 	if !ok {

@@ -36,7 +36,16 @@ type loopState struct {
 	h2Streams int
 
 	conns   connList // every open connection
-	waiters connList // connections waiting for an arena, oldest first
+	waiters connList // connections that hold no arena waiting for one, oldest first
+	// waitersMore are the connections that hold arenas and wait for
+	// another, oldest first: served after waiters, and only while an
+	// arena is free beyond the reserve (spare).
+	waitersMore connList
+	// reserve is how many arenas a connection that holds some cannot
+	// take: Config.Arenas/8, kept for connections that hold none, so that
+	// one client pipelining requests or opening streams that its handlers
+	// hold cannot leave the others waiting. Immutable.
+	reserve int
 	headQ   connList // connections whose request head has begun, by deadline
 	idleQ   connList // idle keep-alive (and lingering) connections, by deadline
 
@@ -59,7 +68,8 @@ type loopStats struct {
 
 func newLoopState(srv *Server, cfg *Config, l *aio.Loop) *loopState {
 	ls := &loopState{srv: srv, cfg: cfg, l: l, slab: aio.NewSlab[Request](cfg.Arenas)}
-	ls.conns.i, ls.waiters.i, ls.headQ.i, ls.idleQ.i = linkAll, linkWait, linkTime, linkTime
+	ls.conns.i, ls.waiters.i, ls.waitersMore.i, ls.headQ.i, ls.idleQ.i = linkAll, linkWait, linkWait, linkTime, linkTime
+	ls.reserve = cfg.Arenas / 8
 	ls.headQ.d, ls.idleQ.d = cfg.HeaderTimeout, cfg.IdleTimeout
 	ls.h2Streams = min(h2MaxStreams, cfg.Arenas)
 	return ls
@@ -104,17 +114,27 @@ func (ls *loopState) release(r *Request) {
 	if err := ls.slab.Release(r.idx); err != nil {
 		panic("httpd: " + err.Error()) // one owner, one release: a second one is a bug
 	}
-	for ls.waiters.head != nil {
+	for {
+		q := &ls.waiters
+		if q.head == nil {
+			if q = &ls.waitersMore; q.head == nil || !ls.spare() {
+				return
+			}
+		}
 		r := ls.acquire()
 		if r == nil {
 			return
 		}
-		hc := ls.waiters.head
-		ls.waiters.remove(hc)
+		hc := q.head
+		q.remove(hc)
 		hc.reserved = r
 		hc.unstall(stallArena)
 	}
 }
+
+// spare reports whether an arena is free beyond the reserve: one that a
+// connection holding arenas already may take.
+func (ls *loopState) spare() bool { return ls.slab.Cap()-ls.slab.InUse() > ls.reserve }
 
 // sweep closes the connections whose head or idle deadline has passed.
 // On the loop, from the ticker.
@@ -131,7 +151,7 @@ func (ls *loopState) sweep() {
 // Links of a connection in the lists of its loop.
 const (
 	linkAll  = iota // loopState.conns
-	linkWait        // loopState.waiters
+	linkWait        // loopState.waiters or waitersMore
 	linkTime        // headQ or idleQ
 	linkCount
 )

@@ -30,7 +30,13 @@ type Config struct {
 	// ArenaSize is the size of one request arena (the head, a buffered
 	// body, the response being built). Arenas is how many each loop has:
 	// a loop whose arenas are all taken stops reading requests until one
-	// comes back (Stats.Refused counts it), and never allocates more.
+	// comes back (Stats.Refused counts it), and never allocates more. The
+	// last eighth of them is kept for connections that hold none: a
+	// connection whose requests hold arenas already (pipelined on
+	// HTTP/1.1, concurrent streams on HTTP/2) cannot take those, so one
+	// client cannot leave the others waiting; its next request waits for
+	// an arena beyond them (HTTP/1.1) or is refused with REFUSED_STREAM,
+	// which clients retry (HTTP/2), and Stats.Refused counts it.
 	ArenaSize int
 	Arenas    int
 
