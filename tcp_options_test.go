@@ -269,7 +269,7 @@ func TestTCPWriteTimeoutSparesAReaderBehindTheKernelBuffer(t *testing.T) {
 	}
 	const wt = 300 * time.Millisecond
 	l := startLoop(t)
-	ln, conns := bigSender(t, l, ConnConfig{WriteTimeout: wt, WriteBuffer: 200 << 10}, 64<<20, 1)
+	ln, conns := bigSender(t, l, ConnConfig{WriteTimeout: wt, WriteBuffer: 200 << 10}, 8<<20, 1)
 	slow := netDial(t, ln)
 	require.NoError(t, slow.SetReadBuffer(32<<10)) // window updates every few reads
 	wc := recv(t, conns)
