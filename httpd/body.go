@@ -1,5 +1,13 @@
 package httpd
 
+import (
+	"context"
+	"errors"
+	"io"
+
+	"github.com/valkyria/aio"
+)
+
 // Body is a request's body. One that fits in the arena's room after the
 // head (Content-Length known, or chunked and small) arrives with the
 // request, before the handler runs: Bytes returns it. A larger one streams
@@ -110,4 +118,41 @@ func (b *Body) deliver(p []byte, end bool) {
 		b.done = true
 	}
 	b.fn(p, end)
+}
+
+// ErrBodyRead is what CopyTo fails with when the body already has a
+// reader (OnData, or an earlier CopyTo).
+var ErrBodyRead = errors.New("httpd: the body already has a reader")
+
+// CopyTo copies the body to w on the loop's Work pool (a file, a
+// compressor, a client of another service: anything that blocks) and
+// returns a handle to the number of bytes written, in place of OnData.
+// The body flows at once; while more than 256 KiB of it wait for w, the
+// connection does not read, so a slow w holds the client back instead of
+// filling memory. The handle fails with w's first error (the rest of the
+// body is then dropped as it arrives), or at once with ErrBodyRead when
+// OnData or CopyTo was called before.
+//
+// The handle is in the request's scope: a client that goes away, or a
+// request that ends while the copy runs, cancels it. A cancelled copy
+// stops at its next chunk, but a Write already running runs to its end:
+// w may see that one Write after the handle has ended cancelled.
+//
+// On the loop.
+func (b *Body) CopyTo(w io.Writer) *aio.Handle[int64] {
+	r := b.r
+	r.checkLoop()
+	if b.fn != nil || b.done {
+		return aio.Fail[int64](r.ls.l, ErrBodyRead)
+	}
+	p := newBodyPipe(r, nil)
+	p.started = true
+	b.OnData(p.onData)
+	h := aio.Work(r.ls.l, func(ctx context.Context) (int64, error) {
+		defer context.AfterFunc(ctx, func() { _ = p.Close() })()
+		n, err := p.WriteTo(w)
+		_ = p.Close() // on an error of w: drop the rest
+		return n, err
+	})
+	return aio.Adopt(r.Scope(), h)
 }

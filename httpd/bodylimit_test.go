@@ -1,17 +1,22 @@
 package httpd
 
 import (
+	"bytes"
+	"crypto/sha256"
+	"errors"
 	"fmt"
 	"io"
 	"net"
 	"net/http"
 	"strings"
+	"sync"
 	"testing"
 	"time"
 
 	"github.com/stretchr/testify/assert"
 	"github.com/stretchr/testify/require"
 	"github.com/valkyria/aio"
+	"github.com/valkyria/aio/internal/testpeer"
 	"golang.org/x/net/http2"
 )
 
@@ -320,5 +325,186 @@ func (c *h2Raw) expectBody(id uint32, body string) {
 			assert.Equal(c.t, body, string(got))
 			return
 		}
+	}
+}
+
+// sink is an io.Writer for CopyTo's Work goroutine: it keeps what it is
+// given, fails once it holds failAt bytes (if > 0), and, if gate is not
+// nil, blocks every Write until gate closes.
+type sink struct {
+	mu     sync.Mutex
+	buf    bytes.Buffer
+	failAt int
+	gate   chan struct{}
+	writes chan struct{} // signalled (if room) at every Write's start
+}
+
+var errSink = errors.New("sink: disk full")
+
+func (s *sink) Write(p []byte) (int, error) {
+	select {
+	case s.writes <- struct{}{}:
+	default:
+	}
+	if s.gate != nil {
+		<-s.gate
+	}
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	if s.failAt > 0 && s.buf.Len()+len(p) >= s.failAt {
+		return 0, errSink
+	}
+	return s.buf.Write(p)
+}
+
+func (s *sink) sum() string {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	return fmt.Sprintf("%d %x", s.buf.Len(), sha256.Sum256(s.buf.Bytes()))
+}
+
+// copyToMux answers PUT /copy with "n sha256" of what CopyTo wrote, or
+// 500 and the error's text.
+func copyToMux() *Mux {
+	m := NewMux()
+	m.HandleFunc("PUT /copy", func(r *Request) Reply {
+		s := &sink{}
+		h := aio.Then(r.Body().CopyTo(s), func(n int64) (Response, error) {
+			sum := s.sum()
+			if !strings.HasPrefix(sum, itoa(int(n))+" ") {
+				return TextResponse(500, "CopyTo's count "+itoa(int(n))+" is not the bytes written: "+sum), nil
+			}
+			return TextResponse(200, sum), nil
+		})
+		return Later(h)
+	})
+	m.HandleFunc("PUT /fail", func(r *Request) Reply {
+		h := aio.Then(r.Body().CopyTo(&sink{failAt: 1 << 20}), func(n int64) (Response, error) {
+			return TextResponse(200, itoa(int(n))), nil
+		})
+		return Later(aio.Catch(h, func(err error) (Response, error) {
+			return TextResponse(500, err.Error()), nil
+		}))
+	})
+	m.HandleFunc("PUT /twice", func(r *Request) Reply {
+		first := r.Body().CopyTo(io.Discard)
+		second := r.Body().CopyTo(io.Discard)
+		h := aio.Then(aio.AllSettled(first, second), func(o []aio.Outcome[int64]) (Response, error) {
+			return TextResponse(200, fmt.Sprintf("%d %v", o[0].Value, errors.Is(o[1].Err, ErrBodyRead))), nil
+		})
+		return Later(h)
+	})
+	return m
+}
+
+// unsized hides a reader's length from net/http's client, so that the
+// body goes chunked on HTTP/1.1.
+type unsized struct{ io.Reader }
+
+// TestBodyCopyTo copies bodies that arrive with the request, stream in
+// with a Content-Length, and stream in chunked, over HTTP/1.1 and
+// HTTP/2: every byte reaches the writer, in order, and the handle gives
+// their count.
+func TestBodyCopyTo(t *testing.T) {
+	ts := startServer(t, copyToMux(), Config{})
+	for _, proto := range []struct {
+		name string
+		c    *http.Client
+	}{{"h1", client(t)}, {"h2", h2Client(t)}} {
+		for _, size := range []int{0, 100, 40 << 10, 4 << 20} {
+			for _, chunked := range []bool{false, true} {
+				t.Run(fmt.Sprintf("%s/%d/chunked=%v", proto.name, size, chunked), func(t *testing.T) {
+					body := make([]byte, size)
+					for i := range body {
+						body[i] = byte(i * 7 / 3)
+					}
+					var rd io.Reader = bytes.NewReader(body)
+					if chunked {
+						rd = unsized{rd}
+					}
+					req, err := http.NewRequest("PUT", ts.url+"/copy", rd)
+					require.NoError(t, err)
+					resp, got := do(t, proto.c, req)
+					require.Equal(t, 200, resp.StatusCode, string(got))
+					assert.Equal(t, fmt.Sprintf("%d %x", size, sha256.Sum256(body)), string(got))
+				})
+			}
+		}
+	}
+	ts.atRest(t)
+}
+
+// TestBodyCopyToWriterError: the writer's error fails the handle, the
+// handler answers, and the rest of the body is dropped.
+func TestBodyCopyToWriterError(t *testing.T) {
+	ts := startServer(t, copyToMux(), Config{})
+	req, err := http.NewRequest("PUT", ts.url+"/fail", bytes.NewReader(make([]byte, 8<<20)))
+	require.NoError(t, err)
+	resp, got := do(t, h2Client(t), req)
+	assert.Equal(t, 500, resp.StatusCode)
+	assert.Equal(t, errSink.Error(), string(got))
+	ts.atRest(t)
+}
+
+// TestBodyCopyToTwice: a body has one reader; a second CopyTo fails at
+// once with ErrBodyRead and leaves the first alone.
+func TestBodyCopyToTwice(t *testing.T) {
+	ts := startServer(t, copyToMux(), Config{})
+	req, err := http.NewRequest("PUT", ts.url+"/twice", strings.NewReader("hello"))
+	require.NoError(t, err)
+	resp, got := do(t, client(t), req)
+	assert.Equal(t, 200, resp.StatusCode)
+	assert.Equal(t, "5 true", string(got))
+	ts.atRest(t)
+}
+
+// TestBodyCopyToHoldsASlowWriterBack: while the writer blocks, the
+// server stops reading, so the client's sending blocks too, far short of
+// its body. A client that then resets the connection cancels the copy at
+// once; one that closes with a FIN is cancelled once the copy has read up
+// to it (the bytes before a FIN come first). Either way the request gives
+// everything back.
+func TestBodyCopyToHoldsASlowWriterBack(t *testing.T) {
+	for _, reset := range []bool{true, false} {
+		t.Run(map[bool]string{true: "reset", false: "fin"}[reset], func(t *testing.T) {
+			gate := make(chan struct{})
+			outcome := make(chan error, 1)
+			s := &sink{gate: gate, writes: make(chan struct{}, 1)}
+			m := NewMux()
+			m.HandleFunc("PUT /slow", func(r *Request) Reply {
+				h := r.Body().CopyTo(s)
+				h.OnCancel(func() { outcome <- aio.ErrCancelled })
+				return Later(aio.Then(h, func(n int64) (Response, error) { return TextResponse(200, itoa(int(n))), nil }))
+			})
+			ts := startServer(t, m, Config{WriteTimeout: time.Minute})
+			const size = 256 << 20
+			c := dialRaw(t, ts.addr)
+			c.send("PUT /slow HTTP/1.1\r\nHost: x\r\nContent-Length: " + itoa(size) + "\r\n\r\n")
+			sent := testpeer.WriteUntilBlocked(t, c.Conn, size, 500*time.Millisecond)
+			assert.Less(t, sent, 64<<20, "the server read on while its writer blocked")
+			select {
+			case <-s.writes:
+			case <-time.After(waitTimeout):
+				t.Fatal("the writer got nothing")
+			}
+			if reset {
+				require.NoError(t, c.Conn.(*net.TCPConn).SetLinger(0))
+			}
+			require.NoError(t, c.Close())
+			if !reset {
+				close(gate) // the copy reads on, to the FIN
+			}
+			select {
+			case err := <-outcome:
+				assert.ErrorIs(t, err, aio.ErrCancelled)
+			case <-time.After(waitTimeout):
+				t.Fatal("the copy was not cancelled when its client went away")
+			}
+			if reset {
+				close(gate) // the Write that was running returns; the copy stops there
+			}
+			eventually(t, func() bool { return ts.Stats().Cancelled == 1 }, "the handler was not cancelled")
+			ts.atRest(t)
+		})
 	}
 }

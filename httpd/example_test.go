@@ -5,6 +5,7 @@ import (
 	"fmt"
 	"io"
 	"net/http"
+	"os"
 	"strings"
 	"time"
 
@@ -178,6 +179,32 @@ func ExampleStream() {
 	fetch(url+"/upper", "hello, stream")
 	// Output:
 	// 200 HELLO, STREAM
+}
+
+// CopyTo stores an upload of any size in a file: the writes run on the
+// Work pool, off the loop, and a disk slower than the client holds the
+// client back (the connection stops reading) instead of filling memory.
+// A client that goes away cancels the copy.
+func ExampleBody_CopyTo() {
+	mux := httpd.NewMux()
+	mux.HandleFunc("POST /upload", func(r *httpd.Request) httpd.Reply {
+		f, err := os.CreateTemp("", "upload-*")
+		if err != nil {
+			return httpd.Text(500, err.Error())
+		}
+		stored := aio.Finally(r.Body().CopyTo(f), func() {
+			f.Close()
+			os.Remove(f.Name()) // an example keeps nothing
+		})
+		return httpd.Later(aio.Then(stored, func(n int64) (httpd.Response, error) {
+			return httpd.TextResponse(200, fmt.Sprintf("stored %d bytes", n)), nil
+		}))
+	})
+	url, stop := serve(mux)
+	defer stop()
+	fetch(url+"/upload", "hello, upload")
+	// Output:
+	// 200 stored 13 bytes
 }
 
 // A chunked request body may end with trailer fields, here a checksum the

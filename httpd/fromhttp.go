@@ -146,7 +146,7 @@ type bodyPipe struct {
 	l   *aio.Loop
 	r   *Request // used on the loop only, while the request of seq lives
 	seq uint64
-	req *http.Request // its Trailer map is filled on the loop at the end, before Read sees it
+	req *http.Request // nil for CopyTo; else its Trailer map is filled on the loop at the end, before Read sees it
 
 	mu      sync.Mutex
 	cond    sync.Cond
@@ -201,7 +201,7 @@ func (p *bodyPipe) onData(b []byte, end bool) {
 		p.chunks = append(p.chunks, bytes.Clone(b))
 		p.n += len(b)
 	}
-	if end && !p.end && p.req.Trailer != nil {
+	if end && !p.end && p.req != nil && p.req.Trailer != nil {
 		trailerOf(p.r, p.req.Trailer) // the map the handler's request shares
 	}
 	p.end = p.end || end
@@ -246,6 +246,50 @@ func (p *bodyPipe) Read(b []byte) (int, error) {
 		_ = p.l.Post(p.resume)
 	}
 	return n, nil
+}
+
+// WriteTo writes what arrives to w until the end, as io.Copy would with
+// Read, but chunk by chunk as the loop copied them: no buffer of its own
+// and no second copy. The lock is not held while w writes, so the loop
+// never waits for a slow w (the body pauses instead).
+func (p *bodyPipe) WriteTo(w io.Writer) (int64, error) {
+	var n int64
+	for {
+		p.mu.Lock()
+		if !p.started && !p.closed {
+			p.started = true
+			if err := p.l.Post(p.start); err != nil {
+				p.closed = true
+			}
+		}
+		for len(p.chunks) == 0 && !p.end && !p.closed {
+			p.cond.Wait()
+		}
+		chunks := p.chunks
+		p.chunks, p.n = nil, 0
+		end, closed := p.end, p.closed
+		if p.paused && !closed {
+			p.paused = false
+			_ = p.l.Post(p.resume)
+		}
+		p.mu.Unlock()
+		for _, c := range chunks {
+			m, err := w.Write(c)
+			n += int64(m)
+			if err == nil && m < len(c) {
+				err = io.ErrShortWrite
+			}
+			if err != nil {
+				return n, err
+			}
+		}
+		if len(chunks) == 0 {
+			if closed && !end {
+				return n, io.ErrUnexpectedEOF
+			}
+			return n, nil
+		}
+	}
 }
 
 // resume resumes the body on the loop, if its request still lives.
