@@ -17,10 +17,12 @@
 //	err := srv.Serve(rt, "127.0.0.1:8080") // one listener per loop of rt
 //	...
 //	err = srv.Shutdown(ctx) // the listeners and connections end
-//	err = rt.Shutdown(ctx)  // the loops, which go on running until then
+//	err = rt.Shutdown(context.Background()) // the loops, which go on running until then
 //
 // Shutdown ends the server only: the loops of rt go on running (they may
-// serve other things), and stop with rt.Shutdown.
+// serve other things), and stop with rt.Shutdown. Give rt.Shutdown a
+// context of its own: srv.Shutdown returns when ctx ends, and rt.Shutdown
+// with that same ended ctx returns at once, the loops still stopping.
 //
 // # Loops, connections, handlers
 //

@@ -115,7 +115,8 @@ type Config struct {
 	// listener serve HTTPS with crypto/tls on the loops, the handshake
 	// bounded by Listen.HandshakeTimeout. ALPN then picks the engine:
 	// unless the tls.Config lists NextProtos itself, the server offers h2
-	// and http/1.1, and a client that negotiates h2 is served HTTP/2, any
+	// and http/1.1 (from a clone: the caller's tls.Config is not
+	// changed, and may be shared), and a client that negotiates h2 is served HTTP/2, any
 	// other (http/1.1, or no ALPN) HTTP/1.1. A client that sends
 	// plaintext HTTP to such a listener gets net/http's plaintext "400
 	// Bad Request" ("Client sent an HTTP request to an HTTPS server.")
@@ -378,8 +379,16 @@ func (ls *loopState) checkDrained() {
 	}
 }
 
-// Stats are a server's counters, summed over its loops: those of the
-// /stats page of examples/webserver, under the same names.
+// Stats are a server's counters, summed over its loops (the JSON names
+// are those examples/webserver's /stats page shows).
+//
+// A request is counted in Requests once its handler starts. One refused
+// before that (a head or body over its limit, a malformed request, a body
+// over MaxBodyBytes that arrived with its head) counts in BadRequests
+// only. Cancelled counts handler handles that ended cancelled: their
+// client went away (closed, reset, RST_STREAM, timed out), or Shutdown's
+// deadline came. A handler that turns its own timeout into a reply (a
+// 504 from Within and Catch) completed, and is not counted there.
 type Stats struct {
 	ConnsOpen           int64  `json:"conns_open"`           // TCP connections open now
 	StreamsOpen         int64  `json:"streams_open"`         // requests in progress now (head read, not yet ended)
