@@ -481,7 +481,8 @@ func TestBodyCopyToHoldsASlowWriterBack(t *testing.T) {
 			c := dialRaw(t, ts.addr)
 			c.send("PUT /slow HTTP/1.1\r\nHost: x\r\nContent-Length: " + itoa(size) + "\r\n\r\n")
 			sent := testpeer.WriteUntilBlocked(t, c.Conn, size, 500*time.Millisecond)
-			assert.Less(t, sent, 64<<20, "the server read on while its writer blocked")
+			t.Logf("the client sent %d bytes before its writes blocked", sent)
+			assert.Less(t, sent, 32<<20, "the server read on while its writer blocked (the kernel buffers held 4–7 MiB here)")
 			select {
 			case <-s.writes:
 			case <-time.After(waitTimeout):
