@@ -143,8 +143,8 @@ type connTimeouts struct {
 	// reached the kernel, bytes starting to wait (Writable interest added),
 	// or the peer found acknowledging bytes the kernel held (fire).
 	lastWrite time.Duration
-	// sent counts the bytes that reached the kernel while a write timeout
-	// is on, and acked is sent less the kernel's send queue when lastWrite
+	// sent counts the bytes that reached the kernel while a timeout is on
+	// (plus those ackedBytes found there uncounted), and acked is sent less the kernel's send queue when lastWrite
 	// was last set by a stall or a check (0 with unknown, when the queue
 	// cannot be read): bytes the peer has acknowledged. A stall is not the
 	// peer's if acked grew, although the kernel took no new byte: a kernel
@@ -194,8 +194,9 @@ func (c *Conn) SetIdleTimeout(d time.Duration) error {
 // SetWriteTimeout sets ConnConfig.WriteTimeout (0 turns it off): the
 // connection closes with ErrWriteTimeout once bytes have waited to be sent
 // for d with none taken by the kernel and none acknowledged by the peer;
-// it counts from the call, or from when bytes start to wait. Any goroutine; an error for negative d or a
-// closed connection.
+// it counts from the call, or from when bytes start to wait (a call while
+// they wait already counts the peer's acknowledgements from there too).
+// Any goroutine; an error for negative d or a closed connection.
 func (c *Conn) SetWriteTimeout(d time.Duration) error {
 	return c.setTimeout("write", d, func(to *connTimeouts, now time.Duration) {
 		to.write = d
@@ -304,12 +305,21 @@ func (c *Conn) peerAcked(to *connTimeouts) bool {
 
 // ackedBytes returns how many of the bytes counted in to.sent the peer has
 // acknowledged: those no longer in the kernel's send queue. False when the
-// queue cannot be read (not Linux) or reads more than was counted (the
-// timeout turned on with bytes in it already). On the loop.
+// queue cannot be read (not Linux). On the loop.
+//
+// Only differences of it mean anything (peerAcked compares two readings),
+// so bytes that reached the kernel uncounted (sent before the timeout
+// was turned on, which a SetWriteTimeout on a stalled connection does)
+// are counted when the queue holds more than sent: sent moves up to the
+// queue, a constant shift that no later reading undoes, since from then
+// on every byte that enters the queue is counted too.
 func (c *Conn) ackedBytes(to *connTimeouts) (uint64, bool) {
 	q, err := sock.SendQueue(c.fd)
-	if err != nil || q < 0 || uint64(q) > to.sent {
+	if err != nil || q < 0 {
 		return 0, false
+	}
+	if uint64(q) > to.sent {
+		to.sent = uint64(q)
 	}
 	return to.sent - uint64(q), true
 }

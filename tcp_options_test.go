@@ -268,29 +268,50 @@ func TestTCPWriteTimeoutSparesAReaderBehindTheKernelBuffer(t *testing.T) {
 		t.Skip("the kernel's send queue is read on Linux only")
 	}
 	const wt = 300 * time.Millisecond
-	l := startLoop(t)
-	ln, conns := bigSender(t, l, ConnConfig{WriteTimeout: wt, WriteBuffer: 200 << 10}, 8<<20, 1)
-	slow := netDial(t, ln)
-	require.NoError(t, slow.SetReadBuffer(32<<10)) // window updates every few reads
-	wc := recv(t, conns)
-	_, err := slow.Write([]byte{1})
-	require.NoError(t, err)
+	// midStall: the timeout is set once the kernel holds bytes it did not
+	// count (SetWriteTimeout on a stalled connection), not configured.
+	for _, midStall := range []bool{false, true} {
+		t.Run(map[bool]string{false: "configured", true: "set mid-stall"}[midStall], func(t *testing.T) {
+			l := startLoop(t)
+			cfg := ConnConfig{WriteTimeout: wt, WriteBuffer: 200 << 10}
+			if midStall {
+				cfg.WriteTimeout = 0
+			}
+			ln, conns := bigSender(t, l, cfg, 8<<20, 1)
+			slow := netDial(t, ln)
+			require.NoError(t, slow.SetReadBuffer(32<<10)) // window updates every few reads
+			wc := recv(t, conns)
+			_, err := slow.Write([]byte{1})
+			require.NoError(t, err)
+			buf := make([]byte, 8<<10)
+			read := 0
+			readFor := func(d time.Duration) {
+				for end := time.Now().Add(d); time.Now().Before(end); {
+					n, err := io.ReadFull(slow, buf)
+					read += n
+					require.NoError(t, err, "after %d bytes", read)
+					time.Sleep(40 * time.Millisecond) // the client's pace (200 KB/s), not a synchronisation
+				}
+			}
+			if midStall {
+				eventually(t, func() bool { return wc.Buffered() > 0 }, "the write queue does not wait")
+				// The reader is under way (its window updates come about
+				// every 64 KiB read, 300 ms at this pace) when the timeout
+				// is set, the kernel's buffer full of bytes no timeout counted.
+				readFor(400 * time.Millisecond)
+				require.Positive(t, wc.Buffered(), "the write queue still waits")
+				require.NoError(t, wc.SetWriteTimeout(wt))
+			}
+			readFor(2 * time.Second)
+			require.Equal(t, Running, wc.Closed().Status(), "a reader that keeps acknowledging is not cut")
+			require.Positive(t, wc.Buffered(), "the reader was slower than the writer")
 
-	buf := make([]byte, 8<<10)
-	read := 0
-	for end := time.Now().Add(2 * time.Second); time.Now().Before(end); {
-		n, err := io.ReadFull(slow, buf)
-		read += n
-		require.NoError(t, err, "after %d bytes", read)
-		time.Sleep(40 * time.Millisecond) // the client's pace (200 KB/s), not a synchronisation
+			// And a stop is still cut, after the acknowledgements end.
+			_, err = wait(t, wc.Closed())
+			require.ErrorIs(t, err, ErrWriteTimeout)
+			closedLoopTCP(t, l.closeListener(t, ln))
+		})
 	}
-	require.Equal(t, Running, wc.Closed().Status(), "a reader that keeps acknowledging is not cut")
-	require.Positive(t, wc.Buffered(), "the reader was slower than the writer")
-
-	// And a stop is still cut, after the acknowledgements end.
-	_, err = wait(t, wc.Closed())
-	require.ErrorIs(t, err, ErrWriteTimeout)
-	closedLoopTCP(t, l.closeListener(t, ln))
 }
 
 // bigSender listens with cfg on 127.0.0.1 and answers any byte a client
