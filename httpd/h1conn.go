@@ -92,7 +92,9 @@ type h1conn struct {
 	eof       bool  // the client has finished sending
 	closed    bool
 	flushWait bool      // idleAfterFlush waits for the queue to reach the kernel
-	begun     bool      // a request head has arrived: the preface can no longer come
+	begun     bool      // a request head has arrived (or TLS chose no h2): the preface can no longer come
+	tls       bool      // over TLS, ALPN alone picks HTTP/2: no h2c upgrade
+	alpnH2    bool      // ALPN chose h2: the client preface must come first
 	perr      *h1.Error // tokError's
 	errStatus int       // a refusal to answer once the queue is written (-1: none, just close)
 	cur       *Request  // the request whose body is being read
@@ -114,6 +116,15 @@ func (ls *loopState) accept(c *aio.Conn) {
 		return
 	}
 	hc := &h1conn{ls: ls, c: c}
+	if st, ok := c.TLS(); ok {
+		// Over TLS the protocol is the one ALPN agreed (RFC 9113 §3.2,
+		// RFC 7301 §3.2), never guessed from the first bytes: h2 must
+		// begin with the client preface, anything else is HTTP/1.1,
+		// where a preface is a request line like any other.
+		hc.tls = true
+		hc.alpnH2 = st.NegotiatedProtocol == "h2"
+		hc.begun = !hc.alpnH2
+	}
 	cfg := ls.cfg
 	hc.parser.Limits = h1.Limits{MaxHead: cfg.MaxHeadBytes, MaxTarget: cfg.MaxURIBytes,
 		MaxFields: cfg.MaxFields, MaxBody: cfg.MaxBodyBytes}
@@ -144,6 +155,9 @@ func (hc *h1conn) split(data []byte, atEOF bool) (int, []byte, error) {
 			case prefaceWhole:
 				hc.tok = tokH2
 				return h2PrefaceLen, data[:h2PrefaceLen], nil
+			}
+			if hc.alpnH2 {
+				return 0, nil, errALPNPreface
 			}
 		}
 		if hc.nq >= hc.ls.cfg.MaxPipeline {

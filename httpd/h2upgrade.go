@@ -34,6 +34,10 @@ const h2UpgradeResponse = "HTTP/1.1 101 Switching Protocols\r\nConnection: Upgra
 // preface.
 var errBadPreface = errors.New("httpd: no HTTP/2 client preface after the upgrade")
 
+// errALPNPreface: a TLS client that agreed on h2 by ALPN did not send
+// the HTTP/2 preface.
+var errALPNPreface = errors.New("httpd: no HTTP/2 client preface after ALPN h2")
+
 // upgradeH2 upgrades the connection if r, just read and the only request
 // in the queue, asks for h2c and can have it, and serves r as stream 1;
 // false leaves r to HTTP/1.1. On the loop, from dispatch.
@@ -41,7 +45,7 @@ func (hc *h1conn) upgradeH2(r *Request) bool {
 	if _, ok := r.head.Get("Upgrade"); !ok {
 		return false // the common case, decided at once
 	}
-	if hc.h2 != nil || hc.nq != 1 || hc.qhead != r || hc.cur != nil || !r.body.buffered ||
+	if hc.h2 != nil || hc.tls || hc.nq != 1 || hc.qhead != r || hc.cur != nil || !r.body.buffered ||
 		hc.closeAft || r.closeAf || hc.ls.draining || r.head.Minor == 0 {
 		return false
 	}

@@ -1,15 +1,20 @@
 package httpd
 
 import (
+	"bufio"
 	"crypto/tls"
 	"crypto/x509"
+	"io"
 	"net/http"
 	"strings"
 	"testing"
+	"time"
 
+	"github.com/stretchr/testify/assert"
 	"github.com/stretchr/testify/require"
 	"github.com/valkyria/aio"
 	"github.com/valkyria/aio/internal/selfsigned"
+	"golang.org/x/net/http2"
 )
 
 // tlsServer serves a handler that answers with the request's protocol over
@@ -57,4 +62,51 @@ func TestTLSCurl(t *testing.T) {
 	for _, v := range []struct{ flag, want string }{{"--http1.1", "HTTP/1.1"}, {"--http2", "HTTP/2.0"}} {
 		require.Equal(t, v.want, strings.TrimSpace(run(v.flag, ts.url+"/")))
 	}
+}
+
+// TestTLSALPNDecidesTheProtocol: over TLS the protocol is the one ALPN
+// agreed, never guessed from the first bytes (RFC 9113 §3.2, RFC 7301
+// §3.2). HTTP/1.1 on a connection that agreed on h2 is not answered; the
+// HTTP/2 preface on one that agreed on http/1.1 is an HTTP/1.1 request
+// (refused), not HTTP/2; and Upgrade: h2c, which is for cleartext only,
+// is ignored.
+func TestTLSALPNDecidesTheProtocol(t *testing.T) {
+	ts, pool := tlsServer(t)
+	dial := func(t *testing.T, proto string) (*tls.Conn, *bufio.Reader) {
+		c, err := tls.Dial("tcp", ts.addr, &tls.Config{RootCAs: pool, ServerName: "localhost", NextProtos: []string{proto}})
+		require.NoError(t, err)
+		t.Cleanup(func() { c.Close() })
+		require.Equal(t, proto, c.ConnectionState().NegotiatedProtocol)
+		require.NoError(t, c.SetDeadline(time.Now().Add(waitTimeout)))
+		return c, bufio.NewReader(c)
+	}
+	t.Run("h2 then HTTP/1.1", func(t *testing.T) {
+		c, br := dial(t, "h2")
+		_, err := io.WriteString(c, "GET / HTTP/1.1\r\nHost: localhost\r\n\r\n")
+		require.NoError(t, err)
+		b, _ := io.ReadAll(br) // the end: EOF, or a reset
+		assert.Empty(t, b, "an HTTP/1.1 request was answered on an h2 connection")
+	})
+	t.Run("http/1.1 then the h2 preface", func(t *testing.T) {
+		c, br := dial(t, "http/1.1")
+		_, err := io.WriteString(c, http2.ClientPreface+"\x00\x00\x00\x04\x00\x00\x00\x00\x00")
+		require.NoError(t, err)
+		resp, err := http.ReadResponse(br, nil)
+		require.NoError(t, err, "not an HTTP/1.1 response")
+		resp.Body.Close()
+		assert.GreaterOrEqual(t, resp.StatusCode, 400)
+	})
+	t.Run("http/1.1 with Upgrade: h2c", func(t *testing.T) {
+		c, br := dial(t, "http/1.1")
+		_, err := io.WriteString(c, "GET / HTTP/1.1\r\nHost: localhost\r\nConnection: Upgrade, HTTP2-Settings\r\n"+
+			"Upgrade: h2c\r\nHTTP2-Settings: AAMAAABkAAQCAAAAAAIAAAAA\r\n\r\n")
+		require.NoError(t, err)
+		resp, err := http.ReadResponse(br, nil)
+		require.NoError(t, err)
+		b, err := io.ReadAll(resp.Body)
+		require.NoError(t, err)
+		assert.Equal(t, 200, resp.StatusCode)
+		assert.Equal(t, "HTTP/1.1", string(b))
+	})
+	ts.atRest(t)
 }
