@@ -144,9 +144,10 @@ type connTimeouts struct {
 	// or the peer found acknowledging bytes the kernel held (fire).
 	lastWrite time.Duration
 	// sent counts the bytes that reached the kernel while a timeout is on
-	// (plus those ackedBytes found there uncounted), and acked is sent less the kernel's send queue when lastWrite
-	// was last set by a stall or a check (0 with unknown, when the queue
-	// cannot be read): bytes the peer has acknowledged. A stall is not the
+	// (plus those ackedBytes found there uncounted), and acked is sent less
+	// the kernel's send queue when lastWrite was last set by a stall or a
+	// check (0 with unknown, when the queue cannot be read): bytes the peer
+	// has acknowledged. A stall is not the
 	// peer's if acked grew, although the kernel took no new byte: a kernel
 	// buffer of megabytes (Linux autotunes up to 4 MiB) wakes a writer
 	// only when a third of it is free, so a client that reads a download

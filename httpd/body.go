@@ -147,7 +147,7 @@ func (b *Body) CopyTo(w io.Writer) *aio.Handle[int64] {
 	}
 	p := newBodyPipe(r, nil)
 	p.started = true
-	b.OnData(p.onData)
+	p.start()
 	h := aio.Work(r.ls.l, func(ctx context.Context) (int64, error) {
 		defer context.AfterFunc(ctx, func() { _ = p.Close() })()
 		n, err := p.WriteTo(w)

@@ -185,6 +185,18 @@ func newBodyPipe(r *Request, req *http.Request) *bodyPipe {
 	return p
 }
 
+// startLocked asks the loop for the body at the first Read or WriteTo;
+// a loop that has stopped will send none, and the pipe is closed. With
+// p.mu held.
+func (p *bodyPipe) startLocked() {
+	if !p.started && !p.closed {
+		p.started = true
+		if err := p.l.Post(p.start); err != nil {
+			p.closed = true
+		}
+	}
+}
+
 // start starts the body's flow on the loop, if its request still lives
 // (else the request's end has closed the pipe, or will).
 func (p *bodyPipe) start() {
@@ -218,12 +230,7 @@ func (p *bodyPipe) onData(b []byte, end bool) {
 func (p *bodyPipe) Read(b []byte) (int, error) {
 	p.mu.Lock()
 	defer p.mu.Unlock()
-	if !p.started && !p.closed {
-		p.started = true
-		if err := p.l.Post(p.start); err != nil {
-			p.closed = true // the loop has stopped: no body will come
-		}
-	}
+	p.startLocked()
 	for len(p.chunks) == 0 && !p.end && !p.closed {
 		p.cond.Wait()
 	}
@@ -256,12 +263,7 @@ func (p *bodyPipe) WriteTo(w io.Writer) (int64, error) {
 	var n int64
 	for {
 		p.mu.Lock()
-		if !p.started && !p.closed {
-			p.started = true
-			if err := p.l.Post(p.start); err != nil {
-				p.closed = true
-			}
-		}
+		p.startLocked()
 		for len(p.chunks) == 0 && !p.end && !p.closed {
 			p.cond.Wait()
 		}

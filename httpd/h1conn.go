@@ -93,7 +93,6 @@ type h1conn struct {
 	closed    bool
 	flushWait bool      // idleAfterFlush waits for the queue to reach the kernel
 	begun     bool      // a request head has arrived (or TLS chose no h2): the preface can no longer come
-	tls       bool      // over TLS, ALPN alone picks HTTP/2: no h2c upgrade
 	alpnH2    bool      // ALPN chose h2: the client preface must come first
 	perr      *h1.Error // tokError's
 	errStatus int       // a refusal to answer once the queue is written (-1: none, just close)
@@ -121,7 +120,6 @@ func (ls *loopState) accept(c *aio.Conn) {
 		// RFC 7301 §3.2), never guessed from the first bytes: h2 must
 		// begin with the client preface, anything else is HTTP/1.1,
 		// where a preface is a request line like any other.
-		hc.tls = true
 		hc.alpnH2 = st.NegotiatedProtocol == "h2"
 		hc.begun = !hc.alpnH2
 	}
@@ -157,7 +155,7 @@ func (hc *h1conn) split(data []byte, atEOF bool) (int, []byte, error) {
 				return h2PrefaceLen, data[:h2PrefaceLen], nil
 			}
 			if hc.alpnH2 {
-				return 0, nil, errALPNPreface
+				return 0, nil, errBadPreface
 			}
 		}
 		if hc.nq >= hc.ls.cfg.MaxPipeline {

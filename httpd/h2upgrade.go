@@ -30,13 +30,9 @@ import (
 // h2UpgradeResponse is the whole 101 response.
 const h2UpgradeResponse = "HTTP/1.1 101 Switching Protocols\r\nConnection: Upgrade\r\nUpgrade: h2c\r\n\r\n"
 
-// errBadPreface: after a 101 to h2c, the client did not send the HTTP/2
-// preface.
-var errBadPreface = errors.New("httpd: no HTTP/2 client preface after the upgrade")
-
-// errALPNPreface: a TLS client that agreed on h2 by ALPN did not send
-// the HTTP/2 preface.
-var errALPNPreface = errors.New("httpd: no HTTP/2 client preface after ALPN h2")
+// errBadPreface: after a 101 to h2c, or over TLS after ALPN chose h2,
+// the client did not send the HTTP/2 preface first.
+var errBadPreface = errors.New("httpd: no HTTP/2 client preface")
 
 // upgradeH2 upgrades the connection if r, just read and the only request
 // in the queue, asks for h2c and can have it, and serves r as stream 1;
@@ -45,7 +41,10 @@ func (hc *h1conn) upgradeH2(r *Request) bool {
 	if _, ok := r.head.Get("Upgrade"); !ok {
 		return false // the common case, decided at once
 	}
-	if hc.h2 != nil || hc.tls || hc.nq != 1 || hc.qhead != r || hc.cur != nil || !r.body.buffered ||
+	if _, tls := hc.tlsState(); tls { // h2c is for cleartext (RFC 7540 §3.2)
+		return false
+	}
+	if hc.h2 != nil || hc.nq != 1 || hc.qhead != r || hc.cur != nil || !r.body.buffered ||
 		hc.closeAft || r.closeAf || hc.ls.draining || r.head.Minor == 0 {
 		return false
 	}

@@ -115,16 +115,15 @@ type Config struct {
 	// listener serve HTTPS with crypto/tls on the loops, the handshake
 	// bounded by Listen.HandshakeTimeout. ALPN then picks the engine:
 	// unless the tls.Config lists NextProtos itself, the server offers h2
-	// and http/1.1 (from a clone: the caller's tls.Config is not
-	// changed, and may be shared), and a client that negotiates h2 is served HTTP/2, any
-	// other (http/1.1, or no ALPN) HTTP/1.1, whatever its first bytes
-	// (no prior-knowledge preface, no Upgrade: h2c over TLS; an h2
-	// connection that does not begin with the preface is closed). A
-	// client that sends
-	// plaintext HTTP to such a listener gets net/http's plaintext "400
-	// Bad Request" ("Client sent an HTTP request to an HTTPS server.")
-	// unless Listen.NotTLS (aio.ListenConfig.NotTLS) answers otherwise;
-	// other plaintext is closed in silence. Listen.Conn configures each
+	// and http/1.1 (from a clone: the caller's tls.Config is not changed,
+	// and may be shared), and a client that negotiates h2 is served
+	// HTTP/2, any other (http/1.1, or no ALPN) HTTP/1.1, whatever its
+	// first bytes (no prior-knowledge preface, no Upgrade: h2c over TLS;
+	// an h2 connection that does not begin with the preface is closed). A
+	// client that sends plaintext HTTP to such a listener gets net/http's
+	// plaintext "400 Bad Request" ("Client sent an HTTP request to an
+	// HTTPS server.") unless Listen.NotTLS (aio.ListenConfig.NotTLS)
+	// answers otherwise; other plaintext is closed in silence. Listen.Conn configures each
 	// connection (its Linger: see the package doc).
 	Listen aio.ListenConfig
 }
