@@ -169,6 +169,11 @@ type Stats struct {
 	// Work (work.go): the loop's pool of Config.WorkPool goroutines.
 	WorkQueued  int // Work jobs waiting for a free goroutine (a cancelled one leaves when a goroutine reaches it)
 	WorkRunning int // Work functions running now
+	// WorkCancelled: Work handles that ended cancelled, the jobs a
+	// client that went away or a deadline threw away: before a goroutine
+	// reached them (they never ran) or while their function ran (what it
+	// returned was dropped).
+	WorkCancelled uint64
 
 	// TCP (tcp*.go): the loop's listeners and connections.
 	TCPListeners   int    // listeners open
@@ -429,8 +434,9 @@ func (l *Loop) Stats() Stats {
 		Abandoned: l.abandoned.Load(),
 		Panics:    l.panics.Load(),
 
-		WorkQueued:  l.pool.queued(),
-		WorkRunning: int(l.pool.running.Load()),
+		WorkQueued:    l.pool.queued(),
+		WorkRunning:   int(l.pool.running.Load()),
+		WorkCancelled: l.pool.cancelled.Load(),
 	}
 	tcpStats(l, &s)
 	l.metrics(&s)

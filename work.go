@@ -21,7 +21,8 @@ type workPool struct {
 	closed  bool       // under mu
 	wg      sync.WaitGroup
 
-	running atomic.Int64 // functions running now, for Stats; any goroutine
+	running   atomic.Int64  // functions running now, for Stats; any goroutine
+	cancelled atomic.Uint64 // jobs whose handle ended cancelled, for Stats; any goroutine
 }
 
 // workItem is a job as the pool sees it.
@@ -102,7 +103,8 @@ type workNode[T any] struct {
 // Work runs fn on the loop's work pool (Config.WorkPool goroutines, 4 unless
 // configured, as libuv's threadpool), off the loop, and completes the handle
 // with its result on the loop. Jobs beyond the pool's size wait in a queue,
-// first in first out; Stats.WorkQueued and Stats.WorkRunning show both. ctx
+// first in first out; Stats.WorkQueued and Stats.WorkRunning show both, and
+// Stats.WorkCancelled the jobs cancelled (work thrown away). ctx
 // is cancelled when the handle is cancelled (or the loop stops); fn should
 // return soon after. A job cancelled before a worker picked it up never
 // runs; one cancelled while fn runs ends cancelled at once, and what fn
@@ -146,7 +148,13 @@ func (n *workNode[T]) runWork() {
 	n.settle(v, err)
 }
 
-func (n *workNode[T]) stop() { n.ctxCancel() }
+// stop runs once, when the handle ends cancelled (a cancelled handle's
+// producer is stopped, nothing else's): counted there, whether fn had
+// started or not.
+func (n *workNode[T]) stop() {
+	n.loop.pool.cancelled.Add(1)
+	n.ctxCancel()
+}
 
 // callCtx calls fn(ctx), turning a panic into a *PanicError.
 func callCtx[T any](fn func(context.Context) (T, error), ctx context.Context) (v T, err error) {

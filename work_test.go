@@ -46,4 +46,31 @@ func TestWorkStatsCountQueuedAndRunning(t *testing.T) {
 	s = l.Stats()
 	require.Zero(t, s.WorkQueued)
 	require.Zero(t, s.WorkRunning, "a function's end is counted before its result is seen")
+	require.Equal(t, uint64(1), s.WorkCancelled, "the job cancelled in the queue; those that ran are not")
+}
+
+// Stats.WorkCancelled counts a job cancelled while its function runs
+// (its result is dropped) as well as one cancelled before it ran, and
+// neither a job that completed nor one that failed.
+func TestWorkStatsCountCancelled(t *testing.T) {
+	l := startLoop(t, Config{WorkPool: 1})
+	started := make(chan struct{})
+	running := Work(l, func(ctx context.Context) (int, error) {
+		close(started)
+		<-ctx.Done()
+		return 0, ctx.Err()
+	})
+	queued := Work(l, func(context.Context) (int, error) { return 1, nil })
+	recv(t, started)
+	queued.Cancel()
+	running.Cancel()
+	for _, h := range []*Handle[int]{running, queued} {
+		_, err := wait(t, h)
+		require.ErrorIs(t, err, ErrCancelled)
+	}
+	_, err := wait(t, Work(l, func(context.Context) (int, error) { return 0, ErrTimeout }))
+	require.ErrorIs(t, err, ErrTimeout)
+	_, err = wait(t, Work(l, func(context.Context) (int, error) { return 2, nil }))
+	require.NoError(t, err)
+	require.Equal(t, uint64(2), l.Stats().WorkCancelled)
 }

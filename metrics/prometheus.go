@@ -72,6 +72,7 @@ var families = []family{
 	{"aio_loop_panics_total", "counter", "Panics recovered from callbacks.", func(s *aio.Stats) float64 { return float64(s.Panics) }},
 	{"aio_work_queued", "gauge", "Work jobs waiting for a goroutine of the loop's pool.", func(s *aio.Stats) float64 { return float64(s.WorkQueued) }},
 	{"aio_work_running", "gauge", "Work functions running.", func(s *aio.Stats) float64 { return float64(s.WorkRunning) }},
+	{"aio_work_cancelled_total", "counter", "Work jobs cancelled, before or while they ran.", func(s *aio.Stats) float64 { return float64(s.WorkCancelled) }},
 	{"aio_tcp_listeners", "gauge", "TCP listeners open.", func(s *aio.Stats) float64 { return float64(s.TCPListeners) }},
 	{"aio_tcp_open", "gauge", "TCP connections open.", func(s *aio.Stats) float64 { return float64(s.TCPOpen) }},
 	{"aio_tcp_accepted_total", "counter", "TCP connections accepted.", func(s *aio.Stats) float64 { return float64(s.TCPAccepted) }},

@@ -325,6 +325,7 @@ func TestEveryStatIsExported(t *testing.T) {
 		"PostQueued": "aio_loop_post_queued", "Timers": "aio_loop_timers", "Handles": "aio_loop_handles",
 		"Abandoned": "aio_loop_abandoned_total", "Panics": "aio_loop_panics_total",
 		"WorkQueued": "aio_work_queued", "WorkRunning": "aio_work_running",
+		"WorkCancelled": "aio_work_cancelled_total",
 		"TCPListeners": "aio_tcp_listeners", "TCPOpen": "aio_tcp_open",
 		"TCPAccepted": "aio_tcp_accepted_total", "TCPDialed": "aio_tcp_dialed_total",
 		"TCPAdopted": "aio_tcp_adopted_total", "TCPClosed": "aio_tcp_closed_total",
