@@ -172,6 +172,11 @@ func JSONResponse(status int, b []byte) Response {
 	return Response{Status: status, Header: jsonHeader, Body: b}
 }
 
+// BytesResponse is Bytes as a Response, for a handle's value.
+func BytesResponse(status int, b []byte) Response {
+	return Response{Status: status, Header: octetHeader, Body: b}
+}
+
 // errResponse is the short text response of an error status.
 func errResponse(status int) Response {
 	return Response{Status: status, Header: textHeader, Body: strBytes(statusBody(status))}

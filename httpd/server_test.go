@@ -247,3 +247,37 @@ func TestShutdownRacingServe(t *testing.T) {
 		eventually(t, func() bool { return l.Stats().TCPListeners == 0 }, "a listener is left open")
 	}
 }
+
+// Each immediate Reply helper has a Response twin for a handle's value,
+// with the same status, Content-Type and body on the wire.
+func TestReplyHelpersHaveResponseTwins(t *testing.T) {
+	body := []byte("hi")
+	twins := []struct {
+		path, ctype string
+		reply       Reply
+		resp        Response
+	}{
+		{"/text", "text/plain; charset=utf-8", Text(201, "hi"), TextResponse(201, "hi")},
+		{"/json", "application/json", JSON(201, body), JSONResponse(201, body)},
+		{"/bytes", "application/octet-stream", Bytes(201, body), BytesResponse(201, body)},
+	}
+	m := NewMux()
+	for _, tw := range twins {
+		m.HandleFunc("GET "+tw.path, func(r *Request) Reply { return tw.reply })
+		m.HandleFunc("GET /later"+tw.path, func(r *Request) Reply {
+			return Later(aio.Delay(r.Loop(), time.Millisecond, func() (Response, error) { return tw.resp, nil }))
+		})
+	}
+	ts := startServer(t, m, Config{})
+	c := client(t)
+	for _, tw := range twins {
+		for _, path := range []string{tw.path, "/later" + tw.path} {
+			req, err := http.NewRequest("GET", ts.url+path, nil)
+			require.NoError(t, err)
+			resp, got := do(t, c, req)
+			assert.Equal(t, 201, resp.StatusCode, path)
+			assert.Equal(t, tw.ctype, resp.Header.Get("Content-Type"), path)
+			assert.Equal(t, "hi", string(got), path)
+		}
+	}
+}
