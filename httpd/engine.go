@@ -29,9 +29,9 @@ type engine interface {
 	// err, or cancelled: the engine sends the response that follows (none
 	// when cancelled) and releases r in its turn.
 	handleEnded(r *Request, v Response, err error, cancelled bool)
-	// connScope is the connection's scope: the handles of its requests
-	// are adopted there.
-	connScope() *aio.Scope
+	// conn is the connection: the handles of its requests are adopted
+	// into its scope.
+	conn() *aio.Conn
 	remoteAddr() netip.AddrPort
 	// tlsState is the connection's TLS state, ok false without TLS.
 	tlsState() (state tls.ConnectionState, ok bool)
@@ -100,7 +100,7 @@ func dropReply(r *Request, reply Reply) {
 func (ls *loopState) adoptReply(r *Request, hd *aio.Handle[Response]) {
 	r.h = hd
 	ls.st.handlersPending.Add(1)
-	aio.Adopt(r.eng.connScope(), hd)
+	aio.Adopt(r.eng.conn().Scope(), hd)
 	seq := r.seq
 	if hd.Loop() == ls.l {
 		hd.OnCleanup(func() { ls.endHandle(r, seq) })

@@ -20,12 +20,13 @@ import (
 // (aio.Config.WorkPool: 4 by default) until it returns: a handler that
 // runs long (an event stream, a slow upload) takes one for all that
 // time, and the requests beyond the pool wait in its queue, their
-// clients unanswered; size the pool for them. The *http.Request's context is cancelled by the same
-// events as a native handler's handle: the client going away, Shutdown's
-// deadline. Its body is the request's: buffered, or streamed from the
-// connection with flow control (reading pauses while h does not read;
-// it starts, and "100 Continue" goes to a client that waits for it, when
-// h first reads).
+// clients unanswered; size the pool for them. The *http.Request's context
+// is cancelled by the same events as a native handler's handle: the
+// client going away, Shutdown's deadline; context.Cause tells which, as
+// for Request.Context (ErrClientGone, ErrServerClosed...). Its body is
+// the request's: buffered, or streamed from the connection with flow
+// control (reading pauses while h does not read; it starts, and "100
+// Continue" goes to a client that waits for it, when h first reads).
 // Over TLS, its TLS is the connection's state, as net/http's is; its
 // Close tells, as net/http's does, that the client asked for the
 // connection to close after this response.
@@ -57,7 +58,11 @@ func FromHTTP(h http.Handler) Handler {
 			return Reply{resp: errResponse(400)}
 		}
 		out := newStreamOut(r) // used only if the response streams
-		return Later(aio.Work(r.Loop(), func(ctx context.Context) (Response, error) {
+		// The handler's context is done when the Work is cancelled, and
+		// tells why.
+		ctx, end := causeContext(r.cause())
+		return Later(aio.Work(r.Loop(), func(context.Context) (Response, error) {
+			defer end(context.Canceled)
 			if p, ok := req.Body.(*bodyPipe); ok { // a reader waiting for a client gone must wake
 				defer context.AfterFunc(ctx, func() { _ = p.Close() })()
 			}
@@ -72,7 +77,7 @@ func FromHTTP(h http.Handler) Handler {
 				return Response{}, nil // the stream was the response
 			}
 			return w.response(), nil
-		}))
+		}).OnCancel(func() { end(aio.ErrCancelled) }))
 	})
 }
 

@@ -6,14 +6,19 @@ import (
 	"context"
 	"fmt"
 	"io"
+	"net"
 	"net/http"
 	"os/exec"
 	"runtime"
+	"strings"
+	"syscall"
 	"testing"
 	"time"
 
 	"github.com/stretchr/testify/assert"
 	"github.com/stretchr/testify/require"
+	"github.com/valkyria/aio"
+	"golang.org/x/net/http2"
 )
 
 // FromHTTP runs net/http handlers: path values, headers, buffered and
@@ -271,4 +276,107 @@ func TestFromHTTPStreamClientGone(t *testing.T) {
 // rather than answering 500 to every request it would get.
 func TestFromHTTPNil(t *testing.T) {
 	assert.PanicsWithValue(t, "httpd: FromHTTP of a nil handler", func() { FromHTTP(nil) })
+}
+
+// causeMux serves /std (a net/http handler) and /native (a native handler
+// whose Work waits on Request.Context), each of which waits until its
+// context ends and reports context.Cause; PUT /std/body reads the body
+// first; /native/done answers at once and reports its context's cause
+// once the request has ended.
+func causeMux(started chan<- struct{}, causes chan<- error) *Mux {
+	m := NewMux()
+	wait := func(ctx context.Context) {
+		started <- struct{}{}
+		<-ctx.Done()
+		causes <- context.Cause(ctx)
+	}
+	m.Handle("GET /std", FromHTTP(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		wait(r.Context())
+	})))
+	m.Handle("PUT /std/body", FromHTTP(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		_, _ = io.Copy(io.Discard, r.Body)
+		<-r.Context().Done()
+		causes <- context.Cause(r.Context())
+	})))
+	m.HandleFunc("GET /native", func(r *Request) Reply {
+		ctx := r.Context()
+		return Later(aio.Work(r.Loop(), func(context.Context) (Response, error) {
+			wait(ctx)
+			return TextResponse(200, "late"), nil
+		}))
+	})
+	m.HandleFunc("GET /native/done", func(r *Request) Reply {
+		ctx := r.Context()
+		go func() {
+			<-ctx.Done()
+			causes <- context.Cause(ctx)
+		}()
+		return Text(200, "ok")
+	})
+	return m
+}
+
+// A request's context, native or net/http's, says why it ended
+// (context.Cause): the client went away (closed, reset the connection, or
+// reset its HTTP/2 stream), Shutdown's deadline came, the body was refused
+// as it streamed, or the request simply ended.
+func TestContextCause(t *testing.T) {
+	started, causes := make(chan struct{}, 4), make(chan error, 4)
+	cfg := Config{MaxBodyBytes: 64 << 10}
+	ts := startServer(t, causeMux(started, causes), cfg)
+
+	for _, path := range []string{"/std", "/native"} {
+		c := dialRaw(t, ts.addr)
+		c.send("GET " + path + " HTTP/1.1\r\nHost: x\r\n\r\n")
+		recvT(t, started)
+		c.Close()
+		assert.ErrorIs(t, recvT(t, causes), ErrClientGone, path+": closed")
+
+		c = dialRaw(t, ts.addr)
+		c.send("GET " + path + " HTTP/1.1\r\nHost: x\r\n\r\n")
+		recvT(t, started)
+		require.NoError(t, c.Conn.(*net.TCPConn).SetLinger(0))
+		c.Close()
+		cause := recvT(t, causes)
+		assert.ErrorIs(t, cause, ErrClientGone, path+": reset")
+		assert.ErrorIs(t, cause, syscall.ECONNRESET, path+": reset")
+
+		h2 := dialH2(t, ts.addr)
+		h2.get(1, path)
+		recvT(t, started)
+		require.NoError(t, h2.fr.WriteRSTStream(1, http2.ErrCodeCancel))
+		assert.ErrorIs(t, recvT(t, causes), ErrClientGone, path+": RST_STREAM")
+	}
+
+	c := dialRaw(t, ts.addr)
+	c.send("PUT /std/body HTTP/1.1\r\nHost: x\r\nTransfer-Encoding: chunked\r\n\r\n")
+	sendChunked(c, 6, 16<<10)
+	var mbe *http.MaxBytesError
+	require.ErrorAs(t, recvT(t, causes), &mbe, "a streamed body refused (413)")
+	assert.Equal(t, cfg.MaxBodyBytes, mbe.Limit)
+	assert.Equal(t, 413, c.read("PUT").status)
+
+	c = dialRaw(t, ts.addr)
+	chunk := fmt.Sprintf("%x\r\n%s\r\n", 16<<10, bytes.Repeat([]byte("z"), 16<<10))
+	c.send("PUT /std/body HTTP/1.1\r\nHost: x\r\nTransfer-Encoding: chunked\r\n\r\n" +
+		strings.Repeat(chunk, 3) + "zz\r\n") // the handler starts on the first 48 KiB
+	assert.ErrorIs(t, recvT(t, causes), ErrBadBody, "a malformed chunk (400)")
+	assert.Equal(t, 400, c.read("PUT").status)
+
+	_, body := get(t, client(t), ts.url+"/native/done")
+	assert.Equal(t, "ok", body)
+	assert.Equal(t, context.Canceled, recvT(t, causes), "a request that ended as usual")
+	ts.atRest(t)
+
+	for _, path := range []string{"/std", "/native"} {
+		c := dialRaw(t, ts.addr)
+		c.send("GET " + path + " HTTP/1.1\r\nHost: x\r\n\r\n")
+		recvT(t, started)
+	}
+	ctx, cancel := context.WithTimeout(t.Context(), 50*time.Millisecond)
+	defer cancel()
+	assert.ErrorIs(t, ts.Shutdown(ctx), context.DeadlineExceeded)
+	for range 2 {
+		assert.ErrorIs(t, recvT(t, causes), ErrServerClosed, "Shutdown's deadline")
+	}
 }

@@ -482,6 +482,11 @@ func (hc *h1conn) refuseStreamed(r *Request, status int) {
 		r.refusal = status
 		r.replied = true
 	}
+	if status == 413 {
+		r.cancelFor(maxBytesCause(hc.ls.cfg.MaxBodyBytes))
+	} else {
+		r.cancelFor(ErrBadBody)
+	}
 	if hd := r.h; hd != nil {
 		hd.Cancel()
 	}
@@ -994,7 +999,7 @@ func (hc *h1conn) bodyDemand(r *Request) {
 	hc.unstall(stallBody)
 }
 
-func (hc *h1conn) connScope() *aio.Scope { return hc.c.Scope() }
+func (hc *h1conn) conn() *aio.Conn { return hc.c }
 
 func (hc *h1conn) remoteAddr() netip.AddrPort { return hc.c.RemoteAddr() }
 
@@ -1100,6 +1105,25 @@ func (hc *h1conn) setTimeout(q *connList) {
 	if q != nil {
 		hc.deadline = hc.ls.l.Now() + q.d
 		q.push(hc)
+	}
+}
+
+// cancelAllFor records err as why each request of the connection in
+// progress is about to be cancelled (Request.Context).
+func (hc *h1conn) cancelAllFor(err error) {
+	if h := hc.h2; h != nil {
+		for _, st := range h.streams {
+			if r := st.r; r != nil {
+				r.cancelFor(err)
+			}
+		}
+		return
+	}
+	for r := hc.qhead; r != nil; r = r.next {
+		r.cancelFor(err)
+	}
+	if r := hc.cur; r != nil {
+		r.cancelFor(err)
 	}
 }
 

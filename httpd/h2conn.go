@@ -680,7 +680,7 @@ func (h *h2conn) onClose(c *aio.Conn, err error) {
 	h.hc.onClose(c, err)
 }
 
-func (h *h2conn) connScope() *aio.Scope { return h.c.Scope() }
+func (h *h2conn) conn() *aio.Conn { return h.c }
 
 func (h *h2conn) remoteAddr() netip.AddrPort { return h.c.RemoteAddr() }
 

@@ -336,6 +336,7 @@ func (h *h2conn) refuseBody(st *h2stream) {
 	if r != nil {
 		r.body.done = true // bodyIn drops the rest
 		st.rbuf, st.rend = nil, false
+		r.cancelFor(maxBytesCause(h.ls.cfg.MaxBodyBytes))
 	}
 	switch {
 	case r == nil || r.written || st.headersSent && (r.stream.p == nil || r.stream.ended): // answered already
@@ -525,6 +526,7 @@ func (h *h2conn) abortStream(st *h2stream) {
 	if r := st.r; r != nil {
 		r.gone = true
 		h.ls.suppress(r)
+		r.cancelFor(ErrClientGone) // unless it was refused
 		if hd := r.h; hd != nil {
 			hd.Cancel()
 		}

@@ -46,6 +46,11 @@ type Request struct {
 	scope  *aio.Scope
 	scopeP *aio.Promise[struct{}]
 	scopeH *aio.Handle[struct{}]
+	// The request's context (Context) and why it was cancelled (cause.go),
+	// made on first use.
+	ctx    context.Context
+	ctxEnd func(other error)
+	why    *cancelCause
 
 	// Engine state of the request (h1conn.go).
 	next     *Request              // the connection's queue of requests
@@ -73,6 +78,7 @@ func (r *Request) start(eng engine, seq uint64) {
 	r.replied, r.written, r.hdone, r.gone = false, false, false, false
 	r.expect, r.isHead, r.closeAf, r.released = false, false, false, false
 	r.refusal = 0
+	r.ctx, r.ctxEnd, r.why = nil, nil, nil
 	r.body = Body{r: r}
 	clear(r.trailer)
 	r.trailer = r.trailer[:0]
@@ -237,23 +243,39 @@ func (r *Request) Scope() *aio.Scope {
 			return p.Handle()
 		})
 		r.scopeP, r.scopeH = p, h
-		aio.Adopt(r.eng.connScope(), h)
+		aio.Adopt(r.eng.conn().Scope(), h)
 	}
 	return r.scope
 }
 
-// Context returns a context that is done when the request ends or the
-// client goes away, for goroutine code (Work, net/http handlers). Its
-// context is the request's Scope's. Call it on the loop; the context may
-// be used from any goroutine.
+// Context returns a context that is done when the request ends or its
+// Scope is cancelled (the client went away), for goroutine code (Work, a
+// library that takes a context). context.Cause tells why it is done:
+// context.Canceled when the request ended as usual; ErrClientGone (with
+// the connection's error, if any) when the client went away; ErrServerClosed
+// when Server.Shutdown's deadline closed the connection; an
+// *http.MaxBytesError or ErrBadBody when the body was refused as it
+// streamed (413, 400); aio.ErrStopped when the loop stopped. It is made on
+// the first call (allocations the fast path does not make). Call it on
+// the loop; the context may be used from any goroutine.
 func (r *Request) Context() context.Context {
-	r.Scope()
-	return r.scopeH.Context()
+	if r.ctx == nil {
+		r.Scope()
+		r.ctx, r.ctxEnd = causeContext(r.cause())
+		end := r.ctxEnd
+		r.scopeH.OnCancel(func() { end(aio.ErrCancelled) })
+	}
+	return r.ctx
 }
 
 // endScope closes the request's scope, if it has one: what it adopted is
-// cancelled.
+// cancelled, and its context is done.
 func (r *Request) endScope() {
+	if r.ctxEnd != nil {
+		r.ctxEnd(context.Canceled)
+		r.ctx, r.ctxEnd = nil, nil
+	}
+	r.why = nil
 	if r.scopeP != nil {
 		r.scopeP.Resolve(struct{}{})
 		r.scope, r.scopeP, r.scopeH = nil, nil, nil

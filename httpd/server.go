@@ -362,10 +362,12 @@ func (ls *loopState) drain() {
 	ls.checkDrained()
 }
 
-// closeAll closes every connection of the loop: Shutdown's deadline.
+// closeAll closes every connection of the loop: Shutdown's deadline. The
+// requests cancelled are told why first (Request.Context).
 func (ls *loopState) closeAll() {
 	for hc := ls.conns.head; hc != nil; {
 		next := hc.links[linkAll].next
+		hc.cancelAllFor(ErrServerClosed)
 		hc.c.Close()
 		hc = next
 	}
