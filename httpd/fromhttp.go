@@ -38,13 +38,18 @@ import (
 // the Content-Length h set), as DATA on HTTP/2, and so is every later
 // Write, which blocks while the connection cannot take more (so a large
 // body never sits in memory) and fails with ErrStreamClosed once the
-// client has gone away. A panic in h answers 500, or cuts a response that
-// is already streaming. The answer to HEAD has the Content-Length h set
-// (http.ServeContent sets the length of the body it does not write). A trailer, as net/http has it (the fields the
-// Trailer header declares, set after the body, and those named with
-// http.TrailerPrefix), follows the body (Stream.SetTrailer); a response
-// that has one goes as a stream, chunked on HTTP/1.1. Fields a trailer may
-// not carry are dropped, as net/http drops them.
+// client has gone away. A Content-Length h sets before its body is the
+// body's length, as net/http holds it: Write takes no byte past it
+// (http.ErrContentLength), and a body short of it is cut (the client sees
+// it end early, not a whole response of another length). The Content-Type
+// h leaves unset is sniffed from the body's first bytes. A panic in h
+// answers 500, or cuts a response that is already streaming. The answer
+// to HEAD has the Content-Length h set (http.ServeContent sets the length
+// of the body it does not write). A trailer, as net/http has it (the
+// fields the Trailer header declares, set after the body, and those named
+// with http.TrailerPrefix), follows the body (Stream.SetTrailer); a
+// response that has one goes as a stream, chunked on HTTP/1.1. Fields a
+// trailer may not carry are dropped, as net/http drops them.
 //
 // Everything h gets is copied out of the request's arena: h runs on
 // another goroutine and may outlive the request once it is cancelled.
@@ -69,8 +74,10 @@ func FromHTTP(h http.Handler) Handler {
 			w := &responseWriter{header: make(http.Header), ctx: ctx, out: out, head: req.Method == "HEAD"}
 			h.ServeHTTP(w, req.WithContext(ctx))
 			trailer := w.trailer()
-			if trailer != nil && !w.streaming {
-				_ = w.streamTrailer(trailer) // a trailer comes after the body of a stream
+			if !w.streaming && (trailer != nil || w.short()) {
+				// A trailer comes after the body of a stream, and a body
+				// short of its Content-Length is cut as a stream's is.
+				_ = w.streamWith(trailer, nil)
 			}
 			if w.streaming {
 				out.end(ctx, trailer)
@@ -330,8 +337,11 @@ type responseWriter struct {
 	body      bytes.Buffer
 	ctx       context.Context
 	out       *streamOut
-	streaming bool // the response went to out
-	head      bool // it answers HEAD
+	streaming bool  // the response went to out
+	head      bool  // it answers HEAD
+	headDone  bool  // the head is fixed (WriteHeader, or the first Write): length is read
+	length    int64 // the Content-Length the handler set by then; -1: none
+	written   int64 // body bytes Write took
 }
 
 func (w *responseWriter) Header() http.Header { return w.header }
@@ -340,21 +350,61 @@ func (w *responseWriter) WriteHeader(status int) {
 	if w.status == 0 {
 		w.status = status
 	}
+	w.fixHead()
 }
 
+// fixHead reads the Content-Length the handler declared, once: as
+// net/http, the one set when the head is written (WriteHeader, or the
+// first Write) is the length the body must have.
+func (w *responseWriter) fixHead() {
+	if w.headDone {
+		return
+	}
+	w.headDone = true
+	w.length = -1
+	if v := w.header.Get("Content-Length"); v != "" {
+		if n, err := strconv.ParseInt(v, 10, 64); err == nil && n >= 0 {
+			w.length = n
+		}
+	}
+}
+
+// Write buffers or streams b. As net/http's, it takes no byte past the
+// declared Content-Length: what would pass it is refused with
+// http.ErrContentLength.
 func (w *responseWriter) Write(b []byte) (int, error) {
 	if w.status == 0 {
 		w.status = 200
 	}
+	w.fixHead()
+	var over error
+	if w.length >= 0 && w.written+int64(len(b)) > w.length {
+		b, over = b[:w.length-w.written], http.ErrContentLength
+	}
 	if !w.streaming && w.body.Len()+len(b) > streamAt {
-		if err := w.stream(); err != nil {
+		if err := w.streamWith(nil, b); err != nil {
 			return 0, err
 		}
 	}
+	var n int
+	var err error
 	if w.streaming {
-		return w.out.write(b)
+		n, err = w.out.write(b)
+	} else {
+		n, err = w.body.Write(b)
 	}
-	return w.body.Write(b)
+	w.written += int64(n)
+	if err == nil {
+		err = over
+	}
+	return n, err
+}
+
+// short reports whether the handler, done, wrote less than the
+// Content-Length it declared: the response must be cut, as a stream
+// short of its length is, not sent whole with the length it has.
+func (w *responseWriter) short() bool {
+	return w.length > w.written && !w.head && hasContent(w.status)
 }
 
 // Flush sends what was written so far and makes the response stream.
@@ -367,24 +417,28 @@ func (w *responseWriter) FlushError() error {
 		w.status = 200
 	}
 	if !w.streaming {
-		return w.stream()
+		return w.streamWith(nil, nil)
 	}
 	return w.out.flushErr()
 }
 
-// stream starts streaming the response with what is buffered.
-func (w *responseWriter) stream() error { return w.streamTrailer(nil) }
-
-// streamTrailer is stream for a response whose trailer is known before
-// its head is written.
-func (w *responseWriter) streamTrailer(trailer []Field) error {
+// streamWith starts streaming the response with what is buffered, and
+// trailer if it is known before the head is written; next, the Write
+// that makes it stream, is sniffed for a Content-Type if nothing is
+// buffered.
+func (w *responseWriter) streamWith(trailer []Field, next []byte) error {
 	if w.status == 0 {
 		w.status = 200
 	}
+	w.fixHead()
 	w.streaming = true
 	first := w.body.Bytes()
 	w.body = bytes.Buffer{} // first is the stream's now
-	return w.out.begin(w.ctx, w.status, w.fields(first, true), first, trailer)
+	sniff := first
+	if len(sniff) == 0 {
+		sniff = next
+	}
+	return w.out.begin(w.ctx, w.status, w.fields(sniff, true), first, trailer)
 }
 
 // response is the Response of what the handler wrote, buffered whole.

@@ -380,3 +380,60 @@ func TestContextCause(t *testing.T) {
 		assert.ErrorIs(t, recvT(t, causes), ErrServerClosed, "Shutdown's deadline")
 	}
 }
+
+// A net/http handler's Content-Length is the length of its response, as
+// net/http holds it, buffered or streamed: a body short of it is cut (the
+// client sees it cut, not a whole response of another length), and Write
+// takes no byte past it (http.ErrContentLength). A first Write too large
+// to buffer is sniffed for a Content-Type as a small one is.
+func TestFromHTTPContentLengthIsKept(t *testing.T) {
+	writeErrs := make(chan error, 8)
+	m := NewMux()
+	lengthHandler := func(declared, n int) http.Handler {
+		return http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+			w.Header().Set("Content-Length", itoa(declared))
+			w.Header().Set("Content-Type", "text/plain")
+			got, err := w.Write(bytes.Repeat([]byte("x"), n))
+			assert.Equal(t, min(declared, n), got)
+			writeErrs <- err
+		})
+	}
+	m.Handle("GET /long", FromHTTP(lengthHandler(100, 10)))
+	m.Handle("GET /long-big", FromHTTP(lengthHandler(200<<10, 100<<10)))
+	m.Handle("GET /short", FromHTTP(lengthHandler(5, 10)))
+	m.Handle("GET /short-big", FromHTTP(lengthHandler(100<<10, 200<<10)))
+	html := append([]byte("<html><body>"), bytes.Repeat([]byte("x"), 100<<10)...)
+	m.Handle("GET /sniff-big", FromHTTP(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		_, _ = w.Write(html)
+	})))
+	ts := startServer(t, m, Config{})
+
+	for name, c := range map[string]*http.Client{"h1": client(t), "h2": h2Client(t)} {
+		for _, path := range []string{"/long", "/long-big"} {
+			resp, err := c.Get(ts.url + path)
+			require.NoError(t, err, name+path)
+			_, err = io.ReadAll(resp.Body)
+			resp.Body.Close()
+			assert.Error(t, err, name+path+": a body short of its Content-Length must be seen cut")
+			assert.NoError(t, recvT(t, writeErrs), name+path)
+		}
+		for path, n := range map[string]int{"/short": 5, "/short-big": 100 << 10} {
+			resp, body := do(t, c, newRequest(t, "GET", ts.url+path))
+			assert.Equal(t, int64(n), resp.ContentLength, name+path)
+			assert.Equal(t, n, len(body), name+path)
+			assert.ErrorIs(t, recvT(t, writeErrs), http.ErrContentLength, name+path)
+		}
+		resp, body := do(t, c, newRequest(t, "GET", ts.url+"/sniff-big"))
+		assert.Equal(t, "text/html; charset=utf-8", resp.Header.Get("Content-Type"), name)
+		assert.Equal(t, len(html), len(body), name)
+	}
+	ts.atRest(t)
+}
+
+// newRequest is http.NewRequest of a request without a body.
+func newRequest(t testing.TB, method, url string) *http.Request {
+	t.Helper()
+	req, err := http.NewRequest(method, url, nil)
+	require.NoError(t, err)
+	return req
+}
