@@ -200,3 +200,19 @@ func TestH2Curl(t *testing.T) {
 	assert.True(t, body == run("--data-binary", "@"+file, ts.url+"/echo"), "echo differs")
 	ts.atRest(t)
 }
+
+// A response without content (204, 304) has no content-length on either
+// protocol (RFC 9110 §8.6: 204 must not, 304's must not unless it is
+// the 200's length, which the server does not know).
+func TestNoContentLengthWithoutContent(t *testing.T) {
+	ts := startServer(t, testMux(), Config{})
+	for name, c := range map[string]*http.Client{"h1": client(t), "h2": h2Client(t)} {
+		for _, code := range []string{"204", "304"} {
+			resp, err := c.Get(ts.url + "/status/" + code)
+			require.NoError(t, err)
+			resp.Body.Close()
+			assert.Equal(t, atoi(code), resp.StatusCode, name)
+			assert.Empty(t, resp.Header.Values("Content-Length"), name+" "+code)
+		}
+	}
+}

@@ -607,7 +607,7 @@ func (h *h2conn) respond(st *h2stream) {
 	body := resp.Body
 	clen, ok := r.length(status, resp) // a HEAD's may be GET's
 	if !hasContent(status) {
-		body, clen = nil, 0
+		body, clen = nil, -1 // no content-length (RFC 9110 §8.6)
 	}
 	if r.isHead {
 		body = nil
