@@ -59,13 +59,17 @@ func (ls *loopState) serve(r *Request) (reply Reply) {
 	return ls.srv.Handler.ServeAIO(r)
 }
 
-// logFailure logs the failure of r's handle if a panic made it (in a
-// continuation, or a FromHTTP handler), as serve logs a handler's own;
-// not http.ErrAbortHandler, which net/http's handlers panic with to cut a
-// response in silence. On the loop.
+// logFailure counts and logs the failure of r's handle if a panic made
+// it (in a continuation, or a FromHTTP handler), as serve counts and logs
+// a handler's own; it does not log http.ErrAbortHandler, which net/http's
+// handlers panic with to cut a response in silence. On the loop.
 func (ls *loopState) logFailure(r *Request, err error) {
 	var pe *aio.PanicError
-	if errors.As(err, &pe) && !errors.Is(err, http.ErrAbortHandler) {
+	if !errors.As(err, &pe) {
+		return
+	}
+	ls.st.panics.Add(1) // as the handler's own (serve)
+	if !errors.Is(err, http.ErrAbortHandler) {
 		ls.logPanic(r, pe.Value, pe.Stack)
 	}
 }

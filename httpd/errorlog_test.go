@@ -123,4 +123,5 @@ func TestErrorLog(t *testing.T) {
 	}
 	assert.Len(t, regexp.MustCompile(`(?m)^goroutine \d+ \[`).FindAllString(out, -1), 3, "a stack with each panic:\n%s", out)
 	assert.NotContains(t, out, "/abort")
+	assert.Equal(t, uint64(5), ts.Stats().Panics, "the handlers', their continuation's, net/http code's, aborts too")
 }

@@ -404,7 +404,7 @@ type Stats struct {
 	ArenasCapacity      int64  `json:"arenas_capacity"`      // arenas in all
 	Refused             uint64 `json:"refused"`              // times a connection stopped reading for want of an arena, or an HTTP/2 stream was refused
 	ArenaReleases       uint64 `json:"arena_releases"`       // arenas given back
-	Panics              uint64 `json:"panics"`               // handler panics (answered 500)
+	Panics              uint64 `json:"panics"`               // panics of handlers, and of what their handles ran (a continuation, Work, a FromHTTP handler): answered 500, or the response cut
 	BadRequests         uint64 `json:"bad_requests"`         // requests refused by the parser (4xx, 5xx, then closed; not HTTP/1: closed)
 	WriteTimeouts       uint64 `json:"write_timeouts"`       // connections closed by Config.WriteTimeout
 	Abusive             uint64 `json:"abusive"`              // HTTP/2 connections ended for a hostile client's flood: GOAWAY(ENHANCE_YOUR_CALM)
