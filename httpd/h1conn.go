@@ -805,6 +805,9 @@ func (hc *h1conn) write(r *Request) {
 	}
 	closeNow := hc.closing(r)
 	length, ok := r.length(status, resp) // a HEAD's may be GET's
+	if length < 0 {
+		framing, length = h1.BodyNone, 0 // HEAD, length not stated: none
+	}
 	buf, err := hc.appendHead(status, resp.Header, framing, length, closeNow, r.head.Minor == 0)
 	if err != nil || !ok { // the handler's fields could split the response, or lie about its length
 		if err == nil {

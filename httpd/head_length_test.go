@@ -26,6 +26,12 @@ func TestHeadContentLength(t *testing.T) {
 		}
 		return Text(200, doc)
 	})
+	m.HandleFunc("GET /skip", func(r *Request) Reply { // HEAD: no body made, no length stated
+		if r.Method() == "HEAD" {
+			return Text(200, "")
+		}
+		return Text(200, doc)
+	})
 	m.HandleFunc("GET /same", func(r *Request) Reply { // the GET handler's response, length stated
 		return Respond(Response{Header: []Field{{"Content-Length", "1000"}}, Body: []byte(doc)})
 	})
@@ -52,6 +58,9 @@ func TestHeadContentLength(t *testing.T) {
 			assert.Equal(t, 200, resp.StatusCode, "%s %s", name, path)
 			assert.Equal(t, int64(1000), resp.ContentLength, "%s %s", name, path)
 		}
+		resp := head("/skip")
+		assert.Equal(t, 200, resp.StatusCode, name)
+		assert.Empty(t, resp.Header.Values("Content-Length"), "%s: a HEAD that states no length gets none, not 0", name)
 		_, b := get(t, c, ts.url+"/same")
 		assert.Equal(t, doc, b, name)
 		status, b := get(t, c, ts.url+"/bad/0")
@@ -73,6 +82,11 @@ func TestHeadContentLength(t *testing.T) {
 	resp := raw.read("HEAD")
 	assert.Equal(t, []string{"1000"}, resp.header["Content-Length"])
 	assert.Empty(t, resp.body)
+	assert.Equal(t, doc, raw.read("GET").body, "the connection goes on")
+	raw.send("HEAD /skip HTTP/1.1\r\nHost: x\r\n\r\nGET /skip HTTP/1.1\r\nHost: x\r\n\r\n")
+	resp = raw.read("HEAD")
+	assert.Empty(t, resp.header["Content-Length"])
+	assert.Empty(t, resp.header["Transfer-Encoding"])
 	assert.Equal(t, doc, raw.read("GET").body, "the connection goes on")
 	ts.atRest(t)
 }

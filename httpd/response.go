@@ -22,12 +22,13 @@ type Field struct {
 //
 // Content-Length, Transfer-Encoding, Connection and Date are the server's:
 // a Header holding one of them is refused (the client gets a 500). The
-// answer to HEAD has the Content-Length of Body and no body. A Header may
-// hold one Content-Length field, a decimal integer, on a status with
-// content (not 1xx, 204 or 304), if it states Body's length, or, in the
-// answer to HEAD with an empty Body, any length: the one a GET would get
-// (RFC 9110 §9.3.2), which a HEAD handler can tell without making the
-// body. Any other Content-Length field is refused.
+// answer to HEAD has the Content-Length of Body and no body (none if Body
+// is empty and Header states none). A Header may hold one Content-Length
+// field, a decimal integer, on a status with content (not 1xx, 204 or
+// 304), if it states Body's length, or, in the answer to HEAD with an
+// empty Body, any length: the one a GET would get (RFC 9110 §9.3.2),
+// which a HEAD handler can tell without making the body. Any other
+// Content-Length field is refused.
 type Response struct {
 	Status int     // 100 to 999; 0 means 200
 	Header []Field // written in order
@@ -36,8 +37,10 @@ type Response struct {
 
 // length returns the Content-Length of resp, with status (0 made 200),
 // as the answer to r: its Body's, or, answering HEAD with no Body, the
-// one its Content-Length field states (see Response). false: a
-// Content-Length field the server refuses.
+// one its Content-Length field states (see Response), or -1 if it states
+// none: no Content-Length is sent then (RFC 9110 §9.3.2 lets a HEAD's
+// answer leave it out, and 0 could be wrong). false: a Content-Length
+// field the server refuses.
 func (r *Request) length(status int, resp *Response) (int64, bool) {
 	n := int64(len(resp.Body))
 	anyLength := r.isHead && n == 0
@@ -51,6 +54,9 @@ func (r *Request) length(status int, resp *Response) (int64, bool) {
 			return 0, false
 		}
 		n, stated = int64(v), true
+	}
+	if anyLength && !stated {
+		return -1, true // a HEAD's GET may have a body: its length is not known
 	}
 	return n, true
 }
