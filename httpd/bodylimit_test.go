@@ -10,6 +10,7 @@ import (
 	"net/http"
 	"strings"
 	"sync"
+	"sync/atomic"
 	"testing"
 	"time"
 
@@ -510,4 +511,88 @@ func TestBodyCopyToHoldsASlowWriterBack(t *testing.T) {
 			ts.atRest(t)
 		})
 	}
+}
+
+// countingReader counts what a client has read of its body to send.
+type countingReader struct {
+	r io.Reader
+	n atomic.Int64
+}
+
+func (c *countingReader) Read(p []byte) (int, error) {
+	n, err := c.r.Read(p)
+	c.n.Add(int64(n))
+	return n, err
+}
+
+// tokenWriter lets one Write end per token, and counts what they took.
+type tokenWriter struct {
+	tokens  chan struct{}
+	written atomic.Int64
+}
+
+func (w *tokenWriter) Write(p []byte) (int, error) {
+	<-w.tokens
+	w.written.Add(int64(len(p)))
+	return len(p), nil
+}
+
+// settled returns f's value once it has not changed for quiet: a count
+// that stops growing when a flow has stalled.
+func settled(t testing.TB, f func() int64, quiet time.Duration) int64 {
+	t.Helper()
+	v, since, deadline := f(), time.Now(), time.Now().Add(waitTimeout)
+	for time.Since(since) < quiet {
+		require.True(t, time.Now().Before(deadline), "the count did not settle")
+		time.Sleep(5 * time.Millisecond)
+		if nv := f(); nv != v {
+			v, since = nv, time.Now()
+		}
+	}
+	return v
+}
+
+// CopyTo holds at most 256 KiB (pipeHigh) for a slow writer, in all: the
+// chunks it took and is writing count until the writer has them. Over
+// HTTP/2 what the client could send is what the server took plus the
+// stream's window, so the client's count bounds what the server holds.
+// The copy takes every chunk waiting when a Write returns: once the
+// first one has, the second batch is pipeHigh, and a pipe that forgot it
+// let pipeHigh more in while the writer worked through it.
+func TestBodyCopyToHoldsAtMostPipeHigh(t *testing.T) {
+	w := &tokenWriter{tokens: make(chan struct{}, 64)}
+	m := NewMux()
+	m.HandleFunc("PUT /slow", func(r *Request) Reply {
+		return Later(aio.Then(r.Body().CopyTo(w), func(n int64) (Response, error) {
+			return TextResponse(200, itoa(int(n))), nil
+		}))
+	})
+	ts := startServer(t, m, Config{})
+	const size = 16 << 20
+	body := &countingReader{r: bytes.NewReader(make([]byte, size))}
+	done := make(chan error, 1)
+	go func() {
+		req, err := http.NewRequest("PUT", ts.url+"/slow", body)
+		if err == nil {
+			req.ContentLength = size
+			var resp *http.Response
+			if resp, err = h2Client(t).Do(req); err == nil {
+				_, err = io.ReadAll(resp.Body)
+				resp.Body.Close()
+			}
+		}
+		done <- err
+	}()
+	held := func() int64 { return body.n.Load() - w.written.Load() }
+	bound := int64(pipeHigh + h2StreamWindow + 2*h2MaxFrame)
+	for i := range 3 {
+		v := settled(t, held, 300*time.Millisecond)
+		t.Logf("step %d: %d bytes sent and not yet written", i, v)
+		assert.LessOrEqual(t, v, bound, "step %d: more than pipeHigh waited for the writer", i)
+		w.tokens <- struct{}{} // one more Write ends
+	}
+	close(w.tokens)
+	require.NoError(t, recvT(t, done))
+	assert.Equal(t, int64(size), w.written.Load())
+	ts.atRest(t)
 }

@@ -259,18 +259,29 @@ func (p *bodyPipe) Read(b []byte) (int, error) {
 	} else {
 		p.chunks[0] = p.chunks[0][n:]
 	}
-	p.n -= n
+	p.tookLocked(n)
+	return n, nil
+}
+
+// tookLocked counts k bytes the reader has had, and resumes the body once
+// what waits for it falls below pipeLow. With p.mu held.
+func (p *bodyPipe) tookLocked(k int) {
+	if p.closed {
+		return // Close dropped the count with the chunks
+	}
+	p.n -= k
 	if p.paused && p.n < pipeLow {
 		p.paused = false
 		_ = p.l.Post(p.resume)
 	}
-	return n, nil
 }
 
 // WriteTo writes what arrives to w until the end, as io.Copy would with
 // Read, but chunk by chunk as the loop copied them: no buffer of its own
 // and no second copy. The lock is not held while w writes, so the loop
-// never waits for a slow w (the body pauses instead).
+// never waits for a slow w (the body pauses instead). The chunks it has
+// taken count as waiting until w has them: the pipe holds pipeHigh in
+// all, not that much more for each batch w works through.
 func (p *bodyPipe) WriteTo(w io.Writer) (int64, error) {
 	var n int64
 	for {
@@ -280,15 +291,14 @@ func (p *bodyPipe) WriteTo(w io.Writer) (int64, error) {
 			p.cond.Wait()
 		}
 		chunks := p.chunks
-		p.chunks, p.n = nil, 0
+		p.chunks = nil // p.n counts them until w has them
 		end, closed := p.end, p.closed
-		if p.paused && !closed {
-			p.paused = false
-			_ = p.l.Post(p.resume)
-		}
 		p.mu.Unlock()
 		for _, c := range chunks {
 			m, err := w.Write(c)
+			p.mu.Lock()
+			p.tookLocked(len(c))
+			p.mu.Unlock()
 			n += int64(m)
 			if err == nil && m < len(c) {
 				err = io.ErrShortWrite
