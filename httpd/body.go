@@ -138,6 +138,12 @@ var ErrBodyRead = errors.New("httpd: the body already has a reader")
 // stops at its next chunk, but a Write already running runs to its end:
 // w may see that one Write after the handle has ended cancelled.
 //
+// The copy holds one of the pool's goroutines (aio.Config.WorkPool, 4 by
+// default) until the body has ended, however slowly its client sends:
+// beyond the pool's size, uploads, and every other Work of the loop, wait
+// in its queue (aio.Stats.WorkQueued). Size the pool for the uploads in
+// progress at once, as for FromHTTP's handlers.
+//
 // On the loop.
 func (b *Body) CopyTo(w io.Writer) *aio.Handle[int64] {
 	r := b.r
