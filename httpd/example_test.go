@@ -1,6 +1,7 @@
 package httpd_test
 
 import (
+	"bufio"
 	"context"
 	"fmt"
 	"io"
@@ -238,4 +239,49 @@ func ExampleRequest_Trailer() {
 	b, _ := io.ReadAll(resp.Body)
 	fmt.Println(string(b))
 	// Output: 5 bytes, sum 532
+}
+
+// A Duplex handler starts at its request's head, on HTTP/2, so a client
+// can stream both ways: here it waits for each line's echo before it
+// sends the next. (A handler that is not Duplex would wait for this small
+// body to arrive whole, and the client for the first echo.)
+func ExampleDuplex() {
+	mux := httpd.NewMux()
+	mux.Handle("POST /echo", httpd.Duplex(httpd.HandlerFunc(func(r *httpd.Request) httpd.Reply {
+		s := r.Stream(200, nil)
+		r.Body().OnData(func(p []byte, end bool) {
+			_, _ = s.Write(p)
+			if end {
+				s.End()
+			}
+		})
+		return s.Reply()
+	})))
+	url, stop := serve(mux)
+	defer stop()
+
+	tr := &http.Transport{Protocols: new(http.Protocols)}
+	tr.Protocols.SetUnencryptedHTTP2(true) // h2c, by prior knowledge
+	defer tr.CloseIdleConnections()
+	body, send := io.Pipe()
+	go io.WriteString(send, "ping 1\n")
+	resp, err := (&http.Client{Transport: tr}).Post(url+"/echo", "text/plain", body)
+	if err != nil {
+		fmt.Println(err)
+		return
+	}
+	defer resp.Body.Close()
+	echoes := bufio.NewReader(resp.Body)
+	for i := 1; i <= 3; i++ {
+		line, _ := echoes.ReadString('\n')
+		fmt.Print(resp.Proto, " ", line)
+		if i < 3 {
+			go fmt.Fprintf(send, "ping %d\n", i+1)
+		}
+	}
+	send.Close()
+	// Output:
+	// HTTP/2.0 ping 1
+	// HTTP/2.0 ping 2
+	// HTTP/2.0 ping 3
 }

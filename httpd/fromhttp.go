@@ -26,7 +26,10 @@ import (
 // for Request.Context (ErrClientGone, ErrServerClosed...). Its body is
 // the request's: buffered, or streamed from the connection with flow
 // control (reading pauses while h does not read; it starts, and "100
-// Continue" goes to a client that waits for it, when h first reads).
+// Continue" goes to a client that waits for it, when h first reads). On
+// HTTP/2 h starts at the request's head, as net/http's does (the handler
+// is Duplex), so a client may stream both ways; on HTTP/1.1 a body small
+// enough to arrive with the request has arrived when h starts.
 // Over TLS, its TLS is the connection's state, as net/http's is; its
 // Close tells, as net/http's does, that the client asked for the
 // connection to close after this response.
@@ -57,7 +60,7 @@ func FromHTTP(h http.Handler) Handler {
 	if h == nil {
 		panic("httpd: FromHTTP of a nil handler") // as Mux.Handle does, at once rather than per request
 	}
-	return HandlerFunc(func(r *Request) Reply {
+	return Duplex(HandlerFunc(func(r *Request) Reply {
 		req, err := httpRequest(r)
 		if err != nil {
 			return Reply{resp: errResponse(400)}
@@ -85,7 +88,7 @@ func FromHTTP(h http.Handler) Handler {
 			}
 			return w.response(), nil
 		}).OnCancel(func() { end(aio.ErrCancelled) }))
-	})
+	}))
 }
 
 // httpRequest makes the *http.Request of r, with copies of everything.

@@ -1,6 +1,7 @@
 package httpd
 
 import (
+	"bufio"
 	"bytes"
 	"context"
 	"crypto/tls"
@@ -215,4 +216,77 @@ func TestNoContentLengthWithoutContent(t *testing.T) {
 			assert.Empty(t, resp.Header.Values("Content-Length"), name+" "+code)
 		}
 	}
+}
+
+// A Duplex handler, and a FromHTTP one (as net/http's HTTP/2 handlers),
+// starts at its request's head on HTTP/2: a client that waits for each
+// line's echo before it sends the next gets them, where a handler that
+// waited for the small body to arrive whole would wait for the client,
+// and the client for it.
+func TestH2DuplexStartsAtTheHead(t *testing.T) {
+	m := NewMux()
+	m.Handle("POST /native", Duplex(HandlerFunc(func(r *Request) Reply {
+		s := r.Stream(200, nil)
+		_, bodied := r.Body().Bytes()
+		assert.False(t, bodied, "a Duplex handler's body streams")
+		r.Body().OnData(func(p []byte, end bool) {
+			_, _ = s.Write(p)
+			if end {
+				s.End()
+			}
+		})
+		return s.Reply()
+	})))
+	m.Handle("POST /std", FromHTTP(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		w.WriteHeader(200)
+		w.(http.Flusher).Flush()
+		br := bufio.NewReader(r.Body)
+		for {
+			line, err := br.ReadString('\n')
+			if err != nil {
+				return
+			}
+			_, _ = io.WriteString(w, line)
+			w.(http.Flusher).Flush()
+		}
+	})))
+	m.HandleFunc("POST /buffered", func(r *Request) Reply {
+		b, ok := r.Body().Bytes()
+		assert.True(t, ok, "a small body arrives with the request, for a handler that is not Duplex")
+		return Bytes(200, b)
+	})
+	ts := startServer(t, m, Config{})
+	c := h2Client(t)
+	for _, path := range []string{"/native", "/std"} {
+		pr, pw := io.Pipe()
+		lines := make(chan string, 1)
+		lines <- "one\n"
+		go func() {
+			for line := range lines {
+				_, _ = io.WriteString(pw, line)
+			}
+			pw.Close()
+		}()
+		req, err := http.NewRequestWithContext(t.Context(), "POST", ts.url+path, pr)
+		require.NoError(t, err)
+		resp, err := c.Do(req)
+		require.NoError(t, err, path+": no response head while the body is open")
+		br := bufio.NewReader(resp.Body)
+		for _, line := range []string{"one\n", "two\n", "three\n"} {
+			if line != "one\n" {
+				lines <- line
+			}
+			echo, err := br.ReadString('\n')
+			require.NoError(t, err, path)
+			assert.Equal(t, line, echo, path)
+		}
+		close(lines)
+		rest, err := io.ReadAll(br)
+		require.NoError(t, err, path)
+		assert.Empty(t, rest, path)
+		resp.Body.Close()
+	}
+	_, b := post(t, c, ts.url+"/buffered", strings.NewReader("small"))
+	assert.Equal(t, "small", string(b))
+	ts.atRest(t)
 }

@@ -169,6 +169,9 @@ func (h *h2conn) onHeaders(f *h2block) {
 	case f.endStream:
 		r.body.buffered = true
 		h.dispatch(st)
+	case ls.startsAtHead(r): // the body streams, from its first byte
+		r.body.length = clen
+		h.dispatch(st)
 	case clen >= 0 && clen <= room:
 		r.body.length = clen
 		st.buffering = true

@@ -59,7 +59,7 @@ func (m *Mux) HandleFunc(pattern string, fn func(r *Request) Reply) {
 // ServeAIO routes r: the matched handler answers it, or the Mux answers
 // 404, 405, 307 or 400 as ServeMux would. On the loop.
 func (m *Mux) ServeAIO(r *Request) Reply {
-	h, kind := m.r.Match(r.head.Method, r.head.Host, r.matchPath(), &r.params)
+	h, kind := m.match(r)
 	switch kind {
 	case route.Found:
 		r.routed = true
@@ -82,4 +82,50 @@ func (m *Mux) ServeAIO(r *Request) Reply {
 	default:
 		return Reply{resp: errResponse(kind.Status())}
 	}
+}
+
+// match routes r, once per Mux: the engine may route before the handler
+// runs (startsAtHead), and ServeAIO then takes what it found.
+func (m *Mux) match(r *Request) (Handler, route.Kind) {
+	if r.matchedBy != m {
+		r.matchedBy = m
+		r.matchH, r.matchKind = m.r.Match(r.head.Method, r.head.Host, r.matchPath(), &r.params)
+	}
+	return r.matchH, r.matchKind
+}
+
+// Duplex returns h as a handler that starts as soon as its request's head
+// has arrived, on HTTP/2, rather than once a body small enough to arrive
+// with the request (Body) has: its body streams to OnData (Bytes reports
+// false) unless the client ended the request with its head. For a stream
+// whose client waits for the response, or for parts of it, before it
+// sends the rest of its body (a bidirectional stream, as gRPC's), which
+// would otherwise wait for each other until a timeout. On HTTP/1.1, where
+// a client sends the whole body before it reads a response, it changes
+// nothing. A Duplex handler takes effect as the Server's Handler, or as
+// one a Mux that is the Server's Handler routes to. FromHTTP's handlers
+// are Duplex, as net/http's HTTP/2 handlers start at the head.
+func Duplex(h Handler) Handler {
+	if h == nil {
+		panic("httpd: Duplex of a nil handler")
+	}
+	return duplex{h}
+}
+
+// duplex is a Duplex handler.
+type duplex struct{ Handler }
+
+// startsAtHead reports whether r's handler is Duplex: the Server's
+// Handler, or the one its Mux routes r to. On the loop.
+func (ls *loopState) startsAtHead(r *Request) bool {
+	h := ls.srv.Handler
+	if m, ok := h.(*Mux); ok {
+		mh, kind := m.match(r)
+		if kind != route.Found {
+			return false
+		}
+		h = mh
+	}
+	_, ok := h.(duplex)
+	return ok
 }

@@ -38,6 +38,10 @@ type Request struct {
 	stream Stream
 	dec    h1.ChunkedDecoder // a chunked body's
 	routed bool              // params hold a Mux match
+	// The Mux that routed the request (Mux.match), and what it found.
+	matchedBy *Mux
+	matchH    Handler
+	matchKind route.Kind
 	// trailer is the body's trailer (trailer.go, h2trailer.go): views into the
 	// arena, once the body has ended.
 	trailer []h1.Field
@@ -74,6 +78,7 @@ func (r *Request) start(eng engine, seq uint64) {
 	r.eng, r.seq = eng, seq
 	r.arena.reset(r.buf)
 	r.routed = false
+	r.matchedBy, r.matchH = nil, nil
 	r.next, r.resp, r.h = nil, Response{}, nil
 	r.replied, r.written, r.hdone, r.gone = false, false, false, false
 	r.expect, r.isHead, r.closeAf, r.released = false, false, false, false
