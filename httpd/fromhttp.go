@@ -54,6 +54,13 @@ import (
 // response that has one goes as a stream, chunked on HTTP/1.1. Fields a
 // trailer may not carry are dropped, as net/http drops them.
 //
+// Of http.ResponseController's methods, Flush works, EnableFullDuplex
+// does on HTTP/2 (on HTTP/1.1 it reports http.ErrNotSupported), and
+// SetReadDeadline, SetWriteDeadline and Hijack report
+// http.ErrNotSupported: the connection is the loop's, and its deadlines
+// are the Server's (Config.WriteTimeout cuts a response only when its
+// client stops reading it, so a long stream needs no deadline moved).
+//
 // Everything h gets is copied out of the request's arena: h runs on
 // another goroutine and may outlive the request once it is cancelled.
 func FromHTTP(h http.Handler) Handler {
@@ -74,7 +81,7 @@ func FromHTTP(h http.Handler) Handler {
 			if p, ok := req.Body.(*bodyPipe); ok { // a reader waiting for a client gone must wake
 				defer context.AfterFunc(ctx, func() { _ = p.Close() })()
 			}
-			w := &responseWriter{header: make(http.Header), ctx: ctx, out: out, head: req.Method == "HEAD"}
+			w := &responseWriter{header: make(http.Header), ctx: ctx, out: out, head: req.Method == "HEAD", h2: req.ProtoMajor == 2}
 			h.ServeHTTP(w, req.WithContext(ctx))
 			trailer := w.trailer()
 			if !w.streaming && (trailer != nil || w.short()) {
@@ -352,6 +359,7 @@ type responseWriter struct {
 	out       *streamOut
 	streaming bool  // the response went to out
 	head      bool  // it answers HEAD
+	h2        bool  // the request came on HTTP/2
 	headDone  bool  // the head is fixed (WriteHeader, or the first Write): length is read
 	length    int64 // the Content-Length the handler set by then; -1: none
 	written   int64 // body bytes Write took
@@ -418,6 +426,19 @@ func (w *responseWriter) Write(b []byte) (int, error) {
 // short of its length is, not sent whole with the length it has.
 func (w *responseWriter) short() bool {
 	return w.length > w.written && !w.head && hasContent(w.status)
+}
+
+// EnableFullDuplex is what http.ResponseController calls: on HTTP/2 the
+// handler reads its body while it writes its response already (it starts
+// at the head: Duplex), so nil; on HTTP/1.1 a small body is read whole
+// before the handler starts, which a client that waits for the response
+// before it sends the rest of its body would wait on forever:
+// http.ErrNotSupported.
+func (w *responseWriter) EnableFullDuplex() error {
+	if w.h2 {
+		return nil
+	}
+	return http.ErrNotSupported
 }
 
 // Flush sends what was written so far and makes the response stream.

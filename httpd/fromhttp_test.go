@@ -4,6 +4,7 @@ import (
 	"bufio"
 	"bytes"
 	"context"
+	"errors"
 	"fmt"
 	"io"
 	"net"
@@ -436,4 +437,31 @@ func newRequest(t testing.TB, method, url string) *http.Request {
 	req, err := http.NewRequest(method, url, nil)
 	require.NoError(t, err)
 	return req
+}
+
+// http.ResponseController on a FromHTTP handler: Flush works,
+// EnableFullDuplex does on HTTP/2 only (its handlers start at the head),
+// and what the loop owns (deadlines, the connection) is refused with
+// http.ErrNotSupported rather than ignored.
+func TestFromHTTPResponseController(t *testing.T) {
+	m := NewMux()
+	m.Handle("GET /rc", FromHTTP(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		rc := http.NewResponseController(w)
+		res := []error{rc.EnableFullDuplex(), rc.SetWriteDeadline(time.Time{}), rc.SetReadDeadline(time.Time{})}
+		_, _, err := rc.Hijack()
+		res = append(res, err)
+		for _, err := range res {
+			fmt.Fprintf(w, "%v|", errors.Is(err, http.ErrNotSupported))
+		}
+		fmt.Fprint(w, rc.Flush())
+	})))
+	ts := startServer(t, m, Config{})
+	for name, want := range map[string]string{"h1": "true|true|true|true|<nil>", "h2": "false|true|true|true|<nil>"} {
+		c := client(t)
+		if name == "h2" {
+			c = h2Client(t)
+		}
+		_, body := get(t, c, ts.url+"/rc")
+		assert.Equal(t, want, body, name)
+	}
 }
