@@ -77,10 +77,12 @@
 // releases; a cancelled handle sends nothing (Stats.Cancelled,
 // Stats.ResponsesSuppressed). A failed handle is answered with 500, and so
 // is a panicking handler, after which the loop goes on; the panic, with
-// its stack, goes to Server.ErrorLog (the standard logger by default). Request.Scope is
-// the request's own scope, closed when it ends: a timer that feeds a
-// Stream belongs there. Request.Context is the same as a context, for
-// goroutine code.
+// its stack, goes to Server.ErrorLog (the standard logger by default).
+// Request.Scope is the request's own scope, closed when it ends: a timer
+// that feeds a Stream belongs there. Request.Context is the same as a
+// context, for goroutine code, and context.Cause tells why it ended: the
+// client gone (ErrClientGone), Shutdown's deadline (ErrServerClosed), a
+// body refused as it streamed, or the request's own end.
 //
 // # HTTP/1.1
 //
@@ -138,9 +140,11 @@
 // request is served as HTTP/1.1. Each stream is a request with its own
 // arena; with none free (or only the reserve, for a connection with
 // streams open already) the stream is refused (REFUSED_STREAM,
-// Stats.Refused) and the connection goes on. A body that fits in half of the arena arrives with the request;
-// a larger one streams, the client's window growing as the handler reads
-// it. Responses respect the client's windows; a Stream's trailer is a
+// Stats.Refused) and the connection goes on. A body that fits in half of
+// the arena arrives with the request, unless the handler is Duplex (it
+// starts at the head, for a client that streams both ways; FromHTTP's
+// are); a larger one streams, the client's window growing as the handler
+// reads it. Responses respect the client's windows; a Stream's trailer is a
 // HEADERS frame after its DATA. A stream the client resets
 // (RST_STREAM) cancels its handler, which then sends nothing; a GOAWAY
 // with an error cancels them all, one with NO_ERROR lets them finish.
