@@ -84,14 +84,20 @@ func TestStopCancelsPendingHandles(t *testing.T) {
 	work.OnCleanup(func() { cleaned.Add(1) })
 	viaNew := New(l, func(func(int), func(error)) {})
 	viaNew.OnCleanup(func() { cleaned.Add(1) })
+	var stoppingSeen atomic.Bool
+	timer.OnCancel(func() { stoppingSeen.Store(l.Stopping()) })
 	onLoop(t, l, func() {}) // everything registered and tracked
+	require.False(t, l.Stopping())
 
 	stop := l.Stop()
+	require.True(t, l.Stopping(), "from Stop's call on")
 	require.Same(t, stop, l.Stop(), "Stop is idempotent")
 	require.Nil(t, stop.Loop())
 	_, err := stop.Wait(testCtx(t))
 	require.NoError(t, err)
 	require.Equal(t, int32(5), cleaned.Load())
+	require.True(t, stoppingSeen.Load(), "an OnCancel run by the stop tells it from a cancel")
+	require.True(t, l.Stopping(), "and after")
 	for _, st := range []Status{timer.Status(), promise.Status(), chained.Status(), every.Status(), work.Status(), viaNew.Status()} {
 		require.Equal(t, Cancelled, st)
 	}

@@ -34,6 +34,12 @@ func (l *Loop) Stop() *Handle[struct{}] {
 	return l.stopH
 }
 
+// Stopping reports whether Stop has been called (or the loop stopped
+// otherwise): Post and new work fail with ErrStopped from then on. Code
+// that sees its handle cancelled can ask it to tell a stop from a cancel
+// of its own. Any goroutine.
+func (l *Loop) Stopping() bool { return l.state.Load() != stateRunning }
+
 // markStopping turns a running loop to stopping: Post and new work are
 // refused from here on.
 func (l *Loop) markStopping() {

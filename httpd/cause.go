@@ -56,6 +56,9 @@ func (c *cancelCause) get(other error) error {
 	case aio.Cancelled:
 		return aio.ErrStopped // Loop.Stop closed it
 	}
+	if c.conn.Loop().Stopping() {
+		return aio.ErrStopped // the stop cancels what is pending before it closes the fds
+	}
 	return other
 }
 

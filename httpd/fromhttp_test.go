@@ -465,3 +465,21 @@ func TestFromHTTPResponseController(t *testing.T) {
 		assert.Equal(t, want, body, name)
 	}
 }
+
+// Stopping the loop (the runtime's shutdown) cancels the requests in
+// progress: context.Cause says aio.ErrStopped.
+func TestContextCauseLoopStop(t *testing.T) {
+	started, causes := make(chan struct{}, 4), make(chan error, 4)
+	ts := startServer(t, causeMux(started, causes), Config{})
+	for _, path := range []string{"/std", "/native"} {
+		c := dialRaw(t, ts.addr)
+		c.send("GET " + path + " HTTP/1.1\r\nHost: x\r\n\r\n")
+		recvT(t, started)
+	}
+	ctx, cancel := context.WithTimeout(t.Context(), 50*time.Millisecond)
+	defer cancel()
+	_ = ts.rt.Shutdown(ctx)
+	for range 2 {
+		assert.ErrorIs(t, recvT(t, causes), aio.ErrStopped, "the loop stopped")
+	}
+}
