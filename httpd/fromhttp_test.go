@@ -483,3 +483,43 @@ func TestContextCauseLoopStop(t *testing.T) {
 		assert.ErrorIs(t, recvT(t, causes), aio.ErrStopped, "the loop stopped")
 	}
 }
+
+// Request.Context and Scope called after the request ended (from a timer
+// that outlived it, before the Request serves another) give a context
+// that is done and a scope that is closed, not live ones that nothing
+// would end; the next request starts with neither.
+func TestContextAfterEnd(t *testing.T) {
+	late := make(chan context.Context, 1)
+	adopted := make(chan *aio.Handle[struct{}], 1)
+	scopes := make(chan bool, 2) // whether the Request holds a scope
+	m := NewMux()
+	m.HandleFunc("GET /after", func(r *Request) Reply {
+		aio.Delay(r.Loop(), 20*time.Millisecond, func() (struct{}, error) {
+			late <- r.Context() // the request has ended by now
+			adopted <- aio.Adopt(r.Scope(), aio.Sleep(r.Loop(), time.Hour))
+			scopes <- r.scope != nil
+			return struct{}{}, nil
+		})
+		return Text(200, "ok")
+	})
+	m.HandleFunc("GET /next", func(r *Request) Reply {
+		scopes <- r.scope != nil // a fresh request: no scope made yet
+		return Text(200, "next")
+	})
+	ts := startServer(t, m, Config{Arenas: 1})
+	a := dialRaw(t, ts.addr)
+	a.send("GET /after HTTP/1.1\r\nHost: x\r\n\r\n")
+	assert.Equal(t, 200, a.read("GET").status)
+	ctx := recvT(t, late)
+	assert.ErrorIs(t, ctx.Err(), context.Canceled, "Context after the request's end is done")
+	h := recvT(t, adopted)
+	_, err := h.Wait(t.Context())
+	assert.ErrorIs(t, err, aio.ErrCancelled, "what is adopted into a late Scope is cancelled")
+	assert.False(t, recvT(t, scopes), "a late Scope is not kept")
+
+	b := dialRaw(t, ts.addr)
+	b.send("GET /next HTTP/1.1\r\nHost: x\r\n\r\n")
+	assert.Equal(t, "next", b.read("GET").body)
+	assert.False(t, recvT(t, scopes), "the next request starts with no scope")
+	ts.atRest(t)
+}

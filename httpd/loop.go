@@ -20,6 +20,7 @@ type loopState struct {
 
 	ln     *aio.Listener
 	ticker *aio.Handle[struct{}] // the timeout sweep
+	closed *aio.Scope            // closedScope's, made on first use
 	seq    uint64                // requests started on this loop
 
 	head   h1.Head    // the head Parse fills, copied into the request's arena at once
@@ -200,4 +201,17 @@ func (q *connList) remove(hc *h1conn) {
 		q.tail = lk.prev
 	}
 	*lk = link{}
+}
+
+// closedScope returns a scope of the loop that is closed (made and closed
+// on first use): the Scope of a request that has ended, into which a late
+// Adopt cancels its handle at once. On the loop.
+func (ls *loopState) closedScope() *aio.Scope {
+	if ls.closed == nil {
+		aio.WithScope(ls.l, func(s *aio.Scope) *aio.Handle[struct{}] {
+			ls.closed = s
+			return aio.Pure(ls.l, struct{}{})
+		})
+	}
+	return ls.closed
 }

@@ -240,6 +240,9 @@ func (r *Request) Body() *Body { return &r.body }
 // feeding a Stream, say). It is made on the first call (an allocation the
 // fast path does not make). On the loop.
 func (r *Request) Scope() *aio.Scope {
+	if r.released {
+		return r.ls.closedScope() // late: what is adopted is cancelled, not left to a scope nothing closes
+	}
 	if r.scope == nil {
 		l := r.ls.l
 		p := aio.NewPromise[struct{}](l)
@@ -264,6 +267,9 @@ func (r *Request) Scope() *aio.Scope {
 // the first call (allocations the fast path does not make). Call it on
 // the loop; the context may be used from any goroutine.
 func (r *Request) Context() context.Context {
+	if r.released {
+		return endedContext // late: the request has ended
+	}
 	if r.ctx == nil {
 		r.Scope()
 		r.ctx, r.ctxEnd = causeContext(r.cause())
@@ -272,6 +278,13 @@ func (r *Request) Context() context.Context {
 	}
 	return r.ctx
 }
+
+// endedContext is the Context of a request that has ended.
+var endedContext = func() context.Context {
+	ctx, cancel := context.WithCancel(context.Background())
+	cancel()
+	return ctx
+}()
 
 // endScope closes the request's scope, if it has one: what it adopted is
 // cancelled, and its context is done.
