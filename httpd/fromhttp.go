@@ -304,15 +304,21 @@ func (p *bodyPipe) WriteTo(w io.Writer) (int64, error) {
 		p.chunks = nil // p.n counts them until w has them
 		end, closed := p.end, p.closed
 		p.mu.Unlock()
-		for _, c := range chunks {
+		for i, c := range chunks {
 			m, err := w.Write(c)
-			p.mu.Lock()
-			p.tookLocked(len(c))
-			p.mu.Unlock()
 			n += int64(m)
 			if err == nil && m < len(c) {
 				err = io.ErrShortWrite
 			}
+			took := len(c)
+			if err != nil { // the rest of the batch is dropped with it
+				for _, rest := range chunks[i+1:] {
+					took += len(rest)
+				}
+			}
+			p.mu.Lock()
+			p.tookLocked(took)
+			p.mu.Unlock()
 			if err != nil {
 				return n, err
 			}

@@ -523,3 +523,33 @@ func TestContextAfterEnd(t *testing.T) {
 	assert.False(t, recvT(t, scopes), "the next request starts with no scope")
 	ts.atRest(t)
 }
+
+// slowFailWriter takes its first Write after a pause (the body piles up
+// in the pipe meanwhile), then fails every Write: a disk that filled up.
+type slowFailWriter struct{ n int }
+
+func (w *slowFailWriter) Write(p []byte) (int, error) {
+	w.n++
+	if w.n == 1 {
+		time.Sleep(200 * time.Millisecond)
+		return len(p), nil
+	}
+	return 0, errors.New("disk full")
+}
+
+// A net/http handler whose copy of the body fails (io.Copy uses the
+// pipe's WriteTo) and that then drains the rest, as handlers do to keep
+// the connection, reaches the body's end: the chunks the failed WriteTo
+// took and never wrote do not stay counted as waiting, which would keep
+// the pipe paused for good.
+func TestFromHTTPWriteToErrorThenDrain(t *testing.T) {
+	h := FromHTTP(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		_, err := io.Copy(&slowFailWriter{}, r.Body)
+		n, err2 := io.Copy(io.Discard, r.Body)
+		fmt.Fprintf(w, "%v; drained %v, %v", err, n > 0, err2)
+	}))
+	ts := startServer(t, h, Config{})
+	_, body := post(t, client(t), ts.url+"/", bytes.NewReader(make([]byte, 4<<20)))
+	assert.Equal(t, "disk full; drained true, <nil>", string(body))
+	ts.atRest(t)
+}
