@@ -373,7 +373,12 @@ type responseWriter struct {
 
 func (w *responseWriter) Header() http.Header { return w.header }
 
+// WriteHeader sets the status. An informational one (1xx, such as 103
+// Early Hints) is not sent, and is not taken for the final status.
 func (w *responseWriter) WriteHeader(status int) {
+	if status >= 100 && status < 200 {
+		return
+	}
 	if w.status == 0 {
 		w.status = status
 	}
@@ -397,13 +402,16 @@ func (w *responseWriter) fixHead() {
 }
 
 // Write buffers or streams b. As net/http's, it takes no byte past the
-// declared Content-Length: what would pass it is refused with
-// http.ErrContentLength.
+// declared Content-Length (http.ErrContentLength), nor any for a status
+// without content (204, 304: http.ErrBodyNotAllowed).
 func (w *responseWriter) Write(b []byte) (int, error) {
 	if w.status == 0 {
 		w.status = 200
 	}
 	w.fixHead()
+	if !hasContent(w.status) {
+		return 0, http.ErrBodyNotAllowed
+	}
 	var over error
 	if w.length >= 0 && w.written+int64(len(b)) > w.length {
 		b, over = b[:w.length-w.written], http.ErrContentLength
@@ -456,6 +464,9 @@ func (w *responseWriter) FlushError() error {
 	if w.status == 0 {
 		w.status = 200
 	}
+	if !hasContent(w.status) {
+		return nil // no body to stream: the head goes when the handler returns
+	}
 	if !w.streaming {
 		return w.streamWith(nil, nil)
 	}
@@ -481,31 +492,32 @@ func (w *responseWriter) streamWith(trailer []Field, next []byte) error {
 	return w.out.begin(w.ctx, w.status, w.fields(sniff, true), first, trailer)
 }
 
-// response is the Response of what the handler wrote, buffered whole.
+// response is the Response of what the handler wrote, buffered whole. The
+// answer to HEAD that declared a Content-Length states it, whatever was
+// written (as net/http's): the length of the body a GET would get
+// (http.ServeContent sets it and writes nothing), which a Response with no
+// Body may state (Request.length).
 func (w *responseWriter) response() Response {
 	if w.status == 0 {
 		w.status = 200
 	}
-	return Response{Status: w.status, Header: w.fields(w.body.Bytes(), false), Body: w.body.Bytes()}
+	w.fixHead()
+	body := w.body.Bytes()
+	if w.head && w.length >= 0 {
+		body = nil
+	}
+	return Response{Status: w.status, Header: w.fields(w.body.Bytes(), body == nil && w.head), Body: body}
 }
 
 // fields are the response's header fields, with a Content-Type sniffed
-// from body when the handler set none; with the handler's Content-Length
-// (if valid) when the response streams: the stream must then be exactly
-// that long; or when it answers HEAD with no body: the length of the body
-// a GET would get (http.ServeContent sets it and writes nothing), which a
-// Response may state (Request.length).
-func (w *responseWriter) fields(body []byte, streams bool) []Field {
+// from sniff when the handler set none, and with the Content-Length the
+// handler declared (fixHead) if withLength: a stream must then be exactly
+// that long, and the answer to HEAD states it.
+func (w *responseWriter) fields(sniff []byte, withLength bool) []Field {
 	var fields []Field
 	for name, values := range w.header {
 		switch http.CanonicalHeaderKey(name) {
-		case "Content-Length":
-			keep := streams || w.head && len(body) == 0 && hasContent(w.status)
-			if n, err := strconv.ParseInt(w.header.Get(name), 10, 64); keep && err == nil && n >= 0 {
-				fields = append(fields, Field{"Content-Length", strconv.FormatInt(n, 10)})
-			}
-			continue
-		case "Transfer-Encoding", "Connection", "Date":
+		case "Content-Length", "Transfer-Encoding", "Connection", "Date":
 			continue // the server's own
 		}
 		if strings.HasPrefix(name, http.TrailerPrefix) || w.declared(name) {
@@ -515,8 +527,11 @@ func (w *responseWriter) fields(body []byte, streams bool) []Field {
 			fields = append(fields, Field{name, v})
 		}
 	}
-	if w.header.Get("Content-Type") == "" && len(body) > 0 {
-		fields = append(fields, Field{"Content-Type", http.DetectContentType(body)})
+	if w.header.Get("Content-Type") == "" && len(sniff) > 0 {
+		fields = append(fields, Field{"Content-Type", http.DetectContentType(sniff)})
+	}
+	if withLength && w.length >= 0 && hasContent(w.status) {
+		fields = append(fields, Field{"Content-Length", strconv.FormatInt(w.length, 10)})
 	}
 	return fields
 }

@@ -553,3 +553,59 @@ func TestFromHTTPWriteToErrorThenDrain(t *testing.T) {
 	assert.Equal(t, "disk full; drained true, <nil>", string(body))
 	ts.atRest(t)
 }
+
+// A net/http handler that answers 204, or 304 with the Content-Length of
+// the resource, and flushes (a middleware that always flushes) gets the
+// same answer as without the Flush, on a connection that stays open, as
+// with net/http; a Write there is refused (http.ErrBodyNotAllowed), and
+// an informational status (103) is not taken for the final one.
+func TestFromHTTPFlushNoContent(t *testing.T) {
+	writes := make(chan error, 4)
+	h := FromHTTP(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		w.WriteHeader(103)
+		if r.URL.Path == "/304" {
+			w.Header().Set("Content-Length", "1234")
+			w.WriteHeader(304)
+		} else {
+			w.WriteHeader(204)
+		}
+		w.(http.Flusher).Flush()
+		_, err := w.Write([]byte("x"))
+		writes <- err
+	}))
+	ts := startServer(t, h, Config{})
+	c := dialRaw(t, ts.addr)
+	for _, path := range []string{"/204", "/304", "/204"} {
+		c.send("GET " + path + " HTTP/1.1\r\nHost: x\r\n\r\n")
+		resp := c.read("GET")
+		assert.Equal(t, atoi(path[1:]), resp.status, path)
+		assert.False(t, resp.close, path)
+		assert.Empty(t, resp.header.Values("Content-Length"), path)
+		assert.ErrorIs(t, recvT(t, writes), http.ErrBodyNotAllowed, path)
+	}
+	ts.atRest(t)
+}
+
+// The Content-Length that counts is the one set when the head is written,
+// as net/http has it: one set later is ignored, streamed or not, and the
+// answer to HEAD states the declared one whatever the handler wrote.
+func TestFromHTTPContentLengthAtTheHead(t *testing.T) {
+	m := NewMux()
+	m.Handle("GET /late", FromHTTP(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		w.WriteHeader(200)
+		w.Header().Set("Content-Length", "7") // after the head: ignored
+		_, _ = w.Write(bytes.Repeat([]byte("y"), 100<<10))
+	})))
+	m.Handle("GET /decl", FromHTTP(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		w.Header().Set("Content-Length", "1000")
+		_, _ = w.Write([]byte("ten bytes."))
+	})))
+	ts := startServer(t, m, Config{})
+	for name, c := range map[string]*http.Client{"h1": client(t), "h2": h2Client(t)} {
+		_, body := get(t, c, ts.url+"/late")
+		assert.Equal(t, 100<<10, len(body), name)
+		resp, _ := do(t, c, newRequest(t, "HEAD", ts.url+"/decl"))
+		assert.Equal(t, int64(1000), resp.ContentLength, name)
+	}
+	ts.atRest(t)
+}
