@@ -242,9 +242,10 @@ func TestH2IdleGoAway(t *testing.T) {
 }
 
 // A stream answered before its body has all arrived (half-closed, local)
-// is forgotten at the body's end: it stops counting toward
-// MaxConcurrentStreams, so a client whose uploads are refused early (401,
-// 405) keeps its connection usable past that many.
+// is reset (NO_ERROR: stop sending) and forgotten: it stops counting
+// toward MaxConcurrentStreams, so a client whose uploads are refused early
+// (401, 405) keeps its connection usable past that many, and the rest of
+// a body that crossed the reset is dropped.
 func TestH2EarlyAnswerThenBodyEnd(t *testing.T) {
 	ts := startServer(t, testMux(), Config{ArenaSize: 1024}) // a 1000-byte body streams: the handler starts at once
 	c := dialH2(t, ts.addr)
@@ -254,6 +255,7 @@ func TestH2EarlyAnswerThenBodyEnd(t *testing.T) {
 		c.open(id, "POST", "/health", false, "content-length", "1000")
 		s, _ := c.response(id)
 		require.Equal(t, "405", s, "stream %d", id)
+		c.expectReset(id, http2.ErrCodeNo)
 		require.NoError(t, c.fr.WriteData(id, true, body))
 	}
 	c.get(2*(h2MaxStreams+10)+1, "/health")
@@ -305,5 +307,29 @@ func TestH2HeadURITooLongHasNoBody(t *testing.T) {
 	c := dialH2(t, ts.addr)
 	c.open(1, "HEAD", "/health?"+strings.Repeat("q", 1100), true)
 	c.expect(1, "414", "")
+	ts.atRest(t)
+}
+
+// A response made whole before the body has all arrived, by a handler
+// that does not read it, ends the stream: RST_STREAM(NO_ERROR) asks the
+// client to stop sending (RFC 9113 §8.1), and the connection, its last
+// stream gone, is idle again and ends at IdleTimeout. (A client that
+// declared a long body, sent part and went quiet held the connection
+// open for good.)
+func TestH2AnswerBeforeTheBodyEndsResetsNoError(t *testing.T) {
+	m := NewMux()
+	m.HandleFunc("POST /unread", func(r *Request) Reply { return Text(200, "early") })
+	ts := startServer(t, m, Config{IdleTimeout: 100 * time.Millisecond})
+	c := dialH2(t, ts.addr)
+	c.open(1, "POST", "/unread", false, "content-length", "1000000")
+	for range 3 {
+		require.NoError(t, c.fr.WriteData(1, false, make([]byte, 16<<10)))
+	}
+	c.expect(1, "200", "early")
+	c.expectReset(1, http2.ErrCodeNo)
+	require.NoError(t, c.fr.WriteData(1, false, make([]byte, 5000))) // crossed the reset: dropped
+	ga, ok := c.next().(*http2.GoAwayFrame)
+	require.True(t, ok, "the idle connection says GOAWAY")
+	assert.Equal(t, http2.ErrCodeNo, ga.ErrCode)
 	ts.atRest(t)
 }
