@@ -169,9 +169,7 @@ func (h *h2conn) onHeaders(f *h2block) {
 	case f.endStream:
 		r.body.buffered = true
 		h.dispatch(st)
-	case ls.startsAtHead(r): // the body streams, from its first byte
-		r.body.length = clen
-		h.dispatch(st)
+		return
 	case clen >= 0 && clen <= room:
 		r.body.length = clen
 		st.buffering = true
@@ -183,7 +181,38 @@ func (h *h2conn) onHeaders(f *h2block) {
 	default:
 		r.body.length = clen
 		h.dispatch(st)
+		return
 	}
+	if ls.startsAtHead(r) {
+		h.startSoon(st)
+	}
+}
+
+// startSoon starts st's Duplex handler once the frames read with its head
+// have been taken, without waiting for more: a body that came whole with
+// its head (a small POST, in one write) is buffered as for any handler,
+// and the rest stream from what has arrived (a client streaming both ways
+// may wait for the response before it sends more). Posted: the loop runs
+// it after the read in progress.
+func (h *h2conn) startSoon(st *h2stream) {
+	r, seq := st.r, st.r.seq
+	if h.ls.l.Post(func() {
+		if st.r == r && r.live(seq) && st.buffering {
+			h.overflow(st)
+		}
+	}) != nil {
+		h.overflow(st) // the loop is stopping: start it now, to be cancelled
+	}
+}
+
+// overflow starts the handler of st, whose body was being buffered, with
+// what has arrived: it comes first, then the rest streams.
+func (h *h2conn) overflow(st *h2stream) {
+	r := st.r
+	st.buffering = false
+	r.arena.shrink(r.body.data)
+	r.body.prefix = len(r.body.data) > 0
+	h.dispatch(st)
 }
 
 // refuseHead answers a request whose head is over a limit with status,
@@ -384,12 +413,9 @@ func (h *h2conn) bodyIn(st *h2stream, p []byte, end bool) {
 			h.dispatch(st)
 		}
 	case st.buffering: // a body without content-length outgrew the room: it streams from here
-		st.buffering = false
-		r.arena.shrink(r.body.data)
-		r.body.prefix = len(r.body.data) > 0
 		st.rbuf = append(st.rbuf, p...)
 		st.rend = end
-		h.dispatch(st)
+		h.overflow(st)
 	case r.body.ready() && len(st.rbuf) == 0:
 		if len(p) > 0 || end {
 			r.body.deliver(p, end)
