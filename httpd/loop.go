@@ -20,7 +20,7 @@ type loopState struct {
 
 	ln     *aio.Listener
 	ticker *aio.Handle[struct{}] // the timeout sweep
-	closed *aio.Scope            // closedScope's, made on first use
+	closed *aio.Scope            // a closed scope: a late Request.Scope's (closedScope)
 	seq    uint64                // requests started on this loop
 
 	head   h1.Head    // the head Parse fills, copied into the request's arena at once
@@ -73,6 +73,7 @@ func newLoopState(srv *Server, cfg *Config, l *aio.Loop) *loopState {
 	ls.reserve = cfg.Arenas / 8
 	ls.headQ.d, ls.idleQ.d = cfg.HeaderTimeout, cfg.IdleTimeout
 	ls.h2Streams = min(h2MaxStreams, cfg.Arenas)
+	_ = l.Post(func() { ls.closedScope() }) // made and closed before the first request
 	return ls
 }
 
@@ -203,9 +204,11 @@ func (q *connList) remove(hc *h1conn) {
 	*lk = link{}
 }
 
-// closedScope returns a scope of the loop that is closed (made and closed
-// on first use): the Scope of a request that has ended, into which a late
-// Adopt cancels its handle at once. On the loop.
+// closedScope returns a scope of the loop that is closed: the Scope of a
+// request that has ended, into which a late Adopt cancels its handle at
+// once. It is made when the server starts on the loop (newLoopState posts
+// this), so it has closed before any request ends, and it is there while
+// the loop stops. On the loop.
 func (ls *loopState) closedScope() *aio.Scope {
 	if ls.closed == nil {
 		aio.WithScope(ls.l, func(s *aio.Scope) *aio.Handle[struct{}] {
