@@ -29,17 +29,21 @@ func bodyLimitMux() *Mux {
 	m.HandleFunc("PUT /count", func(r *Request) Reply {
 		return afterBody(r, func(n int) Response { return TextResponse(200, itoa(n)) })
 	})
-	m.HandleFunc("PUT /stream", func(r *Request) Reply {
-		s := r.Stream(200, nil)
-		_, _ = s.WriteString("started\n")
-		r.Body().OnData(func(b []byte, end bool) {
-			if end {
-				s.End()
-			}
-		})
-		return s.Reply()
-	})
+	m.HandleFunc("PUT /stream", streamUntilBodyEnd)
 	return m
+}
+
+// streamUntilBodyEnd starts a streamed response at once and ends it at
+// the end of the request's body, which it reads and drops.
+func streamUntilBodyEnd(r *Request) Reply {
+	s := r.Stream(200, nil)
+	_, _ = s.WriteString("started\n")
+	r.Body().OnData(func(b []byte, end bool) {
+		if end {
+			s.End()
+		}
+	})
+	return s.Reply()
 }
 
 // afterBody reads r's body to its end and replies with what answer makes

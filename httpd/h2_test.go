@@ -309,3 +309,32 @@ func TestH2DuplexStartsAtTheHead(t *testing.T) {
 	raw.expect(1, "200", "small")
 	ts.atRest(t)
 }
+
+// A Duplex handler started after the read that brought its head (the
+// body still open) gets its answer out at once: an immediate reply, or a
+// Stream's head, is not left unsent until the client's next frame.
+func TestH2DuplexAnswerIsFlushed(t *testing.T) {
+	m := NewMux()
+	m.Handle("POST /at-once", Duplex(HandlerFunc(func(r *Request) Reply { return Text(200, "at once") })))
+	m.Handle("POST /stream", Duplex(HandlerFunc(streamUntilBodyEnd)))
+	ts := startServer(t, m, Config{})
+	c := dialH2(t, ts.addr)
+	for i, path := range []string{"/at-once", "/stream"} {
+		id := uint32(2*i + 1)
+		c.open(id, "POST", path, false)
+		f := c.next()
+		if rf, ok := f.(*http2.RSTStreamFrame); ok && rf.StreamID < id {
+			f = c.next() // the early answer's reset of the stream before
+		}
+		mh, ok := f.(*http2.MetaHeadersFrame)
+		require.True(t, ok, "%s: no response head while the body is open: %v", path, f)
+		assert.Equal(t, "200", mh.PseudoValue("status"), path)
+		require.NoError(t, c.fr.WriteData(id, true, nil))
+		for f := c.next(); ; f = c.next() {
+			if d, ok := f.(*http2.DataFrame); ok && d.StreamEnded() {
+				break
+			}
+		}
+	}
+	ts.atRest(t)
+}

@@ -199,6 +199,7 @@ func (h *h2conn) startSoon(st *h2stream) {
 	if h.ls.l.Post(func() {
 		if st.r == r && r.live(seq) && st.buffering {
 			h.overflow(st)
+			h.flush() // outside onFrame, which flushes what a frame's handling wrote
 		}
 	}) != nil {
 		h.overflow(st) // the loop is stopping: start it now, to be cancelled
