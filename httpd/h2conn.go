@@ -5,6 +5,7 @@ import (
 	"errors"
 	"io"
 	"net/netip"
+	"slices"
 	"time"
 
 	"github.com/valkyria/aio"
@@ -76,6 +77,14 @@ type h2conn struct {
 	// §5.4.2); frames after its own RST_STREAM are a stream error.
 	resets  [h2ResetMemory]uint32
 	nresets uint32 // resets written in all: the next slot is nresets % h2ResetMemory
+
+	// The streams reset after an early answer (resetEarly), whose frames
+	// may still cross our RST_STREAM, however many: forgotten once the
+	// client has answered a PING sent after their resets (crossSent of
+	// them, the PING out), as by then it has read those resets.
+	crossing  []uint32
+	crossSent int
+	crossPing bool
 
 	sendWin      int64  // the connection window the client grants us
 	peerInit     int64  // the client's SETTINGS_INITIAL_WINDOW_SIZE
@@ -326,6 +335,8 @@ func (h *h2conn) process(f http2.Frame) {
 			}
 		case h.shutting && f.Data == h2ShutdownPing:
 			h.drain() // the streams sent before the first GOAWAY have arrived
+		case h.crossPing && f.Data == h2CrossingPing:
+			h.crossed()
 		}
 	case *http2.RSTStreamFrame:
 		h.onReset(f)
@@ -454,6 +465,9 @@ func (h *h2conn) noteReset(id uint32, ours bool) {
 // lateReset tells whether stream id was reset lately, and whether by us
 // (the latest memory of it counts).
 func (h *h2conn) lateReset(id uint32) (known, ours bool) {
+	if slices.Contains(h.crossing, id) {
+		return true, true
+	}
 	for i := range min(h.nresets, h2ResetMemory) {
 		v := h.resets[(h.nresets-1-i)%h2ResetMemory]
 		if v&^resetOurs == id {
@@ -526,6 +540,53 @@ func (h *h2conn) goAwayDead(code http2.ErrCode) {
 func (h *h2conn) closeFlushed() {
 	c := h.c
 	aio.Finally(c.Flush(), func() { c.Close() })
+}
+
+// h2CrossingPing is the PING data of resetEarly's round trip.
+var h2CrossingPing = [8]byte{'c', 'r', 'o', 's', 's', 'i', 'n', 'g'}
+
+// h2CrossingMax bounds the streams reset early that a connection
+// remembers while its client has not answered the PING after them; past
+// it the oldest are forgotten (the ring of resets may still know them).
+const h2CrossingMax = 1024
+
+// resetEarly ends st, whose response is whole while the client is still
+// sending its body: RST_STREAM(NO_ERROR) asks the client to stop (RFC
+// 9113 §8.1, as net/http does), and the stream is forgotten. Its frames
+// that cross the reset are ignored until a PING sent after it comes back
+// (crossing): a client that uploads to handlers answering early, many
+// streams at once, is neither answered STREAM_CLOSED for them nor failed
+// for their trailers. The reset spends a control frame, as the server's
+// own.
+func (h *h2conn) resetEarly(st *h2stream) {
+	if h.closed || h.dead || !h.spendControl() {
+		return
+	}
+	_ = h.fr.WriteRSTStream(st.id, http2.ErrCodeNo)
+	if len(h.crossing) == h2CrossingMax {
+		h.noteReset(h.crossing[0], true)
+		h.crossing = slices.Delete(h.crossing, 0, 1)
+		h.crossSent = max(h.crossSent-1, 0)
+	}
+	h.crossing = append(h.crossing, st.id)
+	st.remoteDone = true // RST closes both sides
+	h.abortStream(st)
+	if !h.crossPing && h.spendControl() {
+		_ = h.fr.WritePing(false, h2CrossingPing)
+		h.crossPing, h.crossSent = true, len(h.crossing)
+	}
+}
+
+// crossed: the client answered the PING sent after the early resets
+// counted in crossSent: it has read them, and sends nothing more on
+// those streams. Those reset since wait for a PING of their own.
+func (h *h2conn) crossed() {
+	h.crossing = slices.Delete(h.crossing, 0, h.crossSent)
+	h.crossPing, h.crossSent = false, 0
+	if len(h.crossing) > 0 && h.spendControl() {
+		_ = h.fr.WritePing(false, h2CrossingPing)
+		h.crossPing, h.crossSent = true, len(h.crossing)
+	}
 }
 
 // h2ShutdownPing is the PING data of Shutdown's round trip.

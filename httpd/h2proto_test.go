@@ -333,3 +333,116 @@ func TestH2AnswerBeforeTheBodyEndsResetsNoError(t *testing.T) {
 	assert.Equal(t, http2.ErrCodeNo, ga.ErrCode)
 	ts.atRest(t)
 }
+
+// earlyAnswers serves POST /unread, answered 401 without reading its body
+// (which streams: the arena is small), and GET /health, to an HTTP/2
+// connection it opens.
+func earlyAnswers(t *testing.T) (*testServer, *h2Raw) {
+	m := NewMux()
+	m.HandleFunc("POST /unread", func(r *Request) Reply { return Text(401, "no") })
+	m.HandleFunc("GET /health", func(r *Request) Reply { return Text(200, "ok") })
+	ts := startServer(t, m, Config{ArenaSize: 1024})
+	return ts, dialH2(t, ts.addr)
+}
+
+// Many streams answered early at once (a client uploading 64 bodies to a
+// handler that answers 401 unread), then the DATA that crossed their
+// resets: it is ignored however many streams were reset, not answered
+// STREAM_CLOSED (which spent the rapid-reset budget until the client got
+// GOAWAY(ENHANCE_YOUR_CALM) in its seventh round), and the connection
+// goes on.
+func TestH2ManyEarlyAnswersCrossingData(t *testing.T) {
+	ts, c := earlyAnswers(t)
+	const batch = 64
+	chunk := make([]byte, 100)
+	id := uint32(1)
+	for round := range 20 {
+		first := id
+		for range batch {
+			c.open(id, "POST", "/unread", false, "content-length", "100000")
+			id += 2
+		}
+		for sid := first; sid < id; sid += 2 {
+			s, _ := c.response(sid)
+			require.Equal(t, "401", s, "round %d stream %d", round, sid)
+			c.expectReset(sid, http2.ErrCodeNo)
+		}
+		for range 2 {
+			for sid := first; sid < id; sid += 2 {
+				require.NoError(t, c.fr.WriteData(sid, false, chunk))
+			}
+		}
+		c.get(id, "/health")
+		for {
+			f := c.next()
+			if ga, ok := f.(*http2.GoAwayFrame); ok {
+				t.Fatalf("round %d: GOAWAY(%v)", round, ga.ErrCode)
+			}
+			if rf, ok := f.(*http2.RSTStreamFrame); ok {
+				t.Fatalf("round %d: RST_STREAM(%v) on stream %d, which the server had reset", round, rf.ErrCode, rf.StreamID)
+			}
+			mh, ok := f.(*http2.MetaHeadersFrame)
+			require.True(t, ok, "round %d: %v", round, f)
+			require.Equal(t, id, mh.StreamID)
+			break
+		}
+		c.next() // its DATA
+		id += 2
+	}
+	assert.Zero(t, ts.Stats().Abusive)
+	ts.atRest(t)
+}
+
+// Trailers (HEADERS with END_STREAM, as gRPC's) that cross the resets of
+// more streams than the ring of resets remembers are ignored, not a
+// connection error.
+func TestH2TrailersCrossingEarlyAnswers(t *testing.T) {
+	ts, c := earlyAnswers(t)
+	const n = 2 * h2ResetMemory
+	for i := range uint32(n) {
+		c.open(2*i+1, "POST", "/unread", false, "content-length", "100000")
+	}
+	for i := range uint32(n) {
+		s, _ := c.response(2*i + 1)
+		require.Equal(t, "401", s)
+		c.expectReset(2*i+1, http2.ErrCodeNo)
+	}
+	for i := range uint32(n) {
+		trailer := c.block("grpc-status", "0")
+		require.NoError(t, c.fr.WriteHeaders(http2.HeadersFrameParam{StreamID: 2*i + 1, BlockFragment: trailer, EndStream: true, EndHeaders: true}))
+	}
+	c.get(2*n+1, "/health")
+	c.expect(2*n+1, "200", "ok")
+	ts.atRest(t)
+}
+
+// The streams reset early are remembered until the client answers the
+// PING the server sends after their resets, and no longer.
+func TestH2EarlyResetsForgottenAfterPing(t *testing.T) {
+	ts, c := earlyAnswers(t)
+	c.open(1, "POST", "/unread", false, "content-length", "100000")
+	crossing := func() (n int) {
+		ts.onLoop(t, func() {
+			for _, ls := range ts.loopStates() {
+				for hc := ls.conns.head; hc != nil; hc = hc.links[linkAll].next {
+					if hc.h2 != nil {
+						n += len(hc.h2.crossing)
+					}
+				}
+			}
+		})
+		return n
+	}
+	var ping *http2.PingFrame
+	for ping == nil {
+		f, err := c.fr.ReadFrame()
+		require.NoError(t, err)
+		if p, ok := f.(*http2.PingFrame); ok && !p.IsAck() {
+			ping = p
+		}
+	}
+	assert.Equal(t, 1, crossing(), "remembered until the PING comes back")
+	require.NoError(t, c.fr.WritePing(true, ping.Data))
+	eventually(t, func() bool { return crossing() == 0 }, "still remembered after the PING's answer")
+	ts.atRest(t)
+}

@@ -600,12 +600,11 @@ func (h *h2conn) maybeRelease(st *h2stream) {
 	r.h2s = nil
 	h.ls.closeRequest(r)
 	if st.localDone && !st.remoteDone && !st.reset {
-		// The response is whole and the rest of the body is nobody's:
-		// RST_STREAM(NO_ERROR) asks the client to stop sending it (RFC
-		// 9113 §8.1), as net/http does. Without it the stream would stay
-		// open, the window credited for bytes dropped, as long as the
-		// client liked, and keep the connection from ever being idle.
-		h.resetWith(st.id, http2.ErrCodeNo, true)
+		// The response is whole and the rest of the body is nobody's.
+		// Without a reset the stream would stay open, the window
+		// credited for bytes dropped, as long as the client liked, and
+		// keep the connection from ever being idle.
+		h.resetEarly(st)
 	}
 	h.maybeClose(st)
 }
