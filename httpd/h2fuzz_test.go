@@ -63,7 +63,26 @@ func h2Seeds() [][]byte {
 			EndStream: true, EndHeaders: true, PadLength: 4})
 		_ = fr.WriteGoAway(0, http2.ErrCodeNo, nil)
 	})
+	seq(func() { // a Duplex handler, its body in parts; an early answer, and DATA crossing its reset
+		_ = fr.WriteHeaders(http2.HeadersFrameParam{StreamID: 1, BlockFragment: block("POST", "/duplex"), EndHeaders: true})
+		_ = fr.WriteData(1, false, []byte("one\n"))
+		_ = fr.WriteHeaders(http2.HeadersFrameParam{StreamID: 3, BlockFragment: block("POST", "/unread",
+			"content-length", "1000"), EndHeaders: true})
+		_ = fr.WriteData(3, false, make([]byte, 100))
+		_ = fr.WritePing(true, [8]byte{'c', 'r', 'o', 's', 's', 'i', 'n', 'g'})
+		_ = fr.WriteData(3, false, make([]byte, 100))
+		_ = fr.WriteData(1, true, []byte("two\n"))
+	})
 	return seeds
+}
+
+// fuzzMux is testMux with a Duplex echo (POST /duplex) and a handler that
+// answers without reading its body (POST /unread).
+func fuzzMux() *Mux {
+	m := testMux()
+	m.Handle("POST /duplex", Duplex(HandlerFunc(echoHandler)))
+	m.HandleFunc("POST /unread", func(r *Request) Reply { return Text(401, "no") })
+	return m
 }
 
 // FuzzH2Frames feeds arbitrary bytes, after the preface and SETTINGS, to a
@@ -76,7 +95,7 @@ func FuzzH2Frames(f *testing.F) {
 	for _, s := range h2Seeds() {
 		f.Add(s)
 	}
-	ts := startServer(f, testMux(), Config{})
+	ts := startServer(f, fuzzMux(), Config{})
 	f.Fuzz(func(t *testing.T, in []byte) {
 		nc, err := net.DialTimeout("tcp", ts.addr, waitTimeout)
 		require.NoError(t, err)
