@@ -583,7 +583,9 @@ func (h *h2conn) resetEarly(st *h2stream) {
 func (h *h2conn) crossed() {
 	h.crossing = slices.Delete(h.crossing, 0, h.crossSent)
 	h.crossPing, h.crossSent = false, 0
-	if len(h.crossing) > 0 && h.spendControl() {
+	if len(h.crossing) == 0 {
+		h.crossing = nil // an idle connection keeps no list
+	} else if h.spendControl() {
 		_ = h.fr.WritePing(false, h2CrossingPing)
 		h.crossPing, h.crossSent = true, len(h.crossing)
 	}

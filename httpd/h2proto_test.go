@@ -421,12 +421,12 @@ func TestH2TrailersCrossingEarlyAnswers(t *testing.T) {
 func TestH2EarlyResetsForgottenAfterPing(t *testing.T) {
 	ts, c := earlyAnswers(t)
 	c.open(1, "POST", "/unread", false, "content-length", "100000")
-	crossing := func() (n int) {
+	crossing := func() (n int) { // the streams remembered, and the list's room
 		ts.onLoop(t, func() {
 			for _, ls := range ts.loopStates() {
 				for hc := ls.conns.head; hc != nil; hc = hc.links[linkAll].next {
 					if hc.h2 != nil {
-						n += len(hc.h2.crossing)
+						n += len(hc.h2.crossing) + cap(hc.h2.crossing)
 					}
 				}
 			}
@@ -441,8 +441,8 @@ func TestH2EarlyResetsForgottenAfterPing(t *testing.T) {
 			ping = p
 		}
 	}
-	assert.Equal(t, 1, crossing(), "remembered until the PING comes back")
+	assert.NotZero(t, crossing(), "remembered until the PING comes back")
 	require.NoError(t, c.fr.WritePing(true, ping.Data))
-	eventually(t, func() bool { return crossing() == 0 }, "still remembered after the PING's answer")
+	eventually(t, func() bool { return crossing() == 0 }, "still remembered, or its room kept, after the PING's answer")
 	ts.atRest(t)
 }
