@@ -220,13 +220,14 @@ func TestNoContentLengthWithoutContent(t *testing.T) {
 }
 
 // A Duplex handler, and a FromHTTP one (as net/http's HTTP/2 handlers),
-// starts at its request's head on HTTP/2: a client that waits for each
+// also behind a Mux that the Server's Mux routes to, starts at its
+// request's head on HTTP/2: a client that waits for each
 // line's echo before it sends the next gets them, where a handler that
 // waited for the small body to arrive whole would wait for the client,
 // and the client for it.
 func TestH2DuplexStartsAtTheHead(t *testing.T) {
 	m := NewMux()
-	m.Handle("POST /native", Duplex(HandlerFunc(func(r *Request) Reply {
+	nativeEcho := Duplex(HandlerFunc(func(r *Request) Reply {
 		s := r.Stream(200, nil)
 		r.Body().OnData(func(p []byte, end bool) {
 			_, _ = s.Write(p)
@@ -235,7 +236,11 @@ func TestH2DuplexStartsAtTheHead(t *testing.T) {
 			}
 		})
 		return s.Reply()
-	})))
+	}))
+	m.Handle("POST /native", nativeEcho)
+	api := NewMux() // a Mux routed to by the Server's Mux
+	api.Handle("POST /api/{name}", nativeEcho)
+	m.Handle("/api/", api)
 	m.Handle("POST /std", FromHTTP(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
 		w.WriteHeader(200)
 		w.(http.Flusher).Flush()
@@ -261,7 +266,7 @@ func TestH2DuplexStartsAtTheHead(t *testing.T) {
 	})
 	ts := startServer(t, m, Config{})
 	c := h2Client(t)
-	for _, path := range []string{"/native", "/std"} {
+	for _, path := range []string{"/native", "/std", "/api/nested"} {
 		pr, pw := io.Pipe()
 		lines := make(chan string, 1)
 		lines <- "one\n"

@@ -105,8 +105,9 @@ func (m *Mux) match(r *Request) (Handler, route.Kind) {
 // other until a timeout. On HTTP/1.1, where a client sends the whole body
 // before it reads a response, it changes nothing. A Duplex handler takes
 // effect as the Server's Handler, or as one a Mux that is the Server's
-// Handler routes to. FromHTTP's handlers are Duplex, as net/http's HTTP/2
-// handlers start at the head.
+// Handler routes to (through Muxes it routes to in turn), not behind a
+// handler of another kind (a middleware must be Duplex itself). FromHTTP's
+// handlers are Duplex, as net/http's HTTP/2 handlers start at the head.
 func Duplex(h Handler) Handler {
 	if h == nil {
 		panic("httpd: Duplex of a nil handler")
@@ -118,10 +119,15 @@ func Duplex(h Handler) Handler {
 type duplex struct{ Handler }
 
 // startsAtHead reports whether r's handler is Duplex: the Server's
-// Handler, or the one its Mux routes r to. On the loop.
+// Handler, or the one its Mux routes r to, through the Muxes it routes to
+// in turn. On the loop.
 func (ls *loopState) startsAtHead(r *Request) bool {
 	h := ls.srv.Handler
-	if m, ok := h.(*Mux); ok {
+	for {
+		m, ok := h.(*Mux)
+		if !ok {
+			break
+		}
 		mh, kind := m.match(r)
 		if kind != route.Found {
 			return false
