@@ -3,6 +3,7 @@ package httpd_test
 import (
 	"bufio"
 	"context"
+	"errors"
 	"fmt"
 	"io"
 	"net/http"
@@ -284,4 +285,33 @@ func ExampleDuplex() {
 	// HTTP/2.0 ping 1
 	// HTTP/2.0 ping 2
 	// HTTP/2.0 ping 3
+}
+
+// context.Cause of a request's context tells the work it started why it
+// ended: here the client gives up after 50 ms, and the computation learns
+// that its client went away (not that the server is shutting down, nor
+// that the request simply ended).
+func ExampleRequest_Context() {
+	why := make(chan error, 1)
+	mux := httpd.NewMux()
+	mux.HandleFunc("GET /report", func(r *httpd.Request) httpd.Reply {
+		ctx := r.Context()
+		return httpd.Later(aio.Work(r.Loop(), func(context.Context) (httpd.Response, error) {
+			<-ctx.Done() // a long computation, cut short
+			why <- context.Cause(ctx)
+			return httpd.Response{}, ctx.Err()
+		}))
+	})
+	url, stop := serve(mux)
+	defer stop()
+
+	tr := &http.Transport{}
+	defer tr.CloseIdleConnections()
+	if _, err := (&http.Client{Transport: tr, Timeout: 50 * time.Millisecond}).Get(url + "/report"); err != nil {
+		fmt.Println("the client gave up")
+	}
+	fmt.Println("client gone:", errors.Is(<-why, httpd.ErrClientGone))
+	// Output:
+	// the client gave up
+	// client gone: true
 }

@@ -221,10 +221,10 @@ func TestNoContentLengthWithoutContent(t *testing.T) {
 
 // A Duplex handler, and a FromHTTP one (as net/http's HTTP/2 handlers),
 // also behind a Mux that the Server's Mux routes to, starts at its
-// request's head on HTTP/2: a client that waits for each
-// line's echo before it sends the next gets them, where a handler that
-// waited for the small body to arrive whole would wait for the client,
-// and the client for it.
+// request's head on HTTP/2: a client that waits for each line's echo
+// before it sends the next gets them, where a handler that waited for the
+// small body to arrive whole would wait for the client, and the client
+// for it.
 func TestH2DuplexStartsAtTheHead(t *testing.T) {
 	m := NewMux()
 	nativeEcho := Duplex(HandlerFunc(func(r *Request) Reply {
