@@ -385,10 +385,14 @@ func (w *responseWriter) WriteHeader(status int) {
 	w.fixHead()
 }
 
-// fixHead reads the Content-Length the handler declared, once: as
-// net/http, the one set when the head is written (WriteHeader, or the
-// first Write) is the length the body must have.
+// fixHead fixes the head once it is written (WriteHeader, the first
+// Write or Flush, or the handler's end): the status, 200 if none was set,
+// and, as net/http has it, the Content-Length the handler declared by
+// then as the length the body must have.
 func (w *responseWriter) fixHead() {
+	if w.status == 0 {
+		w.status = 200
+	}
 	if w.headDone {
 		return
 	}
@@ -405,9 +409,6 @@ func (w *responseWriter) fixHead() {
 // declared Content-Length (http.ErrContentLength), nor any for a status
 // without content (204, 304: http.ErrBodyNotAllowed).
 func (w *responseWriter) Write(b []byte) (int, error) {
-	if w.status == 0 {
-		w.status = 200
-	}
 	w.fixHead()
 	if !hasContent(w.status) {
 		return 0, http.ErrBodyNotAllowed
@@ -461,9 +462,7 @@ func (w *responseWriter) Flush() { _ = w.FlushError() }
 // FlushError is Flush that reports a client gone (http.ResponseController
 // uses it).
 func (w *responseWriter) FlushError() error {
-	if w.status == 0 {
-		w.status = 200
-	}
+	w.fixHead()
 	if !hasContent(w.status) {
 		return nil // no body to stream: the head goes when the handler returns
 	}
@@ -478,9 +477,6 @@ func (w *responseWriter) FlushError() error {
 // that makes it stream, is sniffed for a Content-Type if nothing is
 // buffered.
 func (w *responseWriter) streamWith(trailer []Field, next []byte) error {
-	if w.status == 0 {
-		w.status = 200
-	}
 	w.fixHead()
 	w.streaming = true
 	first := w.body.Bytes()
@@ -498,15 +494,12 @@ func (w *responseWriter) streamWith(trailer []Field, next []byte) error {
 // (http.ServeContent sets it and writes nothing), which a Response with no
 // Body may state (Request.length).
 func (w *responseWriter) response() Response {
-	if w.status == 0 {
-		w.status = 200
-	}
 	w.fixHead()
 	body := w.body.Bytes()
 	if w.head && w.length >= 0 {
 		body = nil
 	}
-	return Response{Status: w.status, Header: w.fields(w.body.Bytes(), body == nil && w.head), Body: body}
+	return Response{Status: w.status, Header: w.fields(w.body.Bytes(), w.head), Body: body}
 }
 
 // fields are the response's header fields, with a Content-Type sniffed
