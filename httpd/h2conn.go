@@ -554,24 +554,29 @@ const h2CrossingMax = 1024
 // sending its body: RST_STREAM(NO_ERROR) asks the client to stop (RFC
 // 9113 §8.1, as net/http does), and the stream is forgotten. Its frames
 // that cross the reset are ignored until a PING sent after it comes back
-// (crossing): a client that uploads to handlers answering early, many
-// streams at once, is neither answered STREAM_CLOSED for them nor failed
-// for their trailers. The reset spends a control frame, as the server's
-// own.
+// (crossing), not only while the ring of resets remembers it: a client
+// that uploads to handlers answering early, many streams at once, is
+// neither answered STREAM_CLOSED for them nor failed for their trailers.
+// The reset spends a control frame, as the server's own.
 func (h *h2conn) resetEarly(st *h2stream) {
-	if h.closed || h.dead || !h.spendControl() {
+	id := st.id
+	if !h.resetWith(id, http2.ErrCodeNo, true) {
 		return
 	}
-	_ = h.fr.WriteRSTStream(st.id, http2.ErrCodeNo)
 	if len(h.crossing) == h2CrossingMax {
-		h.noteReset(h.crossing[0], true)
 		h.crossing = slices.Delete(h.crossing, 0, 1)
 		h.crossSent = max(h.crossSent-1, 0)
 	}
-	h.crossing = append(h.crossing, st.id)
-	st.remoteDone = true // RST closes both sides
-	h.abortStream(st)
-	if !h.crossPing && h.spendControl() {
+	h.crossing = append(h.crossing, id)
+	if !h.crossPing {
+		h.pingCrossing()
+	}
+}
+
+// pingCrossing sends the PING whose answer ends the memory of the early
+// resets so far (crossed).
+func (h *h2conn) pingCrossing() {
+	if h.spendControl() {
 		_ = h.fr.WritePing(false, h2CrossingPing)
 		h.crossPing, h.crossSent = true, len(h.crossing)
 	}
@@ -585,9 +590,8 @@ func (h *h2conn) crossed() {
 	h.crossPing, h.crossSent = false, 0
 	if len(h.crossing) == 0 {
 		h.crossing = nil // an idle connection keeps no list
-	} else if h.spendControl() {
-		_ = h.fr.WritePing(false, h2CrossingPing)
-		h.crossPing, h.crossSent = true, len(h.crossing)
+	} else {
+		h.pingCrossing()
 	}
 }
 

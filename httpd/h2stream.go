@@ -528,14 +528,16 @@ func (h *h2conn) resetStream(id uint32, code http2.ErrCode) { h.resetWith(id, co
 
 // resetWith is resetStream; ours says the reset is for the server's own
 // reason whatever the code (no arena free), so that it spends a control
-// frame but no reset token (spendRST).
-func (h *h2conn) resetWith(id uint32, code http2.ErrCode, ours bool) {
+// frame but no reset token (spendRST). It reports whether it sent the
+// reset (not on a connection ending, a stream reset already, or a budget
+// spent).
+func (h *h2conn) resetWith(id uint32, code http2.ErrCode, ours bool) bool {
 	if h.closed || h.dead {
-		return
+		return false
 	}
 	st := h.streams[id]
 	if st != nil && st.reset || ours && !h.spendControl() || !ours && !h.spendRST(code) {
-		return
+		return false
 	}
 	_ = h.fr.WriteRSTStream(id, code)
 	h.noteReset(id, true)
@@ -543,6 +545,7 @@ func (h *h2conn) resetWith(id uint32, code http2.ErrCode, ours bool) {
 		st.remoteDone = true // RST closes both sides
 		h.abortStream(st)
 	}
+	return true
 }
 
 // abortStream ends st, reset by either side: nothing more is sent, the
