@@ -1115,11 +1115,7 @@ func (hc *h1conn) setTimeout(q *connList) {
 // progress is about to be cancelled (Request.Context).
 func (hc *h1conn) cancelAllFor(err error) {
 	if h := hc.h2; h != nil {
-		for _, st := range h.streams {
-			if r := st.r; r != nil {
-				r.cancelFor(err)
-			}
-		}
+		h.cancelAllFor(err)
 		return
 	}
 	for r := hc.qhead; r != nil; r = r.next {

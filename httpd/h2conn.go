@@ -749,6 +749,15 @@ func (h *h2conn) onClose(c *aio.Conn, err error) {
 
 func (h *h2conn) conn() *aio.Conn { return h.c }
 
+// cancelAllFor is h1conn.cancelAllFor for the connection's streams.
+func (h *h2conn) cancelAllFor(err error) {
+	for _, st := range h.streams {
+		if r := st.r; r != nil {
+			r.cancelFor(err)
+		}
+	}
+}
+
 func (h *h2conn) remoteAddr() netip.AddrPort { return h.c.RemoteAddr() }
 
 func (h *h2conn) tlsState() (tls.ConnectionState, bool) { return h.c.TLS() }
