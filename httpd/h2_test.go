@@ -239,7 +239,10 @@ func TestH2DuplexStartsAtTheHead(t *testing.T) {
 	}))
 	m.Handle("POST /native", nativeEcho)
 	api := NewMux() // a Mux routed to by the Server's Mux
-	api.Handle("POST /api/{name}", nativeEcho)
+	api.Handle("POST /api/{name}", Duplex(HandlerFunc(func(r *Request) Reply {
+		assert.Equal(t, "nested", r.PathValue("name"), "the path values are the nested Mux's")
+		return nativeEcho.ServeAIO(r)
+	})))
 	m.Handle("/api/", api)
 	m.Handle("POST /std", FromHTTP(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
 		w.WriteHeader(200)

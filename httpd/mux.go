@@ -59,7 +59,13 @@ func (m *Mux) HandleFunc(pattern string, fn func(r *Request) Reply) {
 // ServeAIO routes r: the matched handler answers it, or the Mux answers
 // 404, 405, 307 or 400 as ServeMux would. On the loop.
 func (m *Mux) ServeAIO(r *Request) Reply {
-	h, kind := m.match(r)
+	h, kind := r.matchH, r.matchKind
+	if r.matchedBy != m { // not routed at the head by this Mux (startsAtHead): the common case
+		h, kind = m.r.Match(r.head.Method, r.head.Host, r.matchPath(), &r.params)
+		if r.matchedBy != nil {
+			r.matchedBy = nil // a Mux it routes to matched at the head; the params are this one's now
+		}
+	}
 	switch kind {
 	case route.Found:
 		r.routed = true
@@ -84,13 +90,11 @@ func (m *Mux) ServeAIO(r *Request) Reply {
 	}
 }
 
-// match routes r, once per Mux: the engine may route before the handler
-// runs (startsAtHead), and ServeAIO then takes what it found.
+// match routes r at its head (startsAtHead) and keeps what it found, for
+// ServeAIO to take instead of routing again.
 func (m *Mux) match(r *Request) (Handler, route.Kind) {
-	if r.matchedBy != m {
-		r.matchedBy = m
-		r.matchH, r.matchKind = m.r.Match(r.head.Method, r.head.Host, r.matchPath(), &r.params)
-	}
+	r.matchedBy = m
+	r.matchH, r.matchKind = m.r.Match(r.head.Method, r.head.Host, r.matchPath(), &r.params)
 	return r.matchH, r.matchKind
 }
 

@@ -38,7 +38,8 @@ type Request struct {
 	stream Stream
 	dec    h1.ChunkedDecoder // a chunked body's
 	routed bool              // params hold a Mux match
-	// The Mux that routed the request (Mux.match), and what it found.
+	// The Mux that routed the request at its head (Mux.match), and what
+	// it found; matchH and matchKind mean nothing while matchedBy is nil.
 	matchedBy *Mux
 	matchH    Handler
 	matchKind route.Kind
@@ -78,7 +79,7 @@ func (r *Request) start(eng engine, seq uint64) {
 	r.eng, r.seq = eng, seq
 	r.arena.reset(r.buf)
 	r.routed = false
-	r.matchedBy, r.matchH = nil, nil
+	r.matchedBy = nil
 	r.next, r.resp, r.h = nil, Response{}, nil
 	r.replied, r.written, r.hdone, r.gone = false, false, false, false
 	r.expect, r.isHead, r.closeAf, r.released = false, false, false, false
