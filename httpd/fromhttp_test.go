@@ -369,15 +369,13 @@ func TestContextCause(t *testing.T) {
 	assert.Equal(t, context.Canceled, recvT(t, causes), "a request that ended as usual")
 	ts.atRest(t)
 
-	for _, path := range []string{"/std", "/native"} {
-		c := dialRaw(t, ts.addr)
-		c.send("GET " + path + " HTTP/1.1\r\nHost: x\r\n\r\n")
-		recvT(t, started)
-	}
+	h2 := causePending(t, ts, started)
+	h2.get(1, "/native") // an HTTP/2 stream too
+	recvT(t, started)
 	ctx, cancel := context.WithTimeout(t.Context(), 50*time.Millisecond)
 	defer cancel()
 	assert.ErrorIs(t, ts.Shutdown(ctx), context.DeadlineExceeded)
-	for range 2 {
+	for range 3 {
 		assert.ErrorIs(t, recvT(t, causes), ErrServerClosed, "Shutdown's deadline")
 	}
 }
@@ -466,16 +464,24 @@ func TestFromHTTPResponseController(t *testing.T) {
 	}
 }
 
-// Stopping the loop (the runtime's shutdown) cancels the requests in
-// progress: context.Cause says aio.ErrStopped.
-func TestContextCauseLoopStop(t *testing.T) {
-	started, causes := make(chan struct{}, 4), make(chan error, 4)
-	ts := startServer(t, causeMux(started, causes), Config{})
+// causePending leaves a request to /std and one to /native pending, each
+// on its own HTTP/1.1 connection, and returns an HTTP/2 connection for
+// more.
+func causePending(t *testing.T, ts *testServer, started <-chan struct{}) *h2Raw {
 	for _, path := range []string{"/std", "/native"} {
 		c := dialRaw(t, ts.addr)
 		c.send("GET " + path + " HTTP/1.1\r\nHost: x\r\n\r\n")
 		recvT(t, started)
 	}
+	return dialH2(t, ts.addr)
+}
+
+// Stopping the loop (the runtime's shutdown) cancels the requests in
+// progress: context.Cause says aio.ErrStopped.
+func TestContextCauseLoopStop(t *testing.T) {
+	started, causes := make(chan struct{}, 4), make(chan error, 4)
+	ts := startServer(t, causeMux(started, causes), Config{})
+	causePending(t, ts, started)
 	ctx, cancel := context.WithTimeout(t.Context(), 50*time.Millisecond)
 	defer cancel()
 	_ = ts.rt.Shutdown(ctx)
@@ -489,17 +495,11 @@ func TestContextCauseLoopStop(t *testing.T) {
 // that is done and a scope that is closed, not live ones that nothing
 // would end; the next request starts with neither.
 func TestContextAfterEnd(t *testing.T) {
-	late := make(chan context.Context, 1)
-	adopted := make(chan bool, 1) // whether the handle adopted late was cancelled by Adopt
-	scopes := make(chan bool, 2)  // whether the Request holds a scope
+	var ended *Request           // owned by the loop
+	scopes := make(chan bool, 1) // whether the Request holds a scope
 	m := NewMux()
 	m.HandleFunc("GET /after", func(r *Request) Reply {
-		aio.Delay(r.Loop(), 20*time.Millisecond, func() (struct{}, error) {
-			late <- r.Context() // the request has ended by now
-			adopted <- aio.Adopt(r.Scope(), aio.Sleep(r.Loop(), time.Hour)).Cancelled()
-			scopes <- r.scope != nil
-			return struct{}{}, nil
-		})
+		ended = r
 		return Text(200, "ok")
 	})
 	m.HandleFunc("GET /next", func(r *Request) Reply {
@@ -510,10 +510,17 @@ func TestContextAfterEnd(t *testing.T) {
 	a := dialRaw(t, ts.addr)
 	a.send("GET /after HTTP/1.1\r\nHost: x\r\n\r\n")
 	assert.Equal(t, 200, a.read("GET").status)
-	ctx := recvT(t, late)
+	ts.atRest(t) // the request has ended, its Request back in the slab
+	var ctx context.Context
+	var adoptedCancelled, kept bool
+	ts.onLoop(t, func() { // late, as a timer that outlived the request would be
+		ctx = ended.Context()
+		adoptedCancelled = aio.Adopt(ended.Scope(), aio.Sleep(ended.Loop(), time.Hour)).Cancelled()
+		kept = ended.scope != nil
+	})
 	assert.ErrorIs(t, ctx.Err(), context.Canceled, "Context after the request's end is done")
-	assert.True(t, recvT(t, adopted), "what is adopted into a late Scope is cancelled at once")
-	assert.False(t, recvT(t, scopes), "a late Scope is not kept")
+	assert.True(t, adoptedCancelled, "what is adopted into a late Scope is cancelled at once")
+	assert.False(t, kept, "a late Scope is not kept")
 
 	b := dialRaw(t, ts.addr)
 	b.send("GET /next HTTP/1.1\r\nHost: x\r\n\r\n")
@@ -522,14 +529,18 @@ func TestContextAfterEnd(t *testing.T) {
 	ts.atRest(t)
 }
 
-// slowFailWriter takes its first Write after a pause (the body piles up
-// in the pipe meanwhile), then fails every Write: a disk that filled up.
-type slowFailWriter struct{ n int }
+// gatedFailWriter takes its first Write once gate is closed (the body
+// piles up in the pipe meanwhile), then fails every Write: a disk that
+// filled up.
+type gatedFailWriter struct {
+	gate <-chan struct{}
+	n    int
+}
 
-func (w *slowFailWriter) Write(p []byte) (int, error) {
+func (w *gatedFailWriter) Write(p []byte) (int, error) {
 	w.n++
 	if w.n == 1 {
-		time.Sleep(200 * time.Millisecond)
+		<-w.gate
 		return len(p), nil
 	}
 	return 0, errors.New("disk full")
@@ -541,14 +552,29 @@ func (w *slowFailWriter) Write(p []byte) (int, error) {
 // took and never wrote do not stay counted as waiting, which would keep
 // the pipe paused for good.
 func TestFromHTTPWriteToErrorThenDrain(t *testing.T) {
+	gate := make(chan struct{})
 	h := FromHTTP(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
-		_, err := io.Copy(&slowFailWriter{}, r.Body)
+		_, err := io.Copy(&gatedFailWriter{gate: gate}, r.Body)
 		n, err2 := io.Copy(io.Discard, r.Body)
 		fmt.Fprintf(w, "%v; drained %v, %v", err, n > 0, err2)
 	}))
 	ts := startServer(t, h, Config{})
-	_, body := post(t, client(t), ts.url+"/", bytes.NewReader(make([]byte, 4<<20)))
-	assert.Equal(t, "disk full; drained true, <nil>", string(body))
+	bodies := make(chan string, 1)
+	go func() {
+		resp, err := client(t).Post(ts.url+"/", "", bytes.NewReader(make([]byte, 4<<20)))
+		if err != nil {
+			bodies <- err.Error()
+			return
+		}
+		b, _ := io.ReadAll(resp.Body)
+		resp.Body.Close()
+		bodies <- string(b)
+	}()
+	eventually(t, func() bool { // the pipe is full: the first Write holds a batch
+		return ts.anyConn(t, func(hc *h1conn) bool { return hc.cur != nil && hc.cur.body.paused })
+	}, "the body never paused")
+	close(gate)
+	assert.Equal(t, "disk full; drained true, <nil>", recvT(t, bodies))
 	ts.atRest(t)
 }
 
