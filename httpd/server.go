@@ -123,8 +123,9 @@ type Config struct {
 	// client that sends plaintext HTTP to such a listener gets net/http's
 	// plaintext "400 Bad Request" ("Client sent an HTTP request to an
 	// HTTPS server.") unless Listen.NotTLS (aio.ListenConfig.NotTLS)
-	// answers otherwise; other plaintext is closed in silence. Listen.Conn configures each
-	// connection (its Linger: see the package doc).
+	// answers otherwise; other plaintext is closed in silence.
+	// Listen.Conn configures each connection (its Linger: see the package
+	// doc).
 	Listen aio.ListenConfig
 }
 
