@@ -158,13 +158,7 @@ func TestH2BodyOverLimit(t *testing.T) {
 	c.expect(1, "413", statusBody(413))
 	c.expectReset(1, http2.ErrCodeNo)
 
-	c.open(3, "PUT", "/count", false)
-	piece := make([]byte, 16<<10)
-	for range 3 { // the second outgrows the arena (the handler starts), the third the limit
-		require.NoError(t, c.fr.WriteData(3, false, piece))
-	}
-	c.expect(3, "413", statusBody(413))
-	c.expectReset(3, http2.ErrCodeNo)
+	piece := c.outgrow(3, "/count")
 	require.NoError(t, c.fr.WriteData(3, true, piece[:10])) // crossed the reset: ignored
 
 	c.open(5, "PUT", "/count", false)
@@ -181,6 +175,23 @@ func TestH2BodyOverLimit(t *testing.T) {
 	assert.Equal(t, uint64(3), st.Requests, "stream 1's handler never ran")
 	assert.Equal(t, uint64(2), st.Cancelled, "the handlers of streams 3 and 5 are cancelled")
 	assert.Equal(t, uint64(3), st.BadRequests)
+}
+
+// outgrow opens stream id to path with a body without a length, and sends
+// three 16 KiB pieces of it: the second outgrows a default arena (the
+// handler starts), the third a limit of 40000, which must be answered
+// 413 in the handler's place, then RST_STREAM(NO_ERROR). It returns a
+// piece, for more.
+func (c *h2Raw) outgrow(id uint32, path string) []byte {
+	c.t.Helper()
+	c.open(id, "PUT", path, false)
+	piece := make([]byte, 16<<10)
+	for range 3 {
+		require.NoError(c.t, c.fr.WriteData(id, false, piece))
+	}
+	c.expect(id, "413", statusBody(413))
+	c.expectReset(id, http2.ErrCodeNo)
+	return piece
 }
 
 // A malformed chunk in a body that streams to its handler is a 400 like

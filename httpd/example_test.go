@@ -315,3 +315,35 @@ func ExampleRequest_Context() {
 	// the client gave up
 	// client gone: true
 }
+
+// MaxBytesHandler gives one route a lower body limit than the server's:
+// a JSON API that takes small bodies beside routes that take more.
+func ExampleMaxBytesHandler() {
+	mux := httpd.NewMux()
+	mux.Handle("POST /api/notes", httpd.MaxBytesHandler(httpd.HandlerFunc(func(r *httpd.Request) httpd.Reply {
+		b, _ := r.Body().Bytes()
+		return httpd.Text(201, fmt.Sprintf("%d bytes stored", len(b)))
+	}), 16))
+	url, stop := serve(mux)
+	defer stop()
+
+	tr := &http.Transport{}
+	defer tr.CloseIdleConnections()
+	c := &http.Client{Transport: tr}
+	for _, note := range []string{"buy milk", "write the whole novel tonight"} {
+		resp, err := c.Post(url+"/api/notes", "text/plain", strings.NewReader(note))
+		if err != nil {
+			fmt.Println(err)
+			return
+		}
+		b, _ := io.ReadAll(resp.Body)
+		resp.Body.Close()
+		fmt.Printf("%d %s", resp.StatusCode, b)
+		if resp.StatusCode == 201 {
+			fmt.Println()
+		}
+	}
+	// Output:
+	// 201 8 bytes stored
+	// 413 413 Request Entity Too Large
+}

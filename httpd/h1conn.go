@@ -332,7 +332,7 @@ func (hc *h1conn) onHead(raw []byte) {
 	case h1.BodyChunked:
 		r.body.length = -1
 		r.dec.Reset()
-		r.dec.MaxBody = ls.cfg.MaxBodyBytes
+		r.dec.MaxBody = r.bodyLimit
 		hc.cur, hc.rstate = r, rsChunked
 		hc.buffering = true
 		r.body.data = r.arena.take(r.arena.Room() / 2)[:0]
@@ -483,7 +483,7 @@ func (hc *h1conn) refuseStreamed(r *Request, status int) {
 		r.replied = true
 	}
 	if status == 413 {
-		r.cancelFor(maxBytesCause(hc.ls.cfg.MaxBodyBytes))
+		r.cancelFor(maxBytesCause(r.bodyLimit))
 	} else {
 		r.cancelFor(ErrBadBody)
 	}

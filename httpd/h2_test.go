@@ -220,7 +220,8 @@ func TestNoContentLengthWithoutContent(t *testing.T) {
 }
 
 // A Duplex handler, and a FromHTTP one (as net/http's HTTP/2 handlers),
-// also behind a Mux that the Server's Mux routes to, starts at its
+// also behind a Mux that the Server's Mux routes to or behind a
+// MaxBytesHandler, starts at its
 // request's head on HTTP/2: a client that waits for each line's echo
 // before it sends the next gets them, where a handler that waited for the
 // small body to arrive whole would wait for the client, and the client
@@ -235,6 +236,7 @@ func TestH2DuplexStartsAtTheHead(t *testing.T) {
 		return nativeEcho.ServeAIO(r)
 	})))
 	m.Handle("/api/", api)
+	m.Handle("POST /limited", MaxBytesHandler(nativeEcho, 1<<20)) // seen through
 	m.Handle("POST /std", FromHTTP(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
 		w.WriteHeader(200)
 		w.(http.Flusher).Flush()
@@ -260,7 +262,7 @@ func TestH2DuplexStartsAtTheHead(t *testing.T) {
 	})
 	ts := startServer(t, m, Config{})
 	c := h2Client(t)
-	for _, path := range []string{"/native", "/std", "/api/nested"} {
+	for _, path := range []string{"/native", "/std", "/api/nested", "/limited"} {
 		pr, pw := io.Pipe()
 		lines := make(chan string, 1)
 		lines <- "one\n"

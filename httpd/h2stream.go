@@ -2,6 +2,7 @@ package httpd
 
 import (
 	"errors"
+	"math"
 	"strconv"
 	"strings"
 	"time"
@@ -341,7 +342,7 @@ func (h *h2conn) onData(f *http2.DataFrame) {
 		h.resetStream(st.id, http2.ErrCodeProtocol)
 		return
 	}
-	if limit := h.ls.cfg.MaxBodyBytes; limit > 0 && st.received > limit && !st.refused {
+	if st.received > st.bodyLimit(h.ls) && !st.refused {
 		if end {
 			st.remoteDone = true // the body has ended: no RST_STREAM is owed to stop it
 		}
@@ -351,6 +352,19 @@ func (h *h2conn) onData(f *http2.DataFrame) {
 		}
 	}
 	h.bodyIn(st, p, end)
+}
+
+// bodyLimit is the bound of st's body: its request's, or MaxBodyBytes
+// once the request has ended (the rest of the body is dropped then, but
+// counted against the limit all the same).
+func (st *h2stream) bodyLimit(ls *loopState) int64 {
+	if st.r != nil {
+		return st.r.bodyLimit
+	}
+	if ls.cfg.MaxBodyBytes > 0 {
+		return ls.cfg.MaxBodyBytes
+	}
+	return math.MaxInt64
 }
 
 // refuseBody refuses st's body, over MaxBodyBytes (its content-length, or
@@ -369,7 +383,7 @@ func (h *h2conn) refuseBody(st *h2stream) {
 	if r != nil {
 		r.body.done = true // bodyIn drops the rest
 		st.rbuf, st.rend = nil, false
-		r.cancelFor(maxBytesCause(h.ls.cfg.MaxBodyBytes))
+		r.cancelFor(maxBytesCause(r.bodyLimit))
 	}
 	switch {
 	case r == nil || r.written || st.headersSent && (r.stream.p == nil || r.stream.ended): // answered already

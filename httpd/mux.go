@@ -109,8 +109,9 @@ func (m *Mux) match(r *Request) (Handler, route.Kind) {
 // other until a timeout. On HTTP/1.1, where a client sends the whole body
 // before it reads a response, it changes nothing. A Duplex handler takes
 // effect as the Server's Handler, or as one a Mux that is the Server's
-// Handler routes to (through Muxes it routes to in turn), not behind a
-// handler of another kind (a middleware must be Duplex itself). FromHTTP's
+// Handler routes to (through Muxes it routes to in turn, and through
+// MaxBytesHandlers), not behind a handler of another kind (a middleware
+// must be Duplex itself). FromHTTP's
 // handlers are Duplex, as net/http's HTTP/2 handlers start at the head.
 func Duplex(h Handler) Handler {
 	if h == nil {
@@ -124,20 +125,23 @@ type duplex struct{ Handler }
 
 // startsAtHead reports whether r's handler is Duplex: the Server's
 // Handler, or the one its Mux routes r to, through the Muxes it routes to
-// in turn. On the loop.
+// in turn and the MaxBytesHandlers in the way. On the loop.
 func (ls *loopState) startsAtHead(r *Request) bool {
 	h := ls.srv.Handler
 	for {
-		m, ok := h.(*Mux)
-		if !ok {
-			break
-		}
-		mh, kind := m.match(r)
-		if kind != route.Found {
+		switch x := h.(type) {
+		case *Mux:
+			mh, kind := x.match(r)
+			if kind != route.Found {
+				return false
+			}
+			h = mh
+		case maxBytes:
+			h = x.h
+		case duplex:
+			return true
+		default:
 			return false
 		}
-		h = mh
 	}
-	_, ok := h.(duplex)
-	return ok
 }

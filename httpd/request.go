@@ -3,6 +3,7 @@ package httpd
 import (
 	"context"
 	"iter"
+	"math"
 	"net/netip"
 	"net/url"
 	"slices"
@@ -72,6 +73,9 @@ type Request struct {
 	closeAf  bool                  // the connection closes after this response
 	released bool                  // the arena went back: the Request waits in the slab
 	refusal  int                   // the status refusing a body that outgrew MaxBodyBytes as it streamed: the answer in the handler's place
+	// bodyLimit bounds the body: MaxBodyBytes (MaxInt64 for none), or
+	// lower once a MaxBytesHandler has run (maxbytes.go).
+	bodyLimit int64
 }
 
 // start readies r, fresh from the slab, for a request of eng.
@@ -84,6 +88,10 @@ func (r *Request) start(eng engine, seq uint64) {
 	r.replied, r.written, r.hdone, r.gone = false, false, false, false
 	r.expect, r.isHead, r.closeAf, r.released = false, false, false, false
 	r.refusal = 0
+	r.bodyLimit = r.ls.cfg.MaxBodyBytes
+	if r.bodyLimit <= 0 {
+		r.bodyLimit = math.MaxInt64
+	}
 	r.ctx, r.ctxEnd, r.why = nil, nil, nil
 	r.body = Body{r: r}
 	clear(r.trailer)

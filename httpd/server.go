@@ -51,6 +51,7 @@ type Config struct {
 	// short. An HTTP/1.1 connection closes after the refusal, lingering
 	// (see the package doc); an HTTP/2 stream is reset with NO_ERROR once
 	// the 413 is out, which tells the client to stop sending the body.
+	// MaxBytesHandler sets a lower limit for the routes it wraps.
 	MaxHeadBytes int
 	MaxURIBytes  int
 	MaxFields    int

@@ -29,7 +29,7 @@ const (
 // limits; Reset readies it for the next body. It is not safe for
 // concurrent use.
 type ChunkedDecoder struct {
-	MaxBody    int64 // data bytes in all; 0 means DefaultMaxBody. More is refused with 413.
+	MaxBody    int64 // data bytes in all; 0 means DefaultMaxBody, < 0 none. More is refused with 413.
 	MaxTrailer int   // bytes of the trailer section; 0 means DefaultMaxTrailer. More is refused with 431.
 
 	// Trailer holds the trailer fields once Done reports true. They point
@@ -49,6 +49,36 @@ type ChunkedDecoder struct {
 // Reset readies d for the next body; the limits and Trailer's storage stay.
 func (d *ChunkedDecoder) Reset() {
 	*d = ChunkedDecoder{MaxBody: d.MaxBody, MaxTrailer: d.MaxTrailer, Trailer: d.Trailer[:0]}
+}
+
+// Limit lowers MaxBody to n (0: the body must be empty) for the rest of
+// the body, and reports false, changing nothing, when the data decoded so
+// far, with what remains of the chunk being decoded, already exceed n.
+// n >= MaxBody changes nothing.
+func (d *ChunkedDecoder) Limit(n int64) bool {
+	n = max(n, 0)
+	// total+rem cannot overflow: a chunk is taken only within MaxBody.
+	if d.total+int64(d.rem) > n {
+		return false
+	}
+	if n < d.maxBody() {
+		d.MaxBody = n
+		if n == 0 {
+			d.MaxBody = -1
+		}
+	}
+	return true
+}
+
+// maxBody is the limit MaxBody stands for.
+func (d *ChunkedDecoder) maxBody() int64 {
+	switch {
+	case d.MaxBody == 0:
+		return DefaultMaxBody
+	case d.MaxBody < 0:
+		return 0
+	}
+	return d.MaxBody
 }
 
 // Done reports whether the whole body, trailer section included, has been
@@ -179,11 +209,7 @@ func (d *ChunkedDecoder) sizeLine(b []byte) (adv int, r Reason) {
 		d.state = chunkTrailer
 		return lf + 1, 0
 	}
-	maxBody := d.MaxBody
-	if maxBody <= 0 {
-		maxBody = DefaultMaxBody
-	}
-	if size > uint64(maxBody-d.total) {
+	if size > uint64(d.maxBody()-d.total) {
 		return 0, ReasonBodyTooLarge
 	}
 	d.rem, d.state = size, chunkData

@@ -212,3 +212,43 @@ func decodeFed(d *ChunkedDecoder, data []byte, step int) (body []byte, consumed 
 		}
 	}
 }
+
+// TestChunkedLimit: Limit lowers the bound of the rest of a body, counting
+// what was decoded and what the chunk being decoded still owes; it
+// refuses a bound already passed, changing nothing, and never loosens
+// one; a bound of 0 leaves room for the empty body only.
+func TestChunkedLimit(t *testing.T) {
+	for _, c := range []struct{ rest, body string }{
+		{"56789\r\n2\r\nab\r\n0\r\n\r\n", "56789ab"},
+		{"56789\r\n3\r\nabc\r\n0\r\n\r\n", ""}, // 13 bytes: over
+	} {
+		d := testDecoder()
+		data, _, err := d.Decode([]byte("a\r\n01234"))
+		require.NoError(t, err)
+		assert.Equal(t, "01234", string(data))
+		assert.False(t, d.Limit(9), "5 decoded and 5 owed by the chunk")
+		assert.True(t, d.Limit(12))
+		assert.True(t, d.Limit(500), "a looser bound changes nothing")
+		body, _, err := decodeFed(&d, []byte(c.rest), len(c.rest))
+		if c.body == "" {
+			assert.Same(t, ReasonBodyTooLarge.Err(), err)
+			continue
+		}
+		require.NoError(t, err)
+		assert.Equal(t, c.body, string(body))
+	}
+	for _, c := range []struct {
+		in string
+		ok bool
+	}{{"0\r\n\r\n", true}, {"1\r\nx\r\n0\r\n\r\n", false}} {
+		d := testDecoder()
+		require.True(t, d.Limit(0))
+		_, _, err := decodeFed(&d, []byte(c.in), len(c.in))
+		if c.ok {
+			require.NoError(t, err)
+			assert.True(t, d.Done())
+		} else {
+			assert.Same(t, ReasonBodyTooLarge.Err(), err, "Limit(0): no data at all")
+		}
+	}
+}
