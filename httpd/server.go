@@ -302,10 +302,14 @@ func (s *Server) RegisterOnShutdown(f func()) {
 // its last one; an HTTP/2 connection gets GOAWAY and ends after its last
 // stream) until ctx ends. A connection ends with a lingering close (see
 // the package doc): FIN, then it closes at its client's EOF, or
-// Config.Listen.Conn.Linger (2 s by default) after the FIN. When ctx ends, the rest are cancelled and their
-// connections closed, and Shutdown returns ctx's error. It returns nil
-// once every connection has closed in time. The loops go on running. Any
-// goroutine but the loops'.
+// Config.Listen.Conn.Linger (2 s by default) after the FIN. When ctx
+// ends, the rest are cancelled and their connections closed, and
+// Shutdown returns ctx's error. It returns nil once every connection has
+// closed in time. The loops go on running. Called on one of the
+// server's loops (in a handler), it would wait for that loop: it starts
+// the shutdown and returns aio.ErrAwaitOnLoop at once, and ctx's end
+// (which must not come when the handler returns) still cuts the shutdown
+// short.
 func (s *Server) Shutdown(ctx context.Context) error {
 	s.serveMu.Lock()
 	if s.state.CompareAndSwap(0, 3) || s.state.Load() == 3 {
@@ -330,6 +334,18 @@ func (s *Server) Shutdown(ctx context.Context) error {
 		}
 	}
 	s.serveMu.Unlock()
+	for _, ls := range loops {
+		if ls.l.OnLoop() { // waiting here would hold the loop the drain needs
+			go func() { _ = s.awaitDrain(ctx, loops) }()
+			return aio.ErrAwaitOnLoop
+		}
+	}
+	return s.awaitDrain(ctx, loops)
+}
+
+// awaitDrain waits for the drain of loops, then, once ctx ends, closes
+// what is left.
+func (s *Server) awaitDrain(ctx context.Context, loops []*loopState) error {
 	select {
 	case <-s.doneCh:
 		return nil

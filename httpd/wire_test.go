@@ -3,6 +3,7 @@ package httpd
 import (
 	"bytes"
 	"context"
+	"errors"
 	"fmt"
 	"io"
 	"net/http"
@@ -645,6 +646,45 @@ func TestShutdownDeadline(t *testing.T) {
 	defer cancel()
 	assert.ErrorIs(t, ts.Shutdown(ctx), context.DeadlineExceeded)
 	assert.True(t, busy.closed())
+	ts.atRest(t)
+	assert.Equal(t, uint64(1), ts.Stats().Cancelled)
+	recvT(t, p.workEnded)
+}
+
+// Shutdown called in a handler, on the server's loop, would wait for that
+// loop: it starts the shutdown and returns aio.ErrAwaitOnLoop at once.
+// The loop goes on: a pending request on another connection is answered
+// (Connection: close), and the deadline still holds for the rest.
+func TestShutdownOnLoop(t *testing.T) {
+	p := newProbe()
+	m := p.mux()
+	srv := &Server{Handler: m}
+	cancels := make(chan context.CancelFunc, 1)
+	m.HandleFunc("GET /stop", func(r *Request) Reply {
+		// The shutdown outlives the handler: so must its context.
+		ctx, cancel := context.WithTimeout(context.Background(), 50*time.Millisecond)
+		cancels <- cancel
+		if err := srv.Shutdown(ctx); !errors.Is(err, aio.ErrAwaitOnLoop) {
+			return Text(500, fmt.Sprint(err))
+		}
+		return Text(200, "stopping")
+	})
+	ts := serveTest(t, srv)
+	busy := dialRaw(t, ts.addr)
+	busy.send("GET /promise HTTP/1.1\r\nHost: x\r\n\r\n")
+	pr := recvT(t, p.promises)
+	stuck := dialRaw(t, ts.addr)
+	stuck.send("GET /wait HTTP/1.1\r\nHost: x\r\n\r\n")
+	recvT(t, p.started)
+
+	c := dialRaw(t, ts.addr)
+	c.send("GET /stop HTTP/1.1\r\nHost: x\r\n\r\n")
+	assert.Equal(t, "stopping", c.read("GET").body)
+	defer recvT(t, cancels)()
+	assert.True(t, c.closed(), "an idle connection ends")
+	pr.Resolve(TextResponse(200, "served"))
+	assert.Equal(t, "served", busy.read("GET").body, "the loop went on")
+	assert.True(t, stuck.closed(), "the deadline closes what is left")
 	ts.atRest(t)
 	assert.Equal(t, uint64(1), ts.Stats().Cancelled)
 	recvT(t, p.workEnded)
