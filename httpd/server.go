@@ -198,6 +198,7 @@ type Server struct {
 	onShut  []func()     // RegisterOnShutdown's, under mu
 	left    atomic.Int32 // loops not drained yet, during Shutdown
 	doneCh  chan struct{}
+	cut     atomic.Bool // Shutdown's deadline closed a connection
 }
 
 // logf logs what ErrorLog is for. Any goroutine.
@@ -305,11 +306,11 @@ func (s *Server) RegisterOnShutdown(f func()) {
 // Config.Listen.Conn.Linger (2 s by default) after the FIN. When ctx
 // ends, the rest are cancelled and their connections closed, and
 // Shutdown returns ctx's error. It returns nil once every connection has
-// closed in time. The loops go on running. Called on one of the
-// server's loops (in a handler), it would wait for that loop: it starts
-// the shutdown and returns aio.ErrAwaitOnLoop at once, and ctx's end
-// (which must not come when the handler returns) still cuts the shutdown
-// short.
+// closed in time (at once for a server with none). The loops go on
+// running. Called on one of the server's loops (in a handler), it would
+// wait for that loop: it starts the shutdown and returns
+// aio.ErrAwaitOnLoop at once, and ctx's end (which must not come when
+// the handler returns) still cuts the shutdown short.
 func (s *Server) Shutdown(ctx context.Context) error {
 	s.serveMu.Lock()
 	if s.state.CompareAndSwap(0, 3) || s.state.Load() == 3 {
@@ -344,7 +345,9 @@ func (s *Server) Shutdown(ctx context.Context) error {
 }
 
 // awaitDrain waits for the drain of loops, then, once ctx ends, closes
-// what is left.
+// what is left. A server that had nothing left to close when ctx ended
+// (it was at rest, or its last connections closed before the deadline's
+// close ran) has shut down in time: nil.
 func (s *Server) awaitDrain(ctx context.Context, loops []*loopState) error {
 	select {
 	case <-s.doneCh:
@@ -356,6 +359,9 @@ func (s *Server) awaitDrain(ctx context.Context, loops []*loopState) error {
 	}
 	select {
 	case <-s.doneCh:
+		if !s.cut.Load() {
+			return nil
+		}
 	case <-time.After(5 * time.Second):
 	}
 	return ctx.Err()
@@ -383,6 +389,9 @@ func (ls *loopState) drain() {
 // closeAll closes every connection of the loop: Shutdown's deadline. The
 // requests cancelled are told why first (Request.Context).
 func (ls *loopState) closeAll() {
+	if ls.conns.head != nil {
+		ls.srv.cut.Store(true)
+	}
 	for hc := ls.conns.head; hc != nil; {
 		next := hc.links[linkAll].next
 		hc.cancelAllFor(ErrServerClosed)

@@ -690,6 +690,16 @@ func TestShutdownOnLoop(t *testing.T) {
 	recvT(t, p.workEnded)
 }
 
+// A server with nothing to drain has shut down in time, even under a
+// context that has ended already, as net/http's Shutdown of a server at
+// rest returns nil.
+func TestShutdownAtRest(t *testing.T) {
+	ts := startServer(t, testMux(), Config{})
+	ctx, cancel := context.WithCancel(context.Background())
+	cancel()
+	assert.NoError(t, ts.Shutdown(ctx))
+}
+
 // OnDrain runs when a stream stops being Full, and only then: not from
 // within the handler's first Write (which starts the stream), nor when
 // the head goes out, for a stream that never said Full; for one that
