@@ -138,6 +138,23 @@ func (ls *loopState) accept(c *aio.Conn) {
 	_ = c.OnFrame(hc.split, max(cfg.MaxHeadBytes, 2*h1.DefaultMaxTrailer), hc.onFrame)
 }
 
+// maxEmptyLines bounds the CR and LF bytes ignored before a request-line
+// (emptyLines): net/http's server ignores as many after a POST.
+const maxEmptyLines = 4
+
+// emptyLines is how many CR and LF bytes, up to maxEmptyLines, begin data:
+// the empty lines before a request-line, which RFC 9112 §2.2 asks a server
+// to ignore (old clients send a CRLF after a POST body, which its
+// Content-Length does not count). More is not an empty line but garbage,
+// which the parser refuses.
+func emptyLines(data []byte) int {
+	n := 0
+	for n < len(data) && n < maxEmptyLines && (data[n] == '\r' || data[n] == '\n') {
+		n++
+	}
+	return n
+}
+
 // split is the framer's SplitFunc: it finds the next frame and says what
 // it is in hc.tok. It consumes nothing when the engine cannot take it.
 func (hc *h1conn) split(data []byte, atEOF bool) (int, []byte, error) {
@@ -161,7 +178,8 @@ func (hc *h1conn) split(data []byte, atEOF bool) (int, []byte, error) {
 		if hc.nq >= hc.ls.cfg.MaxPipeline {
 			return hc.stallTok(data, stallPipeline)
 		}
-		n, err := hc.parser.Parse(data, &hc.ls.head)
+		skip := emptyLines(data)
+		n, err := hc.parser.Parse(data[skip:], &hc.ls.head)
 		switch {
 		case err != nil:
 			hc.perr, _ = err.(*h1.Error)
@@ -177,7 +195,7 @@ func (hc *h1conn) split(data []byte, atEOF bool) (int, []byte, error) {
 			return hc.stallTok(data, stallArena)
 		}
 		hc.tok = tokHead
-		return n, data[:n], nil
+		return skip + n, data[skip : skip+n], nil
 	case rsBody:
 		if !hc.buffering && hc.bodyBlocked() {
 			return hc.stallTok(data, stallBody)

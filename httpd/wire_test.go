@@ -914,3 +914,34 @@ func TestStreamAfterUploadKeepsAlive(t *testing.T) {
 	assert.Equal(t, "10000", resp.body)
 	assert.False(t, resp.close, "the connection is closed after a streamed upload answered by a Stream")
 }
+
+// Empty lines before a request-line are ignored (RFC 9112 §2.2), as
+// net/http's server ignores them after a POST: old clients send a CRLF
+// after a body that its length does not count. Up to four CR or LF bytes,
+// arriving with the body or alone; more are garbage, refused.
+func TestEmptyLinesBeforeRequest(t *testing.T) {
+	ts := startServer(t, testMux(), Config{})
+	for _, c := range []struct{ after, next string }{
+		{"POST /echo HTTP/1.1\r\nHost: x\r\nContent-Length: 5\r\n\r\nhello\r\n", ""},
+		{"POST /echo HTTP/1.1\r\nHost: x\r\nContent-Length: 5\r\n\r\nhello\n", ""},
+		{"POST /echo HTTP/1.1\r\nHost: x\r\nTransfer-Encoding: chunked\r\n\r\n5\r\nhello\r\n0\r\n\r\n", "\r\n\r\n"},
+		{"GET /health HTTP/1.1\r\nHost: x\r\n\r\n", "\r\n"}, // a read of its own
+	} {
+		rc := dialRaw(t, ts.addr)
+		rc.send(c.after)
+		rc.read("GET") // HEAD alone reads differently
+		if c.next != "" {
+			rc.send(c.next)
+		}
+		rc.send("GET /health HTTP/1.1\r\nHost: x\r\n\r\n")
+		resp := rc.read("GET")
+		assert.Equal(t, 200, resp.status, "%q", c.after+c.next)
+		assert.False(t, resp.close)
+	}
+	rc := dialRaw(t, ts.addr)
+	rc.send("\r\n\r\n\r\nGET /health HTTP/1.1\r\nHost: x\r\n\r\n")
+	resp := rc.read("GET")
+	assert.Equal(t, 400, resp.status, "six bytes are no empty lines")
+	assert.True(t, rc.closed())
+	ts.atRest(t)
+}
