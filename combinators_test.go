@@ -399,6 +399,24 @@ func TestScope(t *testing.T) {
 		require.ErrorIs(t, err, ErrCancelled, "nothing adopted outlives its scope")
 		require.True(t, cleaned.Load())
 	})
+	t.Run("a cancelled scope's cleanups and Done wait for its children's cleanups", func(t *testing.T) {
+		l := startLoop(t)
+		var order []string // on the loop
+		var h *Handle[int]
+		onLoop(t, l, func() {
+			h = WithScope(l, func(s *Scope) *Handle[int] {
+				Adopt(s, NewPromise[int](l).Handle()).OnCleanup(func() { order = append(order, "child") })
+				return NewPromise[int](l).Handle()
+			})
+			h.OnCleanup(func() { order = append(order, "scope") })
+		})
+		require.True(t, h.Cancel())
+		_, err := wait(t, h)
+		require.ErrorIs(t, err, ErrCancelled)
+		var got []string
+		onLoop(t, l, func() { got = order })
+		require.Equal(t, []string{"child", "scope"}, got)
+	})
 	t.Run("cancelling the scope cancels every child, on any loop", func(t *testing.T) {
 		l, other := startLoop(t), startLoop(t)
 		var kids []*Handle[int]

@@ -299,3 +299,24 @@ func TestWideCancelBoundsJobRing(t *testing.T) {
 		})
 	}
 }
+
+// A chain of Brackets, each using the previous link's value, cancelled at
+// its far end: each Bracket holds its end until its acquire has ended,
+// and that release must be a job, not a call inside the acquire's end,
+// or the unwinding recurses a million deep.
+func TestDeepBracketChainCancel(t *testing.T) {
+	deepChain(t, func(l *Loop, h *Handle[int]) *Handle[int] {
+		return Bracket(h, func(int) {}, func(v int) *Handle[int] { return Pure(l, v+1) })
+	})
+}
+
+// A chain of scopes, each adopting the previous link, cancelled at its far
+// end: each scope's end waits for its last child to leave, which must not
+// finish the scope inside the child's end.
+func TestDeepScopeAdoptChainCancel(t *testing.T) {
+	deepChain(t, func(l *Loop, h *Handle[int]) *Handle[int] {
+		return WithScope(l, func(s *Scope) *Handle[int] {
+			return Then(Adopt(s, h), func(v int) (int, error) { return v + 1, nil })
+		})
+	})
+}

@@ -333,8 +333,14 @@ func (c *core) hold(flag *bool) {
 	}
 }
 
-// unhold releases a hold and, with none left, completes a deferred terminal
-// transition. On the loop.
+// unhold releases a hold and, with none left, queues the rest of a deferred
+// terminal transition. On the loop.
+//
+// A job, not a call: unhold runs inside the notification of something that
+// ended (a scope's last child, a Bracket's acquire or use), whose own end is
+// not over yet. Finishing c there would run c's cleanups and close its Done
+// before that child's cleanups (a scope's Done must wait for them), and
+// recurse along a chain of such handles (a million nested scopes).
 func (c *core) unhold(flag *bool) {
 	c.loop.checkOnLoop()
 	if !*flag {
@@ -344,9 +350,14 @@ func (c *core) unhold(flag *bool) {
 	x := c.rare
 	if x.holds--; x.holds == 0 && x.deferred {
 		x.deferred = false
-		c.finishRest()
+		c.loop.jobs.push(job{t: (*finishRestTask)(c)})
 	}
 }
+
+// finishRestTask is a held terminal transition resumed as a job (unhold).
+type finishRestTask core
+
+func (f *finishRestTask) runTask(*Loop) { (*core)(f).finishRest() }
 
 // addDep registers d to be told when c finishes. On c's loop. A dependent
 // registered on a handle that already finished is told by a job, never inside
