@@ -277,6 +277,12 @@ func pendingProducer(c *core) bool {
 // adoptProducer queues a producer handle for lazy tracking. On the loop.
 func (l *Loop) adoptProducer(c *core) {
 	l.checkOnLoop()
+	if l == detached {
+		// No Stop to track it for: its inputs' loops cancel them when
+		// they stop, and that reaches it. (detached is dead from the
+		// start, which the check below would take for a Stop.)
+		return
+	}
 	if l.state.Load() == stateDead {
 		// Raced with Stop (created before it, started after its last
 		// cancelling pass): nothing would ever cancel it.
