@@ -215,8 +215,10 @@ func (ln *Listener) Addr() netip.AddrPort { return ln.addr }
 // Loop returns the listener's loop.
 func (ln *Listener) Loop() *Loop { return ln.l }
 
-// Close stops accepting and closes the socket; connections already accepted
-// stay open. It returns a handle that completes once the socket is closed: at
+// Close stops accepting and closes the socket; connections already
+// delivered stay open, and those still in their TLS handshake, which were
+// never delivered, close (the callback gets no connection after Close). It
+// returns a handle that completes once the socket is closed: at
 // once on the loop, after a posted job elsewhere. Idempotent; any goroutine.
 func (ln *Listener) Close() *Handle[struct{}] {
 	return ln.l.runInlineHandle(func() error { ln.closeWith(nil); return nil })
@@ -437,7 +439,23 @@ func (ln *Listener) closeWith(err error) {
 		ln.tl.listeners.Add(-1)
 		ln.tl.release(l)
 	}
+	if ln.cfg.TLS != nil {
+		ln.closeHandshakes()
+	}
 	settleClosed(&ln.closed, err)
+}
+
+// closeHandshakes closes the connections ln accepted that are still in
+// their TLS handshake: never delivered, they are the listener's, and a
+// closed listener delivers nothing more (a server shutting down would
+// otherwise hold them, unseen, until they finish or time out). On the
+// loop.
+func (ln *Listener) closeHandshakes() {
+	ln.l.eachIO(func(h ioHandler) {
+		if c, ok := h.(*Conn); ok && c.ln == ln && c.state == connOpen && c.tls != nil && !c.tls.done {
+			c.closeWith(nil)
+		}
+	})
 }
 
 // settleClosed ends a Closed handle: completed for nil, cancelled for

@@ -6,6 +6,7 @@ import (
 	"io"
 	"net"
 	"net/netip"
+	"sync/atomic"
 	"testing"
 
 	"github.com/stretchr/testify/require"
@@ -99,4 +100,35 @@ func TestTLSOnHandshakeErrorClientCert(t *testing.T) {
 	require.NoError(t, err)
 	closedLoopTCP(t, l)
 	require.Empty(t, failures)
+}
+
+// Closing a TLS listener closes the connections it accepted that are
+// still in their handshake: never delivered, they would otherwise live
+// on unseen until they finished (and were delivered by a closed
+// listener) or timed out. One delivered already stays open.
+func TestTLSListenerCloseEndsHandshakes(t *testing.T) {
+	l := startLoop(t)
+	scfg, ccfg := tlsConfigs(t)
+	var delivered atomic.Int32
+	// No handshake timeout: only the close can end the silent handshake.
+	ln, err := Listen(l, "127.0.0.1:0", ListenConfig{TLS: scfg, HandshakeTimeout: -1}, func(c *Conn) {
+		delivered.Add(1)
+		_ = c.OnRead(tcpEcho)
+	})
+	require.NoError(t, err)
+	done := tlsDial(t, ln, ccfg)
+	silent := netDial(t, ln) // connects, sends no ClientHello
+	eventually(t, func() bool { return l.Stats().TCPOpen == 2 }, "not accepted")
+	_, err = ln.Close().Wait(t.Context())
+	require.NoError(t, err)
+	_, err = io.Copy(io.Discard, silent)
+	require.NoError(t, err, "the handshake's connection closes")
+	eventually(t, func() bool { return l.Stats().TCPOpen == 1 }, "open: %+v", l.Stats())
+	_, err = done.Write([]byte("still"))
+	require.NoError(t, err)
+	b := make([]byte, 5)
+	_, err = io.ReadFull(done, b)
+	require.NoError(t, err)
+	require.Equal(t, "still", string(b), "the delivered connection goes on")
+	require.EqualValues(t, 1, delivered.Load())
 }
