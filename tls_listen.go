@@ -55,7 +55,10 @@ func (t *tlsConn) notTLSReply(err error) []byte {
 // it. On the loop.
 func (c *Conn) answerPlain(reply []byte) {
 	c.tls = nil
-	c.draining = true // a Listener.Drain meanwhile has nothing to add
+	// Counted as Conn.drain counts (closeWith takes it back): a Listener.Drain
+	// or Runtime.Shutdown meanwhile has nothing to add, and waits for it.
+	c.draining = true
+	c.tl.draining++
 	if _, err := c.write(reply, false); err != nil || c.state != connOpen {
 		return // an error closed it
 	}

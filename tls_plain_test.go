@@ -50,6 +50,8 @@ func plainExchange(t *testing.T, notTLS func([5]byte) []byte, req string) string
 	require.EqualValues(t, 1, l.Stats().TLSHandshakeErrors)
 	require.Zero(t, l.Stats().TLSHandshakes)
 	closedLoopTCP(t, l.closeListener(t, ln))
+	require.Zero(t, onLoopValue(t, l, func() int { return l.tcp.draining }),
+		"the count of draining connections, which Runtime.Shutdown waits on, is off")
 	return string(got)
 }
 
