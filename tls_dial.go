@@ -55,7 +55,7 @@ func dialTLS(ctx context.Context, l *Loop, addr string, h *Handle[*Conn], d *Dia
 // renegotiation off (a renegotiation would run a handshake inside a read
 // on the loop).
 func clientConfig(cfg *tls.Config, addr string) *tls.Config {
-	needName := cfg.ServerName == "" && !cfg.InsecureSkipVerify
+	needName := cfg.ServerName == "" // with InsecureSkipVerify too: the name is also SNI
 	if !needName && cfg.Renegotiation == tls.RenegotiateNever {
 		return cfg
 	}

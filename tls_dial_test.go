@@ -184,3 +184,23 @@ func TestTLSDialTimeoutAndContext(t *testing.T) {
 	require.False(t, errors.Is(err, ErrCancelled))
 	closedLoopTCP(t, l)
 }
+
+// A TLS dial with no ServerName sends the address's host as SNI, as
+// tls.Dial does, with InsecureSkipVerify too: a server that picks its
+// certificate by name (virtual hosts) needs it either way.
+func TestTLSDialSendsSNI(t *testing.T) {
+	l := startLoop(t)
+	scfg, _ := tlsConfigs(t)
+	names := make(chan string, 2)
+	scfg.GetConfigForClient = func(h *tls.ClientHelloInfo) (*tls.Config, error) {
+		names <- h.ServerName
+		return nil, nil
+	}
+	ln := goTLSServer(t, scfg, "hi")
+	_, port, err := net.SplitHostPort(ln.Addr().String())
+	require.NoError(t, err)
+	c, err := wait(t, (&Dialer{TLS: &tls.Config{InsecureSkipVerify: true}}).Dial(l, net.JoinHostPort("localhost", port)))
+	require.NoError(t, err)
+	defer c.Close()
+	require.Equal(t, "localhost", recv(t, names))
+}
