@@ -136,8 +136,9 @@
 // by the HTTP/2 engine (RFC 9113; h2c by prior knowledge, on the same
 // port), and so is one whose HTTP/1.1 request asks for Upgrade: h2c (RFC
 // 7540 §3.2) with a valid HTTP2-Settings and a body, if any, that its
-// arena holds: it is answered 101 and becomes stream 1; any other upgrade
-// request is served as HTTP/1.1. Each stream is a request with its own
+// arena holds: it is answered 101 and becomes stream 1 (unless
+// Config.DisableH2CUpgrade); any other upgrade request is served as
+// HTTP/1.1. Each stream is a request with its own
 // arena; with none free (or only the reserve, for a connection with
 // streams open already) the stream is refused (REFUSED_STREAM,
 // Stats.Refused) and the connection goes on. A body that fits in half of

@@ -41,7 +41,7 @@ func (hc *h1conn) upgradeH2(r *Request) bool {
 	if _, ok := r.head.Get("Upgrade"); !ok {
 		return false // the common case, decided at once
 	}
-	if _, tls := hc.tlsState(); tls { // h2c is for cleartext (RFC 7540 §3.2)
+	if _, tls := hc.tlsState(); tls || hc.ls.cfg.DisableH2CUpgrade { // h2c is for cleartext (RFC 7540 §3.2)
 		return false
 	}
 	if hc.h2 != nil || hc.nq != 1 || hc.qhead != r || hc.cur != nil || !r.body.buffered ||

@@ -135,6 +135,21 @@ func TestH2UpgradeIgnored(t *testing.T) {
 	ts.atRest(t)
 }
 
+// With DisableH2CUpgrade, a valid upgrade request is served as HTTP/1.1,
+// and the HTTP/1.1 request pipelined after it (what a proxy that passes
+// Upgrade on would see) is too; prior knowledge still speaks HTTP/2.
+func TestH2UpgradeDisabled(t *testing.T) {
+	ts := startServer(t, testMux(), Config{DisableH2CUpgrade: true})
+	c := dialRaw(t, ts.addr)
+	c.send(upgradeReq("GET", "/health", settingsPayload(), "") + "GET /users/5 HTTP/1.1\r\nHost: x\r\n\r\n")
+	assert.Equal(t, "ok", c.read("GET").body)
+	assert.Equal(t, `{"id":"5"}`, c.read("GET").body)
+	h := dialH2(t, ts.addr)
+	h.get(1, "/health")
+	h.expect(1, "200", "ok")
+	ts.atRest(t)
+}
+
 // A client that takes the 101 and then does not send the preface loses
 // the connection; stream 1's arena comes back.
 func TestH2UpgradeBadPreface(t *testing.T) {

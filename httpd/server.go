@@ -111,6 +111,14 @@ type Config struct {
 	// this name turns off).
 	DisableGeneralOptionsHandler bool
 
+	// DisableH2CUpgrade serves a cleartext HTTP/1.1 request that asks for
+	// Upgrade: h2c as HTTP/1.1, the header ignored, as net/http does: RFC
+	// 9113 deprecates that way into HTTP/2, and behind a proxy that passes
+	// Upgrade on (as it must for WebSocket), a client could tunnel HTTP/2
+	// requests the proxy never sees (h2c smuggling). HTTP/2 with prior
+	// knowledge, and by ALPN over TLS, are served all the same.
+	DisableH2CUpgrade bool
+
 	// Listen configures the listeners (SO_REUSEPORT is always set). It is
 	// where TLS goes: Listen.TLS (aio.ListenConfig.TLS) makes every
 	// listener serve HTTPS with crypto/tls on the loops, the handshake
