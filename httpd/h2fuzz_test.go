@@ -73,14 +73,25 @@ func h2Seeds() [][]byte {
 		_ = fr.WriteData(3, false, make([]byte, 100))
 		_ = fr.WriteData(1, true, []byte("two\n"))
 	})
+	seq(func() { // a Duplex handler behind a body limit: within, then past it
+		_ = fr.WriteHeaders(http2.HeadersFrameParam{StreamID: 1, BlockFragment: block("POST", "/limited"), EndHeaders: true})
+		_ = fr.WriteData(1, false, make([]byte, 60))
+		_ = fr.WriteData(1, false, make([]byte, 60))
+		_ = fr.WriteData(1, true, make([]byte, 10))
+		_ = fr.WriteHeaders(http2.HeadersFrameParam{StreamID: 3, BlockFragment: block("POST", "/limited",
+			"content-length", "101"), EndHeaders: true})
+		_ = fr.WriteData(3, true, make([]byte, 101))
+	})
 	return seeds
 }
 
-// fuzzMux is testMux with a Duplex echo (POST /duplex) and a handler that
-// answers without reading its body (POST /unread).
+// fuzzMux is testMux with a Duplex echo (POST /duplex), the same behind
+// a body limit of 100 bytes (POST /limited), and a handler that answers
+// without reading its body (POST /unread).
 func fuzzMux() *Mux {
 	m := testMux()
 	m.Handle("POST /duplex", Duplex(HandlerFunc(echoHandler)))
+	m.Handle("POST /limited", MaxBytesHandler(Duplex(HandlerFunc(echoHandler)), 100))
 	m.HandleFunc("POST /unread", func(r *Request) Reply { return Text(401, "no") })
 	return m
 }
