@@ -273,6 +273,27 @@ func TestFromHTTPStreamClientGone(t *testing.T) {
 	assert.Equal(t, uint64(1), ts.Stats().Cancelled)
 }
 
+// An HTTP/2 client that closes its connection once it has read a whole
+// streamed FromHTTP response (its END_STREAM), as x/net's client does
+// after GOAWAY, has not gone away from anything: the handler, whose end
+// its goroutine reports after the END_STREAM, finishes and is not counted
+// cancelled, as on HTTP/1.1.
+func TestFromHTTPStreamClientClosesAfterEnd(t *testing.T) {
+	h := FromHTTP(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		_, _ = io.WriteString(w, "hello")
+		w.(http.Flusher).Flush() // a stream: END_STREAM goes when ServeHTTP returns
+	}))
+	ts := startServer(t, h, Config{})
+	for range 50 {
+		c := dialH2(t, ts.addr)
+		c.get(1, "/")
+		c.expect(1, "200", "hello")
+		require.NoError(t, c.nc.Close())
+	}
+	ts.atRest(t)
+	assert.Zero(t, ts.Stats().Cancelled)
+}
+
 // FromHTTP of a nil handler panics at once, as Mux.Handle of one does,
 // rather than answering 500 to every request it would get.
 func TestFromHTTPNil(t *testing.T) {

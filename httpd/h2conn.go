@@ -722,9 +722,26 @@ func (h *h2conn) onDrain(*aio.Conn) {
 	h.flush()
 }
 
-// onEOF: the client has finished sending: it has gone away, and what it
-// started is cancelled as the connection closes.
-func (h *h2conn) onEOF(c *aio.Conn) { c.Close() }
+// onEOF: the client has finished sending. With a stream still in
+// progress (its request or its response not whole) it has gone away, and
+// what it started is cancelled as the connection closes. With every
+// stream answered whole (its END_STREAM sent, or reset) it merely closed
+// after its last response, as a client does without keep-alive or after
+// GOAWAY: the connection ends as after a GOAWAY of ours (end), whose
+// lingering close waits for the handles not yet over (a FromHTTP handler
+// reports its end from its goroutine, after its END_STREAM), as
+// HTTP/1.1's does, rather than cancelling them as if the client were
+// gone.
+func (h *h2conn) onEOF(c *aio.Conn) {
+	for _, st := range h.streams {
+		if !st.remoteDone || !st.localDone && !st.reset {
+			c.Close()
+			return
+		}
+	}
+	h.goaway = true // no stream can follow the EOF
+	h.end()
+}
 
 // onClose: the connection is gone; so is every stream. A pending handle is
 // cancelled by the connection's scope, and its cleanup releases its arena;
