@@ -186,8 +186,10 @@ func (hc *h1conn) split(data []byte, atEOF bool) (int, []byte, error) {
 			hc.tok = tokError
 			return len(data), data[:0], nil
 		case n == 0:
-			if hc.links[linkTime].in != &hc.ls.headQ {
-				hc.setTimeout(&hc.ls.headQ) // the head has begun: HeaderTimeout runs
+			// The head has begun (empty lines alone are no head: the
+			// connection stays idle): HeaderTimeout runs.
+			if skip < len(data) && hc.links[linkTime].in != &hc.ls.headQ {
+				hc.setTimeout(&hc.ls.headQ)
 			}
 			return 0, nil, nil
 		case !hc.takeArena():

@@ -6,6 +6,7 @@ import (
 	"errors"
 	"fmt"
 	"io"
+	"net"
 	"net/http"
 	"net/http/httptrace"
 	"strconv"
@@ -944,4 +945,22 @@ func TestEmptyLinesBeforeRequest(t *testing.T) {
 	assert.Equal(t, 400, resp.status, "six bytes are no empty lines")
 	assert.True(t, rc.closed())
 	ts.atRest(t)
+}
+
+// Empty lines alone, after a response, are no head begun: the connection
+// stays idle (IdleTimeout, here far off), not timed as a head in progress
+// (HeaderTimeout).
+func TestEmptyLinesStayIdle(t *testing.T) {
+	ts := startServer(t, testMux(), Config{HeaderTimeout: 50 * time.Millisecond, IdleTimeout: time.Hour})
+	c := dialRaw(t, ts.addr)
+	c.send("POST /echo HTTP/1.1\r\nHost: x\r\nContent-Length: 5\r\n\r\nhello\r\n")
+	assert.Equal(t, "hello", c.read("POST").body)
+	// Six times HeaderTimeout: a close in that time is the bug.
+	require.NoError(t, c.SetReadDeadline(time.Now().Add(300*time.Millisecond)))
+	_, err := c.br.ReadByte()
+	var ne net.Error
+	require.True(t, errors.As(err, &ne) && ne.Timeout(), "the connection ended: %v", err)
+	require.NoError(t, c.SetReadDeadline(time.Now().Add(waitTimeout)))
+	c.send("GET /health HTTP/1.1\r\nHost: x\r\n\r\n")
+	assert.Equal(t, "ok", c.read("GET").body)
 }
