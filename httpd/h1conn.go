@@ -341,7 +341,11 @@ func (hc *h1conn) onHead(raw []byte) {
 	case h1.BodyLength:
 		r.body.length = h.ContentLength
 		hc.cur, hc.remaining, hc.rstate = r, h.ContentLength, rsBody
-		if h.ContentLength <= int64(r.arena.Room()/2) {
+		// A body the arena holds arrives before the handler runs, after
+		// a 100 Continue if the client waits for one: unless its route's
+		// MaxBytesHandler would refuse it, which it then does at once,
+		// with no 100 asking for a body it will not take.
+		if h.ContentLength <= int64(r.arena.Room()/2) && !(r.expect && h.ContentLength > ls.routeLimit(r)) {
 			hc.buffering = true
 			r.body.data = r.arena.take(int(h.ContentLength))[:0]
 			hc.continueBuffering()

@@ -112,6 +112,33 @@ func TestMaxBytesHandlerStreamed(t *testing.T) {
 	assert.Equal(t, uint64(1), ts.Stats().Cancelled)
 }
 
+// A client that waits for 100 Continue before it sends a body whose
+// Content-Length is over its route's limit gets the 413 instead, never a
+// 100 asking for a body the route will refuse: the limit is found on the
+// route at the head, through Muxes and a Duplex handler. Within the limit
+// the 100 comes.
+func TestMaxBytesHandlerExpect(t *testing.T) {
+	causes := make(chan error, 4)
+	m := maxBytesMux(causes)
+	api := NewMux()
+	api.Handle("PUT /api/duplex", Duplex(MaxBytesHandler(HandlerFunc(echoHandler), 10)))
+	m.Handle("/api/", api)
+	ts := startServer(t, m, Config{})
+	for _, path := range []string{"/small", "/nested", "/api/duplex"} {
+		c := dialRaw(t, ts.addr)
+		c.send("PUT " + path + " HTTP/1.1\r\nHost: x\r\nContent-Length: 1000\r\nExpect: 100-continue\r\n\r\n")
+		resp := c.read("PUT")
+		assert.Equal(t, 413, resp.status, path)
+		assert.True(t, resp.close, path)
+	}
+	c := dialRaw(t, ts.addr)
+	c.send("PUT /small HTTP/1.1\r\nHost: x\r\nContent-Length: 5\r\nExpect: 100-continue\r\n\r\n")
+	assert.Equal(t, 100, c.read("PUT").status)
+	c.send("hello")
+	assert.Equal(t, "5", c.read("PUT").body)
+	ts.atRest(t)
+}
+
 // MaxBytesHandler on HTTP/2: a body over the limit that arrived with the
 // request, a content-length over it (the handler would stream it), and a
 // body without one that outgrows it while the handler reads are each

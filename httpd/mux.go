@@ -2,6 +2,7 @@ package httpd
 
 import (
 	"fmt"
+	"math"
 
 	"github.com/valkyria/aio/httpd/internal/route"
 )
@@ -127,21 +128,41 @@ type duplex struct{ Handler }
 // Handler, or the one its Mux routes r to, through the Muxes it routes to
 // in turn and the MaxBytesHandlers in the way. On the loop.
 func (ls *loopState) startsAtHead(r *Request) bool {
+	duplex, _ := ls.routeAtHead(r)
+	return duplex
+}
+
+// routeLimit is the lowest body limit of the MaxBytesHandlers on r's
+// route (MaxInt64 for none), found at its head, before its handler runs.
+// On the loop.
+func (ls *loopState) routeLimit(r *Request) int64 {
+	_, limit := ls.routeAtHead(r)
+	return limit
+}
+
+// routeAtHead follows r's route from the Server's Handler through the
+// Muxes (which keep their match, see match) and MaxBytesHandlers on it,
+// and reports whether it ends at a Duplex handler, and the lowest body
+// limit on the way. On the loop.
+func (ls *loopState) routeAtHead(r *Request) (duplexEnd bool, limit int64) {
+	limit = math.MaxInt64
 	h := ls.srv.Handler
 	for {
 		switch x := h.(type) {
 		case *Mux:
 			mh, kind := x.match(r)
 			if kind != route.Found {
-				return false
+				return duplexEnd, limit
 			}
 			h = mh
 		case maxBytes:
+			limit = min(limit, x.n)
 			h = x.h
 		case duplex:
-			return true
+			duplexEnd = true // and a limit may lie behind it
+			h = x.Handler
 		default:
-			return false
+			return duplexEnd, limit
 		}
 	}
 }
