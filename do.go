@@ -138,9 +138,11 @@ func (n *doNode[T]) runBody() {
 	returned = true
 }
 
-// ErrGoexit is the error of a Do handle whose body called runtime.Goexit (as
-// testing's FailNow does): the body's goroutine is gone, the loop is not.
-var ErrGoexit = errors.New("aio: runtime.Goexit called in a Do body")
+// ErrGoexit is the error of a Do handle whose body, or a Work handle whose
+// fn, called runtime.Goexit (as testing's FailNow does): the body's or the
+// pool worker's goroutine is gone (another worker takes its place), the
+// loop is not.
+var ErrGoexit = errors.New("aio: runtime.Goexit called in a Do body or Work fn")
 
 // goexitInBody is the panic that carries a body's Goexit out of iter.Pull
 // (see runBody).

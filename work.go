@@ -54,7 +54,22 @@ func (p *workPool) submit(it workItem) bool {
 }
 
 func (p *workPool) worker() {
-	defer p.wg.Done()
+	goexit := true // until the worker returns: a job's fn called runtime.Goexit
+	defer func() {
+		if goexit {
+			// This goroutine is ending: another takes its place, for the
+			// jobs queued (close waits for them too: Add before Done).
+			p.mu.Lock()
+			p.workers--
+			if len(p.queue) > 0 {
+				p.workers++
+				p.wg.Add(1)
+				go p.worker()
+			}
+			p.mu.Unlock()
+		}
+		p.wg.Done()
+	}()
 	p.mu.Lock()
 	for {
 		for len(p.queue) == 0 && !p.closed {
@@ -64,6 +79,7 @@ func (p *workPool) worker() {
 		}
 		if len(p.queue) == 0 { // closed and drained
 			p.mu.Unlock()
+			goexit = false
 			return
 		}
 		it := p.queue[0]
@@ -109,7 +125,8 @@ type workNode[T any] struct {
 // return soon after. A job cancelled before a worker picked it up never
 // runs; one cancelled while fn runs ends cancelled at once, and what fn
 // returns then is dropped. A panic in fn fails the handle with a
-// *PanicError. Stop waits for running fns to return.
+// *PanicError, a runtime.Goexit with ErrGoexit. Stop waits for running fns
+// to return.
 //
 // The pool's goroutines share Go's Ps (GOMAXPROCS) with the loops: while
 // CPU-bound fns hold every P, a loop whose events arrive waits for one, and
@@ -143,7 +160,16 @@ func (n *workNode[T]) runWork() {
 	}
 	running := &n.loop.pool.running
 	running.Add(1)
+	returned := false
+	defer func() {
+		if !returned { // runtime.Goexit in fn: the worker goes (see worker), the job ends
+			running.Add(-1)
+			var zero T
+			n.settle(zero, ErrGoexit)
+		}
+	}()
 	v, err := callCtx(n.fn, n.ctx)
+	returned = true
 	running.Add(-1) // before the result is published: a waiter sees it counted out
 	n.settle(v, err)
 }

@@ -2,6 +2,7 @@ package aio
 
 import (
 	"context"
+	"runtime"
 	"testing"
 
 	"github.com/stretchr/testify/require"
@@ -73,4 +74,30 @@ func TestWorkStatsCountCancelled(t *testing.T) {
 	_, err = wait(t, Work(l, func(context.Context) (int, error) { return 2, nil }))
 	require.NoError(t, err)
 	require.Equal(t, uint64(2), l.Stats().WorkCancelled)
+}
+
+// A Work fn that calls runtime.Goexit (testing's FailNow) ends its job
+// with ErrGoexit, counted out of WorkRunning; its worker goroutine is
+// gone, and another takes its place for the jobs queued behind it.
+func TestWorkGoexit(t *testing.T) {
+	l := startLoop(t, Config{WorkPool: 1})
+	started, release := make(chan struct{}), make(chan struct{})
+	dying := Work(l, func(context.Context) (int, error) {
+		close(started)
+		<-release
+		runtime.Goexit()
+		return 0, nil
+	})
+	recv(t, started)
+	next := Work(l, func(context.Context) (int, error) { return 7, nil }) // queued behind it
+	close(release)
+	_, err := wait(t, dying)
+	require.ErrorIs(t, err, ErrGoexit)
+	v, err := wait(t, next)
+	require.NoError(t, err)
+	require.Equal(t, 7, v)
+	v, err = wait(t, Work(l, func(context.Context) (int, error) { return 8, nil })) // none queued then
+	require.NoError(t, err)
+	require.Equal(t, 8, v)
+	require.Zero(t, l.Stats().WorkRunning)
 }
