@@ -81,8 +81,8 @@ func (n *retryNode[T]) onInput(idx int) {
 		n.settle(zero, in.err)
 		return
 	}
-	n.t.when = n.loop.Now() + n.backoff
-	n.backoff *= 2
+	n.t.when = later(n.loop.Now(), n.backoff)
+	n.backoff = later(n.backoff, n.backoff) // doubled, saturated
 	n.loop.addTimer(&n.t)
 }
 

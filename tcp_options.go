@@ -237,15 +237,15 @@ func (c *Conn) deadline(to *connTimeouts) (time.Duration, bool) {
 	var dl time.Duration
 	ok := false
 	if to.read > 0 && c.reading() {
-		dl, ok = to.lastRead+to.read, true
+		dl, ok = later(to.lastRead, to.read), true
 	}
 	if to.idle > 0 {
-		if d := to.lastIO + to.idle; !ok || d < dl {
+		if d := later(to.lastIO, to.idle); !ok || d < dl {
 			dl, ok = d, true
 		}
 	}
 	if to.write > 0 && c.ev&poll.Writable != 0 {
-		if d := to.lastWrite + to.write; !ok || d < dl {
+		if d := later(to.lastWrite, to.write); !ok || d < dl {
 			dl, ok = d, true
 		}
 	}
@@ -335,11 +335,11 @@ func (c *Conn) fire() {
 	now, to := c.l.Now(), c.to
 	var err error
 	switch {
-	case to.read > 0 && c.reading() && now >= to.lastRead+to.read:
+	case to.read > 0 && c.reading() && now >= later(to.lastRead, to.read):
 		err = ErrReadTimeout
-	case to.idle > 0 && now >= to.lastIO+to.idle:
+	case to.idle > 0 && now >= later(to.lastIO, to.idle):
 		err = ErrIdleTimeout
-	case to.write > 0 && c.ev&poll.Writable != 0 && now >= to.lastWrite+to.write:
+	case to.write > 0 && c.ev&poll.Writable != 0 && now >= later(to.lastWrite, to.write):
 		if c.peerAcked(to) {
 			to.lastWrite = now
 			c.armTimeouts()

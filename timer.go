@@ -2,6 +2,7 @@ package aio
 
 import (
 	"fmt"
+	"math"
 	"time"
 )
 
@@ -193,9 +194,19 @@ func (l *Loop) deadline(d time.Duration) time.Duration {
 		d = 0
 	}
 	if l.OnLoop() {
-		return l.Now() + d
+		return later(l.Now(), d)
 	}
-	return l.clock() + d
+	return later(l.clock(), d)
+}
+
+// later is t+d for d >= 0, saturated at the largest Duration: a delay of
+// math.MaxInt64 ("never", some 292 years) must not wrap to a deadline in
+// the past, which would fire at once.
+func later(t, d time.Duration) time.Duration {
+	if d > math.MaxInt64-t {
+		return math.MaxInt64
+	}
+	return t + d
 }
 
 // delayNode is the handle of Delay: the handle, its timer and its function in
@@ -298,9 +309,9 @@ func (n *everyNode) fire() {
 	if n.state.Load() != uint32(Running) { // fn cancelled its own handle
 		return
 	}
-	next := n.t.when + n.period
+	next := later(n.t.when, n.period)
 	if now := n.loop.Now(); next <= now {
-		next = now + n.period - (now-n.t.when)%n.period
+		next = later(now, n.period-(now-n.t.when)%n.period)
 	}
 	n.t.when = next
 	n.loop.addTimer(&n.t)

@@ -1,6 +1,7 @@
 package aio
 
 import (
+	"math"
 	"sync/atomic"
 	"testing"
 	"time"
@@ -195,4 +196,43 @@ func TestEveryCountsWhileFiring(t *testing.T) {
 	require.ErrorAs(t, err, &pe)
 	onLoop(t, l, func() {})
 	require.Equal(t, 0, l.Stats().Timers)
+}
+
+// math.MaxInt64 is "never" (some 292 years): a deadline that far off
+// saturates instead of wrapping into the past, where it would fire at
+// once. Each huge timer here is armed before a 1 ms Sleep, which would
+// fire after it if it had wrapped: once the Sleep has ended, none of them
+// may have.
+func TestHugeDelaysNeverFire(t *testing.T) {
+	l := startLoop(t)
+	var ticks, attempts atomic.Int32
+	offLoop := Sleep(l, math.MaxInt64) // from the clock
+	var onLoopDelay, every, retry, within *Handle[struct{}]
+	onLoop(t, l, func() { // from the loop's cached time
+		onLoopDelay = Sleep(l, math.MaxInt64)
+		every = Every(l, math.MaxInt64, func() { ticks.Add(1) })
+		retry = Retry(l, 3, math.MaxInt64, func() *Handle[struct{}] {
+			attempts.Add(1)
+			return Fail[struct{}](l, errBoom)
+		})
+		within = Within(NewPromise[struct{}](l).Handle(), math.MaxInt64)
+	})
+	accepted := make(chan struct{})
+	ln, err := Listen(l, "127.0.0.1:0", ListenConfig{Conn: ConnConfig{IdleTimeout: math.MaxInt64,
+		ReadTimeout: math.MaxInt64, WriteTimeout: math.MaxInt64}}, func(c *Conn) {
+		_ = c.OnRead(tcpEcho)
+		close(accepted)
+	})
+	require.NoError(t, err)
+	netDial(t, ln)
+	recv(t, accepted)
+	_, err = wait(t, Sleep(l, time.Millisecond))
+	require.NoError(t, err)
+	for _, h := range []*Handle[struct{}]{offLoop, onLoopDelay, every, retry, within} {
+		require.Equal(t, Running, h.Status())
+		h.Cancel()
+	}
+	require.Zero(t, ticks.Load())
+	require.Equal(t, int32(1), attempts.Load(), "the second attempt waits math.MaxInt64")
+	require.Equal(t, 1, l.Stats().TCPOpen, "a connection timed out")
 }
