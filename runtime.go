@@ -8,8 +8,14 @@ import (
 
 // RuntimeConfig configures a Runtime.
 type RuntimeConfig struct {
-	MaxSystems int // slab capacity; 0 means 16
+	MaxSystems int // slab capacity; 0 means 16, at most MaxSystemsLimit
 }
+
+// MaxSystemsLimit bounds RuntimeConfig.MaxSystems: each system is an OS
+// thread with its poller, so more would exhaust the machine long before
+// the slab, whose slots are allocated up front (math.MaxInt of them would
+// ask for tens of GiB at NewRuntime).
+const MaxSystemsLimit = 1 << 16
 
 // Runtime owns a fixed number of system slots in a lock-free slab. Start takes
 // a slot, a stopped system gives it back; nothing else registers systems.
@@ -24,12 +30,14 @@ type loopSlot struct {
 	l atomic.Pointer[Loop]
 }
 
-// NewRuntime returns a runtime with cfg.MaxSystems slots (16 if 0 or less).
+// NewRuntime returns a runtime with cfg.MaxSystems slots (16 if 0 or less,
+// MaxSystemsLimit if more).
 func NewRuntime(cfg RuntimeConfig) *Runtime {
 	n := cfg.MaxSystems
 	if n <= 0 {
 		n = 16
 	}
+	n = min(n, MaxSystemsLimit)
 	return &Runtime{slab: NewSlab[loopSlot](n)}
 }
 

@@ -1,6 +1,7 @@
 package aio
 
 import (
+	"math"
 	"testing"
 
 	"github.com/stretchr/testify/require"
@@ -21,4 +22,15 @@ func TestRuntimeLoops(t *testing.T) {
 	d := startLoopOn(t, rt)
 	require.Equal(t, b.Slot(), d.Slot(), "the slot is reused")
 	require.Equal(t, []*Loop{a, d, c}, rt.Loops())
+}
+
+// MaxSystems beyond MaxSystemsLimit is the limit: math.MaxInt would have
+// the slab allocate tens of GiB of slots up front, a fatal error.
+func TestRuntimeMaxSystemsLimit(t *testing.T) {
+	rt := NewRuntime(RuntimeConfig{MaxSystems: math.MaxInt})
+	require.Equal(t, MaxSystemsLimit, rt.slab.Cap())
+	l, err := rt.Start(Config{})
+	require.NoError(t, err)
+	_, err = l.Stop().Wait(t.Context())
+	require.NoError(t, err)
 }
