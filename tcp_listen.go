@@ -217,9 +217,12 @@ func (ln *Listener) Loop() *Loop { return ln.l }
 
 // Close stops accepting and closes the socket; connections already
 // delivered stay open, and those still in their TLS handshake, which were
-// never delivered, close (the callback gets no connection after Close).
-// It returns a handle that completes once the socket is closed: at once
-// on the loop, after a posted job elsewhere. Idempotent; any goroutine.
+// never delivered, close (the callback gets no connection after Close):
+// each is a handshake that failed with ErrConnClosed, counted in
+// Stats.TLSHandshakeErrors and reported to OnHandshakeError, as one a
+// Drain ends. It returns a handle that completes once the socket is
+// closed: at once on the loop, after a posted job elsewhere. Idempotent;
+// any goroutine.
 func (ln *Listener) Close() *Handle[struct{}] {
 	return ln.l.runInlineHandle(func() error { ln.closeWith(nil); return nil })
 }

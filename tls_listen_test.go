@@ -110,8 +110,10 @@ func TestTLSListenerCloseEndsHandshakes(t *testing.T) {
 	l := startLoop(t)
 	scfg, ccfg := tlsConfigs(t)
 	var delivered atomic.Int32
+	failed := make(chan error, 1)
 	// No handshake timeout: only the close can end the silent handshake.
-	ln, err := Listen(l, "127.0.0.1:0", ListenConfig{TLS: scfg, HandshakeTimeout: -1}, func(c *Conn) {
+	ln, err := Listen(l, "127.0.0.1:0", ListenConfig{TLS: scfg, HandshakeTimeout: -1,
+		OnHandshakeError: func(_ netip.AddrPort, err error) { failed <- err }}, func(c *Conn) {
 		delivered.Add(1)
 		_ = c.OnRead(tcpEcho)
 	})
@@ -123,6 +125,7 @@ func TestTLSListenerCloseEndsHandshakes(t *testing.T) {
 	require.NoError(t, err)
 	_, err = io.Copy(io.Discard, silent)
 	require.NoError(t, err, "the handshake's connection closes")
+	require.ErrorIs(t, recv(t, failed), ErrConnClosed)
 	eventually(t, func() bool { return l.Stats().TCPOpen == 1 }, "open: %+v", l.Stats())
 	_, err = done.Write([]byte("still"))
 	require.NoError(t, err)
