@@ -143,7 +143,7 @@ func (c *Conn) setReader(split bufio.SplitFunc, maxFrame int, fn func(*Conn, []b
 		c.fr = fr
 	}
 	fr.split, fr.max, fr.fn, fr.plain = split, maxFrame, fn, plain
-	fr.done, fr.empties = false, 0
+	fr.done = false // empties stays: only an advance is progress, not a new reader
 	if !fr.running && fr.len() > 0 {
 		fr.held = true // the new split may find frames in them: deliver in a job
 	}
@@ -325,9 +325,9 @@ func (c *Conn) splitFrame(fr *framer, data []byte, atEOF bool) (adv int, tok []b
 	case adv > len(data):
 		return 0, nil, false, fmt.Errorf("aio: tcp frame split on %s: %w (%d of %d bytes)",
 			c.raddr, bufio.ErrAdvanceTooFar, adv, len(data))
-	case adv > 0 || final:
+	case adv > 0:
 		fr.empties = 0
-	case tok != nil:
+	case tok != nil || final: // a final token that does not advance, and a reader installed again, may come back
 		if fr.empties++; fr.empties > maxEmptyFrames {
 			return 0, nil, false, fmt.Errorf("aio: tcp frame split on %s: %d frames without advancing: %w",
 				c.raddr, fr.empties, io.ErrNoProgress)

@@ -281,6 +281,12 @@ func TestOnFrameBadSplit(t *testing.T) {
 		{"advance too far", func(d []byte, _ bool) (int, []byte, error) { return len(d) + 1, d, nil }, nil, bufio.ErrAdvanceTooFar},
 		{"error", func([]byte, bool) (int, []byte, error) { return 0, nil, errBoom }, nil, errBoom},
 		{"no progress", func([]byte, bool) (int, []byte, error) { return 0, []byte{}, nil }, nil, io.ErrNoProgress},
+		// fn installs the reader again at each frame, which must not
+		// reset the count of frames that did not advance (nil fn below).
+		{"no progress, installed again", func([]byte, bool) (int, []byte, error) { return 0, []byte{}, nil }, nil, io.ErrNoProgress},
+		{"final token without advance, installed again", func([]byte, bool) (int, []byte, error) {
+			return 0, []byte("F"), bufio.ErrFinalToken
+		}, nil, io.ErrNoProgress},
 		{"panicking split", func([]byte, bool) (int, []byte, error) { panic("split boom") }, nil, nil},
 		{"panicking fn", bufio.ScanLines, func(*Conn, []byte) { panic("fn boom") }, nil},
 	} {
@@ -289,6 +295,9 @@ func TestOnFrameBadSplit(t *testing.T) {
 			fn := tc.fn
 			if fn == nil {
 				fn = func(*Conn, []byte) {}
+				if strings.HasSuffix(tc.name, "installed again") {
+					fn = func(c *Conn, _ []byte) { _ = c.OnFrame(tc.split, 0, fn) }
+				}
 			}
 			ln, conns := frameListen(t, l, ListenConfig{}, func(c *Conn) {
 				assert.NoError(t, c.OnFrame(tc.split, 0, fn))
