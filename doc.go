@@ -260,8 +260,10 @@
 // [ErrNilHandle] for nil arguments, [ErrNotInBody] and [ErrGoexit] for Do
 // bodies, [ErrTooManySystems] for Start, [ErrConnClosed] (which also matches
 // net.ErrClosed), [ErrWriteClosed] and [ErrFrameTooLarge] for connections
-// (a connection that Stop closed matches ErrConnClosed, ErrStopped and
-// ErrCancelled), [ErrListenerClosed] (net.ErrClosed too) for listeners.
+// (the error OnClose and a NetConn view give for a connection that Stop
+// closed matches ErrConnClosed, ErrStopped and ErrCancelled; its Closed
+// handle ends cancelled, as every handle Stop ends), [ErrListenerClosed]
+// (net.ErrClosed too) for listeners.
 // Socket errors wrap their errno, so errors.Is(err, unix.ECONNREFUSED)
 // works. A panic in a callback that has no handle to fail (a posted one, a
 // connection's) goes to Config.OnPanic.
