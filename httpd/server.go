@@ -228,8 +228,10 @@ var (
 // Serve starts serving on addr ("host:port"; port 0 picks one, see Addr)
 // on every loop rt runs now, one listener each, and returns once they all
 // listen. It does not block further: the loops serve. It returns
-// ErrServing if the Server serves already, ErrServerClosed after
-// Shutdown. Any goroutine but the loops'.
+// ErrNoLoops without a loop, ErrServing if the Server serves already,
+// ErrServerClosed after Shutdown, and a listener's error (the address in
+// use) after closing the listeners it opened: the Server is then as it
+// was, and may Serve again. Any goroutine but the loops'.
 func (s *Server) Serve(rt *aio.Runtime, addr string) error {
 	return s.ServeLoops(addr, rt.Loops()...)
 }
@@ -257,14 +259,15 @@ func (s *Server) ServeLoops(addr string, loops ...*aio.Loop) error {
 	for _, l := range loops {
 		ls := newLoopState(s, &s.cfg, l)
 		ln, err := aio.Listen(l, addr, s.cfg.Listen, ls.accept)
-		if err != nil {
+		if err != nil { // the Server is left as it was: Serve may be called again
 			s.mu.Lock()
 			for _, ls := range s.loops {
 				ls.ln.Close()
 				ls.ticker.Cancel()
 			}
-			s.loops = nil
+			s.loops, s.addr = nil, netip.AddrPort{}
 			s.mu.Unlock()
+			s.state.Store(0)
 			return err
 		}
 		ls.ln = ln

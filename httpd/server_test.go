@@ -4,6 +4,7 @@ import (
 	"bytes"
 	"context"
 	"io"
+	"net"
 	"net/http"
 	"net/http/httptrace"
 	"runtime"
@@ -13,6 +14,7 @@ import (
 	"github.com/stretchr/testify/assert"
 	"github.com/stretchr/testify/require"
 	"github.com/valkyria/aio"
+	"golang.org/x/sys/unix"
 )
 
 // testMux is the routes most tests use.
@@ -176,11 +178,12 @@ func TestServeFails(t *testing.T) {
 	srv := &Server{}
 	assert.ErrorIs(t, srv.ServeLoops("127.0.0.1:0"), ErrNoLoops)
 	assert.Error(t, srv.ServeLoops("nowhere", l))
+	require.NoError(t, srv.ServeLoops("127.0.0.1:0", l), "a failed Serve leaves the Server as it was")
 	assert.ErrorIs(t, srv.ServeLoops("127.0.0.1:0", l), ErrServing)
 	done := make(chan error, 1)
 	go func() { done <- srv.Shutdown(context.Background()) }()
 	assert.NoError(t, recvT(t, done))
-	assert.Zero(t, srv.Stats())
+	assert.Zero(t, srv.Stats().ConnsOpen)
 	assert.ErrorIs(t, srv.ServeLoops("127.0.0.1:0", l), ErrServerClosed, "Serve after Shutdown")
 
 	unserved := &Server{} // shut down before it ever served, as net/http allows
@@ -246,6 +249,27 @@ func TestShutdownRacingServe(t *testing.T) {
 		require.NoError(t, recvT(t, served))
 		eventually(t, func() bool { return l.Stats().TCPListeners == 0 }, "a listener is left open")
 	}
+}
+
+// A Serve that fails (its address is taken) leaves the Server as it was:
+// no listener open, no address, and a later Serve serves.
+func TestServeAgainAfterAFailure(t *testing.T) {
+	rt := aio.NewRuntime(aio.RuntimeConfig{})
+	l, err := rt.Start(aio.Config{Name: "httpd-test"})
+	require.NoError(t, err)
+	defer func() { require.NoError(t, rt.Shutdown(context.Background())) }()
+	taken, err := net.Listen("tcp", "127.0.0.1:0") // no SO_REUSEPORT: the port is not shared
+	require.NoError(t, err)
+	srv := &Server{Handler: testMux()}
+	require.ErrorIs(t, srv.ServeLoops(taken.Addr().String(), l), unix.EADDRINUSE)
+	assert.False(t, srv.Addr().IsValid())
+	require.NoError(t, taken.Close())
+	require.NoError(t, srv.ServeLoops(taken.Addr().String(), l))
+	resp, err := client(t).Get("http://" + srv.Addr().String() + "/health")
+	require.NoError(t, err)
+	resp.Body.Close()
+	assert.Equal(t, 200, resp.StatusCode)
+	require.NoError(t, srv.Shutdown(context.Background()))
 }
 
 // Each immediate Reply helper has a Response twin for a handle's value,
