@@ -250,23 +250,23 @@
 //
 // # Errors
 //
-// Outcomes are matched with errors.Is: [ErrCancelled] for a cancelled handle,
-// [ErrTimeout] for Within and the inputs an AllSettledWithin gave up (and
-// [ErrReadTimeout], [ErrIdleTimeout] and [ErrWriteTimeout] of connections
-// and [ErrHandshakeTimeout] of a TLS handshake, which wrap it),
-// [ErrStopped] for work refused by a stopping loop, [ErrAwaitOnLoop] for a Wait
-// that would deadlock, [ErrPending] for the Result of an unfinished handle,
-// [ErrNoInputs] for Race or Any of nothing, [ErrNilFunc], [ErrNilLoop] and
-// [ErrNilHandle] for nil arguments, [ErrNotInBody] and [ErrGoexit] for Do
-// bodies, [ErrTooManySystems] for Start, [ErrConnClosed] (which also matches
-// net.ErrClosed), [ErrWriteClosed] and [ErrFrameTooLarge] for connections
-// (the error OnClose and a NetConn view give for a connection that Stop
-// closed matches ErrConnClosed, ErrStopped and ErrCancelled; its Closed
-// handle ends cancelled, as every handle Stop ends), [ErrListenerClosed]
-// (net.ErrClosed too) for listeners.
-// Socket errors wrap their errno, so errors.Is(err, unix.ECONNREFUSED)
-// works. A panic in a callback that has no handle to fail (a posted one, a
-// connection's) goes to Config.OnPanic.
+// Outcomes are matched with errors.Is: [ErrCancelled] for a cancelled
+// handle, [ErrTimeout] for Within and the inputs an AllSettledWithin gave up
+// (and [ErrReadTimeout], [ErrIdleTimeout] and [ErrWriteTimeout] of
+// connections and [ErrHandshakeTimeout] of a TLS handshake, which wrap it),
+// [ErrStopped] for work refused by a stopping loop, [ErrAwaitOnLoop] for a
+// Wait that would deadlock, [ErrPending] for the Result of an unfinished
+// handle, [ErrNoInputs] for Race or Any of nothing, [ErrNilFunc],
+// [ErrNilLoop] and [ErrNilHandle] for nil arguments, [ErrNotInBody] for Do
+// bodies, [ErrGoexit] for Do bodies and Work fns, [ErrTooManySystems] for
+// Start, [ErrConnClosed] (which also matches net.ErrClosed),
+// [ErrWriteClosed] and [ErrFrameTooLarge] for connections (the error OnClose
+// and a NetConn view give for a connection that Stop closed matches
+// ErrConnClosed, ErrStopped and ErrCancelled; its Closed handle ends
+// cancelled, as every handle Stop ends), [ErrListenerClosed] (net.ErrClosed
+// too) for listeners. Socket errors wrap their errno, so errors.Is(err,
+// unix.ECONNREFUSED) works. A panic in a callback that has no handle to fail
+// (a posted one, a connection's) goes to Config.OnPanic.
 //
 // # Debugging
 //

@@ -14,7 +14,7 @@ import (
 // Config configures one system (loop) started by Runtime.Start.
 type Config struct {
 	Name     string // shown in Stats and logs
-	WorkPool int    // goroutines for Work; 0 means 4 (libuv's default)
+	WorkPool int    // goroutines for Work; 0 or less means 4 (libuv's default)
 
 	// Spin is how long a loop that has just done work (callbacks, I/O) keeps
 	// looking for posted callbacks and ready fds before it blocks in the
@@ -29,7 +29,7 @@ type Config struct {
 
 	// PostBatch bounds how many posted callbacks one iteration runs before it
 	// polls for I/O and runs timers again, so a flood of Posts cannot starve
-	// them. 0 means 1024.
+	// them. 0 or less means 1024.
 	PostBatch int
 
 	// OnPanic receives the value of a panic in a callback that has no handle

@@ -85,6 +85,7 @@ type PanicError struct {
 	Stack []byte // the goroutine's stack at the panic
 }
 
+// Error says that a callback panicked, and with what.
 func (e *PanicError) Error() string { return fmt.Sprintf("aio: callback panicked: %v", e.Value) }
 
 // Unwrap returns the panic value when it is an error, so errors.Is and errors.As

@@ -92,13 +92,14 @@ func (b *Body) OnData(fn func(p []byte, end bool)) {
 }
 
 // Pause stops the delivery of the body until Resume: the connection stops
-// reading. For a handler that sends the body on somewhere slower.
+// reading. For a handler that sends the body on somewhere slower. On the
+// loop.
 func (b *Body) Pause() {
 	b.r.checkLoop()
 	b.paused = true
 }
 
-// Resume resumes the delivery that Pause stopped.
+// Resume resumes the delivery that Pause stopped. On the loop.
 func (b *Body) Resume() {
 	b.r.checkLoop()
 	if !b.paused {

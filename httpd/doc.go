@@ -21,8 +21,9 @@
 //
 // Shutdown ends the server only: the loops of rt go on running (they may
 // serve other things), and stop with rt.Shutdown. Give rt.Shutdown a
-// context of its own: srv.Shutdown returns when ctx ends, and rt.Shutdown
-// with that same ended ctx returns at once, the loops still stopping.
+// context of its own: srv.Shutdown returns soon after ctx ends (once it
+// has closed what was left), and rt.Shutdown with that same ended ctx
+// returns at once, the loops still stopping.
 //
 // # Loops, connections, handlers
 //
@@ -81,8 +82,10 @@
 // Request.Scope is the request's own scope, closed when it ends: a timer
 // that feeds a Stream belongs there. Request.Context is the same as a
 // context, for goroutine code, and context.Cause tells why it ended: the
-// client gone (ErrClientGone), Shutdown's deadline (ErrServerClosed), a
-// body refused as it streamed, or the request's own end.
+// client gone (ErrClientGone), Shutdown's deadline (ErrServerClosed), its
+// loop stopping (aio.ErrStopped), a body refused as it streamed
+// (*http.MaxBytesError, ErrBadBody), or the request's own end
+// (context.Canceled).
 //
 // # HTTP/1.1
 //

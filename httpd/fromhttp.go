@@ -62,7 +62,8 @@ import (
 // client stops reading it, so a long stream needs no deadline moved).
 //
 // Everything h gets is copied out of the request's arena: h runs on
-// another goroutine and may outlive the request once it is cancelled.
+// another goroutine and may outlive the request once it is cancelled. A
+// nil h panics at once, as Mux.Handle of one does.
 func FromHTTP(h http.Handler) Handler {
 	if h == nil {
 		panic("httpd: FromHTTP of a nil handler") // as Mux.Handle does, at once rather than per request

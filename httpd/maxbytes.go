@@ -23,7 +23,7 @@ package httpd
 // begun, which is then cut short.
 //
 // A Mux that routes to a MaxBytesHandler, and the Server, see through it
-// to a Duplex h.
+// to a Duplex h. A nil h panics at once.
 func MaxBytesHandler(h Handler, n int64) Handler {
 	if h == nil {
 		panic("httpd: MaxBytesHandler of a nil handler")

@@ -93,7 +93,7 @@ func (s *Stream) Handle() *aio.Handle[Response] { return s.p.Handle() }
 // once) and returns len(p), or 0 and ErrStreamClosed after End or once
 // the client has gone away, or ErrContentLength if p would pass the
 // declared Content-Length. An error of the connection closes it, as the
-// client going away does.
+// client going away does. On the loop.
 func (s *Stream) Write(p []byte) (int, error) {
 	s.r.checkLoop()
 	if s.closed() {
@@ -108,12 +108,13 @@ func (s *Stream) Write(p []byte) (int, error) {
 	return len(p), nil
 }
 
-// WriteString is Write for a string.
+// WriteString is Write for a string. On the loop.
 func (s *Stream) WriteString(str string) (int, error) { return s.Write(strBytes(str)) }
 
 // Full reports whether the writer should pause: the connection's write
 // queue is above its high-water mark, or the stream waits for the
 // responses before its own (pipelining). OnDrain tells when it is over.
+// On the loop.
 func (s *Stream) Full() bool {
 	s.r.checkLoop()
 	return !s.closed() && s.r.eng.streamFull(s.r)
@@ -127,7 +128,7 @@ func (s *Stream) OnDrain(fn func()) {
 }
 
 // End ends the body (the last chunk) and completes the stream's handle.
-// Idempotent; after the client went away it does nothing.
+// Idempotent; after the client went away it does nothing. On the loop.
 func (s *Stream) End() {
 	s.r.checkLoop()
 	if s.closed() {
