@@ -1039,9 +1039,13 @@ func (hc *h1conn) stallRead(why uint8) {
 	if why == stallArena && hc.links[linkWait].in == nil {
 		hc.ls.st.refused.Add(1)
 		if hc.holdsArena() {
-			hc.ls.waitersMore.push(hc)
+			hc.ls.waitersMore.push(hc) // its requests in progress time it, if anything
 		} else {
 			hc.ls.waiters.push(hc)
+			// Its head has come whole: the wait is the server's, not a
+			// head in progress (HeaderTimeout). It waits as long as an
+			// idle connection may, from now.
+			hc.setTimeout(&hc.ls.idleQ)
 		}
 	}
 	hc.stall |= why

@@ -36,7 +36,14 @@ type Config struct {
 	// HTTP/1.1, concurrent streams on HTTP/2) cannot take those, so one
 	// client cannot leave the others waiting; its next request waits for
 	// an arena beyond them (HTTP/1.1) or is refused with REFUSED_STREAM,
-	// which clients retry (HTTP/2), and Stats.Refused counts it.
+	// which clients retry (HTTP/2), and Stats.Refused counts it. An
+	// HTTP/1.1 connection whose head waits for an arena waits on the
+	// server, not HeaderTimeout: for IdleTimeout at most, counted from the
+	// start of the wait, after which it closes unanswered. Arenas are held
+	// by bodies that arrive with their requests while the bodies arrive,
+	// which HeaderTimeout bounds only between pieces: clients that trickle
+	// their bodies can hold every arena of a loop (MaxBodyBytes over their
+	// rate bounds it).
 	ArenaSize int
 	Arenas    int
 

@@ -560,17 +560,25 @@ func TestStreamHeadGoesAtOnce(t *testing.T) {
 	ts.atRest(t)
 }
 
+// arenaWait takes ts's one arena with a pending request on a (whose
+// promise it returns) and has b's whole head wait for it.
+func arenaWait(t *testing.T, ts *testServer, p *probe) (a, b *rawConn, pr *aio.Promise[Response]) {
+	t.Helper()
+	a = dialRaw(t, ts.addr)
+	a.send("GET /promise HTTP/1.1\r\nHost: x\r\n\r\n")
+	pr = recvT(t, p.promises)
+	b = dialRaw(t, ts.addr)
+	b.send("GET /health HTTP/1.1\r\nHost: x\r\n\r\n")
+	eventually(t, func() bool { return ts.Stats().Refused == 1 }, "not waiting: %+v", ts.Stats())
+	return a, b, pr
+}
+
 // With one arena, a second connection's request waits, its reading
 // paused, until the first request ends; then it is served.
 func TestNoArena(t *testing.T) {
 	p := newProbe()
 	ts := startServer(t, p.mux(), Config{Arenas: 1})
-	a := dialRaw(t, ts.addr)
-	a.send("GET /promise HTTP/1.1\r\nHost: x\r\n\r\n")
-	pr := recvT(t, p.promises)
-	b := dialRaw(t, ts.addr)
-	b.send("GET /health HTTP/1.1\r\nHost: x\r\n\r\n")
-	eventually(t, func() bool { return ts.Stats().Refused == 1 }, "not refused: %+v", ts.Stats())
+	a, b, pr := arenaWait(t, ts, p)
 	assert.Equal(t, uint64(1), ts.Stats().Requests)
 	pr.Resolve(TextResponse(200, "first"))
 	assert.Equal(t, "first", a.read("GET").body)
@@ -579,6 +587,33 @@ func TestNoArena(t *testing.T) {
 	st := ts.Stats()
 	assert.Equal(t, uint64(2), st.Requests)
 	assert.Equal(t, int64(1), st.ArenasCapacity)
+}
+
+// A connection whose whole head waits for an arena waits on the server,
+// not on its client: HeaderTimeout does not cut it (here much shorter
+// than the wait); IdleTimeout bounds the wait, counted from its start,
+// after which it closes without an answer.
+func TestNoArenaWaitIsNotAHeadTimeout(t *testing.T) {
+	p := newProbe()
+	ts := startServer(t, p.mux(), Config{Arenas: 1, HeaderTimeout: 50 * time.Millisecond, IdleTimeout: time.Hour})
+	a, b, pr := arenaWait(t, ts, p)
+	// Six times HeaderTimeout: a close in that time is the bug.
+	require.NoError(t, b.SetReadDeadline(time.Now().Add(300*time.Millisecond)))
+	_, err := b.br.Peek(1)
+	var ne net.Error
+	require.True(t, errors.As(err, &ne) && ne.Timeout(), "the waiting connection ended: %v", err)
+	require.NoError(t, b.SetReadDeadline(time.Now().Add(waitTimeout)))
+	pr.Resolve(TextResponse(200, "first"))
+	assert.Equal(t, "first", a.read("GET").body)
+	assert.Equal(t, "ok", b.read("GET").body)
+
+	ts2 := startServer(t, p.mux(), Config{Arenas: 1, HeaderTimeout: time.Hour, IdleTimeout: 100 * time.Millisecond})
+	a, b, pr = arenaWait(t, ts2, p)
+	assert.True(t, b.closed(), "IdleTimeout bounds the wait")
+	pr.Resolve(TextResponse(200, "first"))
+	assert.Equal(t, "first", a.read("GET").body)
+	ts.atRest(t)
+	ts2.atRest(t)
 }
 
 // A client that pipelines requests and never reads the responses: the
