@@ -1134,7 +1134,7 @@ func (hc *h1conn) setTimeout(q *connList) {
 		lk.in.remove(hc)
 	}
 	if q != nil {
-		hc.deadline = hc.ls.l.Now() + q.d
+		hc.deadline = later(hc.ls.l.Now(), q.d)
 		q.push(hc)
 	}
 }

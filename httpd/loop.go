@@ -1,6 +1,7 @@
 package httpd
 
 import (
+	"math"
 	"sync/atomic"
 	"time"
 
@@ -75,6 +76,16 @@ func newLoopState(srv *Server, cfg *Config, l *aio.Loop) *loopState {
 	ls.h2Streams = min(h2MaxStreams, cfg.Arenas)
 	_ = l.Post(func() { ls.closedScope() }) // made and closed before the first request
 	return ls
+}
+
+// later is t+d, saturated at the largest Duration: a timeout of
+// math.MaxInt64 ("never") must not wrap to a deadline in the past, which
+// the next sweep would take for one passed.
+func later(t, d time.Duration) time.Duration {
+	if d > math.MaxInt64-t {
+		return math.MaxInt64
+	}
+	return t + d
 }
 
 // dateValue returns the Date value for a response now: made at most once

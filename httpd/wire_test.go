@@ -6,6 +6,7 @@ import (
 	"errors"
 	"fmt"
 	"io"
+	"math"
 	"net"
 	"net/http"
 	"net/http/httptrace"
@@ -980,6 +981,28 @@ func TestEmptyLinesBeforeRequest(t *testing.T) {
 	assert.Equal(t, 400, resp.status, "six bytes are no empty lines")
 	assert.True(t, rc.closed())
 	ts.atRest(t)
+}
+
+// math.MaxInt64 is "never" for HeaderTimeout and IdleTimeout: their
+// deadlines saturate rather than wrap into the past, which the sweep (a
+// second apart at most) would take for passed.
+func TestTimeoutsOfMaxInt64(t *testing.T) {
+	ts := startServer(t, testMux(), Config{HeaderTimeout: math.MaxInt64, IdleTimeout: math.MaxInt64})
+	idle, begun := dialRaw(t, ts.addr), dialRaw(t, ts.addr)
+	idle.send("GET /health HTTP/1.1\r\nHost: x\r\n\r\n")
+	assert.Equal(t, "ok", idle.read("GET").body)
+	begun.send("GET /health HTTP/1.1\r\nHost: x\r\n")
+	// Two sweeps: a close in that time is the bug.
+	deadline := time.Now().Add(2500 * time.Millisecond)
+	for _, c := range []*rawConn{idle, begun} {
+		require.NoError(t, c.SetReadDeadline(deadline))
+		_, err := c.br.Peek(1)
+		var ne net.Error
+		require.True(t, errors.As(err, &ne) && ne.Timeout(), "the connection ended: %v", err)
+		require.NoError(t, c.SetReadDeadline(time.Now().Add(waitTimeout)))
+	}
+	begun.send("\r\n")
+	assert.Equal(t, "ok", begun.read("GET").body)
 }
 
 // Empty lines alone, after a response, are no head begun: the connection
