@@ -266,15 +266,8 @@ func (s *Server) ServeLoops(addr string, loops ...*aio.Loop) error {
 	for _, l := range loops {
 		ls := newLoopState(s, &s.cfg, l)
 		ln, err := aio.Listen(l, addr, s.cfg.Listen, ls.accept)
-		if err != nil { // the Server is left as it was: Serve may be called again
-			s.mu.Lock()
-			for _, ls := range s.loops {
-				ls.ln.Close()
-				ls.ticker.Cancel()
-			}
-			s.loops, s.addr = nil, netip.AddrPort{}
-			s.mu.Unlock()
-			s.state.Store(0)
+		if err != nil {
+			s.unserve()
 			return err
 		}
 		ls.ln = ln
@@ -286,6 +279,32 @@ func (s *Server) ServeLoops(addr string, loops ...*aio.Loop) error {
 		s.mu.Unlock()
 	}
 	return nil
+}
+
+// unserve undoes a Serve that failed part way, leaving the Server as it
+// was (Serve may be called again): the listeners it opened close, and so
+// do the connections they accepted meanwhile, which no sweep, Stats or
+// Shutdown would see once the loops are forgotten. Under serveMu.
+func (s *Server) unserve() {
+	s.mu.Lock()
+	for _, ls := range s.loops {
+		ls.ln.Close()
+		ls.ticker.Cancel()
+		_ = ls.l.Post(ls.abandon) // after the Close: nothing is accepted after it
+	}
+	s.loops, s.addr = nil, netip.AddrPort{}
+	s.mu.Unlock()
+	s.state.Store(0)
+}
+
+// abandon closes the loop's connections, for unserve. On the loop.
+func (ls *loopState) abandon() {
+	for hc := ls.conns.head; hc != nil; {
+		next := hc.links[linkAll].next
+		hc.cancelAllFor(ErrServerClosed)
+		hc.c.Close()
+		hc = next
+	}
 }
 
 // Addr returns the address the server listens on, with the port the kernel

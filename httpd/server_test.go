@@ -272,6 +272,23 @@ func TestServeAgainAfterAFailure(t *testing.T) {
 	require.NoError(t, srv.Shutdown(context.Background()))
 }
 
+// A Serve that fails on a later loop undoes what it did on the others,
+// connections their listeners accepted meanwhile included: nothing would
+// sweep, count or shut them down. (unserve is that undoing, called here
+// on a Server that serves, with a connection, as the failure would find.)
+func TestServeUndoneClosesItsConnections(t *testing.T) {
+	srv := &Server{Handler: testMux()}
+	ts := serveTest(t, srv)
+	c := dialRaw(t, ts.addr)
+	c.send("GET /health HTTP/1.1\r\nHost: x\r\n\r\n")
+	assert.Equal(t, "ok", c.read("GET").body)
+	srv.serveMu.Lock()
+	srv.unserve()
+	srv.serveMu.Unlock()
+	assert.True(t, c.closed(), "a connection outlives the Serve undone")
+	eventually(t, func() bool { return ts.l.Stats().TCPOpen == 0 }, "open: %+v", ts.l.Stats())
+}
+
 // Each immediate Reply helper has a Response twin for a handle's value,
 // with the same status, Content-Type and body on the wire.
 func TestReplyHelpersHaveResponseTwins(t *testing.T) {
