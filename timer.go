@@ -187,14 +187,14 @@ func (c *core) startTimer(t *timer, owner timerOwner, d time.Duration) {
 	c.loop.armTimer(c, t)
 }
 
-// deadline turns a delay into a loop-relative deadline: from the cached time
-// on the loop (as libuv), from the clock elsewhere. Negative delays count as 0.
+// deadline turns a delay into a loop-relative deadline, counted from the
+// clock read now. Not from the cached time (libuv's choice, uv_now): a
+// callback that ran long, or one late in a busy iteration, would arm a
+// timer that fires early by that much, where Go code expects, as of
+// time.AfterFunc, at least d after the call. Negative delays count as 0.
 func (l *Loop) deadline(d time.Duration) time.Duration {
 	if d < 0 {
 		d = 0
-	}
-	if l.OnLoop() {
-		return later(l.Now(), d)
 	}
 	return later(l.clock(), d)
 }
@@ -219,9 +219,10 @@ type delayNode[T any] struct {
 
 // Delay returns a handle that runs fn on the loop once d has passed and
 // completes with its result (fails with its error). Cancelling the handle
-// first disarms the timer at once (Stats.Timers drops) and fn never runs. On
-// the loop d counts from Now() (as libuv); off it, from the call. d <= 0 fires
-// on the next iteration. A nil fn or loop gives a failed handle (ErrNilFunc,
+// first disarms the timer at once (Stats.Timers drops) and fn never runs. d
+// counts from the call, on the loop too (not from the cached Now, as libuv
+// counts: fn never runs before d has passed). d <= 0 fires on the next
+// iteration. A nil fn or loop gives a failed handle (ErrNilFunc,
 // ErrNilLoop); a stopping loop, one failed with ErrStopped. A panic in fn
 // fails the handle with a *PanicError.
 func Delay[T any](l *Loop, d time.Duration, fn func() (T, error)) *Handle[T] {

@@ -39,38 +39,43 @@ func TestTimerOrder(t *testing.T) {
 func TestTimerHeapManyWithRemovals(t *testing.T) {
 	l := startLoop(t)
 	const n = 2000
-	var fired []time.Duration // deadlines, on the loop
+	var fired []int // the timers' indexes, in firing order, on the loop
+	hs := make([]*Handle[int], n)
+	when := map[*core]time.Duration{} // each armed timer's deadline
 	done := make(chan struct{})
 	var live atomic.Int64
 	onLoop(t, l, func() {
 		for i := 0; i < n; i++ {
 			d := time.Duration((i*7919)%200) * 100 * time.Microsecond
-			h := Delay(l, d, func() (int, error) {
-				fired = append(fired, d)
+			hs[i] = Delay(l, d, func() (int, error) {
+				fired = append(fired, i)
 				if live.Add(-1) == 0 {
 					close(done)
 				}
 				return 0, nil
 			})
 			if i%3 == 0 {
-				h.Cancel() // removed from the middle of the heap at once
+				hs[i].Cancel() // removed from the middle of the heap at once
 			} else {
 				live.Add(1)
 			}
 		}
 		assert.Equal(t, int(live.Load()), l.Stats().Timers)
+		for _, tm := range l.timers {
+			when[tm.owner.base()] = tm.when
+		}
 	})
 	recv(t, done)
-	var got []time.Duration
+	var got []int
 	onLoop(t, l, func() { got = append(got, fired...) })
 	require.Len(t, got, int(n-(n+2)/3))
-	for i := 1; i < len(got); i++ {
-		require.LessOrEqual(t, got[i-1], got[i])
+	for k := 1; k < len(got); k++ {
+		require.LessOrEqual(t, when[&hs[got[k-1]].core], when[&hs[got[k]].core], "fired out of deadline order")
 	}
 }
 
-// A timer never fires early: measured from the call (off the loop) it fires
-// no sooner than its delay.
+// A timer never fires early: measured from the call, off the loop or on
+// it, it fires no sooner than its delay.
 func TestTimerNeverEarly(t *testing.T) {
 	l := startLoop(t)
 	for _, d := range []time.Duration{50 * time.Microsecond, 300 * time.Microsecond, 2 * time.Millisecond, 7 * time.Millisecond} {
@@ -81,6 +86,18 @@ func TestTimerNeverEarly(t *testing.T) {
 		require.NoError(t, err)
 		require.GreaterOrEqual(t, at.Sub(start), d, "timer of %v fired early", d)
 	}
+	// On the loop too, late in a long callback: d counts from the call,
+	// not from the time the loop cached when the iteration began.
+	var start, at time.Time
+	var h *Handle[int]
+	onLoop(t, l, func() {
+		time.Sleep(30 * time.Millisecond) // a callback that runs long, not a synchronisation
+		start = time.Now()
+		h = Delay(l, 50*time.Millisecond, func() (int, error) { at = time.Now(); return 0, nil })
+	})
+	_, err := wait(t, h)
+	require.NoError(t, err)
+	require.GreaterOrEqual(t, at.Sub(start), 50*time.Millisecond, "a timer armed on the loop fired early")
 }
 
 // UT-05: cancelling a timer handle disarms the timer at once (Stats.Timers
