@@ -309,6 +309,32 @@ func TestRetryWithBackoff(t *testing.T) {
 	require.GreaterOrEqual(t, ts[1]-ts[0], 2*time.Millisecond)
 	require.GreaterOrEqual(t, ts[2]-ts[1], 4*time.Millisecond, "the backoff doubles")
 
+	// The backoff counts from the failure, even one that comes late in a
+	// long callback (not from the time the loop cached before it).
+	var first *Promise[int]
+	var failed, second time.Time
+	retried := make(chan struct{})
+	onLoop(t, l, func() {
+		h = Retry(l, 2, 50*time.Millisecond, func() *Handle[int] {
+			if first == nil {
+				first = NewPromise[int](l)
+				return first.Handle()
+			}
+			second = time.Now()
+			close(retried)
+			return Pure(l, 1)
+		})
+	})
+	onLoop(t, l, func() {
+		time.Sleep(30 * time.Millisecond) // a callback that runs long, not a synchronisation
+		failed = time.Now()
+		first.Reject(errBoom)
+	})
+	recv(t, retried)
+	_, err = wait(t, h)
+	require.NoError(t, err)
+	require.GreaterOrEqual(t, second.Sub(failed), 50*time.Millisecond, "the backoff ended early")
+
 	attempts.Store(0)
 	_, err = wait(t, Retry(l, 3, 0, func() *Handle[int] { attempts.Add(1); return Fail[int](l, errBoom) }))
 	require.ErrorIs(t, err, errBoom)

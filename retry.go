@@ -81,7 +81,7 @@ func (n *retryNode[T]) onInput(idx int) {
 		n.settle(zero, in.err)
 		return
 	}
-	n.t.when = later(n.loop.Now(), n.backoff)
+	n.t.when = n.loop.deadline(n.backoff)   // from now, as every timer
 	n.backoff = later(n.backoff, n.backoff) // doubled, saturated
 	n.loop.addTimer(&n.t)
 }
