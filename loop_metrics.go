@@ -331,6 +331,10 @@ func (l *Loop) finalMetrics() {
 func (l *Loop) metrics(s *Stats) {
 	m := &l.m
 	if l.OnLoop() {
+		// Published first, so that a read off the loop after this one
+		// sees no less: the counters only grow, whoever reads them (a
+		// scrape in a handler on one loop reads the others off theirs).
+		l.publish()
 		s.PostQueued = int(l.qlen.Load()) + len(l.ready) - l.readyPos
 		s.Iterations, s.Posted = m.iterations, m.posted
 		s.Time = loopTime(func(p phase) time.Duration { return m.times[p] })

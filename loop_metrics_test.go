@@ -110,6 +110,40 @@ func TestStatsMonotonicOffLoop(t *testing.T) {
 	assert.GreaterOrEqual(t, s.TimerLag.Count, uint64(20))
 }
 
+// A read on the loop, then one off it: the second sees no less, as a
+// scrape in a handler on one loop reads the other loops off theirs. The
+// loop is kept busy, so it has counted more than it last published.
+func TestStatsMonotonicOnThenOffLoop(t *testing.T) {
+	l := startLoop(t)
+	stop := make(chan struct{})
+	var wg sync.WaitGroup
+	wg.Add(1)
+	go func() { // keeps the loop iterating
+		defer wg.Done()
+		for {
+			select {
+			case <-stop:
+				return
+			default:
+				_ = l.Post(func() {})
+			}
+		}
+	}()
+	defer func() { close(stop); wg.Wait() }()
+	for range 50 {
+		var on, off Stats
+		onLoop(t, l, func() {
+			on = l.Stats()
+			got := make(chan Stats)
+			go func() { got <- l.Stats() }() // off the loop, which is held here
+			off = <-got
+		})
+		require.True(t, off.Iterations >= on.Iterations && off.Posted >= on.Posted &&
+			off.Time.Posted >= on.Time.Posted && off.PostLag.Count >= on.PostLag.Count,
+			"went back:\n%+v\n%+v", on, off)
+	}
+}
+
 // A callback posted while the loop is held waits until it is released: the
 // batch it starts is sampled with that wait.
 func TestStatsPostLag(t *testing.T) {
