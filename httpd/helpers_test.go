@@ -151,6 +151,18 @@ func (c *rawConn) closed() bool {
 	return true
 }
 
+// staysOpen requires that c neither ends nor gets a byte for d: a
+// timeout the server must not apply would close it (a negative check,
+// bounded by d, not a synchronisation). The read deadline is put back.
+func (c *rawConn) staysOpen(d time.Duration) {
+	c.t.Helper()
+	require.NoError(c.t, c.SetReadDeadline(time.Now().Add(d)))
+	_, err := c.br.Peek(1)
+	var ne net.Error
+	require.True(c.t, errors.As(err, &ne) && ne.Timeout(), "the connection ended or answered: %v", err)
+	require.NoError(c.t, c.SetReadDeadline(time.Now().Add(waitTimeout)))
+}
+
 // eventually waits for cond, which only counters reveal.
 func eventually(t testing.TB, cond func() bool, msg string, args ...any) {
 	t.Helper()

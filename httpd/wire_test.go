@@ -7,7 +7,6 @@ import (
 	"fmt"
 	"io"
 	"math"
-	"net"
 	"net/http"
 	"net/http/httptrace"
 	"strconv"
@@ -598,12 +597,7 @@ func TestNoArenaWaitIsNotAHeadTimeout(t *testing.T) {
 	p := newProbe()
 	ts := startServer(t, p.mux(), Config{Arenas: 1, HeaderTimeout: 50 * time.Millisecond, IdleTimeout: time.Hour})
 	a, b, pr := arenaWait(t, ts, p)
-	// Six times HeaderTimeout: a close in that time is the bug.
-	require.NoError(t, b.SetReadDeadline(time.Now().Add(300*time.Millisecond)))
-	_, err := b.br.Peek(1)
-	var ne net.Error
-	require.True(t, errors.As(err, &ne) && ne.Timeout(), "the waiting connection ended: %v", err)
-	require.NoError(t, b.SetReadDeadline(time.Now().Add(waitTimeout)))
+	b.staysOpen(300 * time.Millisecond) // six times HeaderTimeout: a close in that time is the bug
 	pr.Resolve(TextResponse(200, "first"))
 	assert.Equal(t, "first", a.read("GET").body)
 	assert.Equal(t, "ok", b.read("GET").body)
@@ -992,15 +986,8 @@ func TestTimeoutsOfMaxInt64(t *testing.T) {
 	idle.send("GET /health HTTP/1.1\r\nHost: x\r\n\r\n")
 	assert.Equal(t, "ok", idle.read("GET").body)
 	begun.send("GET /health HTTP/1.1\r\nHost: x\r\n")
-	// Two sweeps: a close in that time is the bug.
-	deadline := time.Now().Add(2500 * time.Millisecond)
-	for _, c := range []*rawConn{idle, begun} {
-		require.NoError(t, c.SetReadDeadline(deadline))
-		_, err := c.br.Peek(1)
-		var ne net.Error
-		require.True(t, errors.As(err, &ne) && ne.Timeout(), "the connection ended: %v", err)
-		require.NoError(t, c.SetReadDeadline(time.Now().Add(waitTimeout)))
-	}
+	idle.staysOpen(2500 * time.Millisecond) // two sweeps: a close in that time is the bug
+	begun.staysOpen(time.Millisecond)       // it was open as long, and has had its sweeps
 	begun.send("\r\n")
 	assert.Equal(t, "ok", begun.read("GET").body)
 }
@@ -1013,12 +1000,7 @@ func TestEmptyLinesStayIdle(t *testing.T) {
 	c := dialRaw(t, ts.addr)
 	c.send("POST /echo HTTP/1.1\r\nHost: x\r\nContent-Length: 5\r\n\r\nhello\r\n")
 	assert.Equal(t, "hello", c.read("POST").body)
-	// Six times HeaderTimeout: a close in that time is the bug.
-	require.NoError(t, c.SetReadDeadline(time.Now().Add(300*time.Millisecond)))
-	_, err := c.br.ReadByte()
-	var ne net.Error
-	require.True(t, errors.As(err, &ne) && ne.Timeout(), "the connection ended: %v", err)
-	require.NoError(t, c.SetReadDeadline(time.Now().Add(waitTimeout)))
+	c.staysOpen(300 * time.Millisecond) // six times HeaderTimeout: a close in that time is the bug
 	c.send("GET /health HTTP/1.1\r\nHost: x\r\n\r\n")
 	assert.Equal(t, "ok", c.read("GET").body)
 }
