@@ -712,7 +712,8 @@ func (hc *h1conn) pop(r *Request) {
 	r.written = true
 	hc.nq--
 	if !hc.holdsArena() && hc.links[linkWait].in == &hc.ls.waitersMore {
-		hc.ls.waiters.push(hc) // it holds none now: it may take the reserve
+		hc.ls.waiters.push(hc)      // it holds none now: it may take the reserve
+		hc.setTimeout(&hc.ls.idleQ) // and waits as any waiter does (stallRead)
 	}
 }
 
@@ -1039,7 +1040,11 @@ func (hc *h1conn) stallRead(why uint8) {
 	if why == stallArena && hc.links[linkWait].in == nil {
 		hc.ls.st.refused.Add(1)
 		if hc.holdsArena() {
-			hc.ls.waitersMore.push(hc) // its requests in progress time it, if anything
+			hc.ls.waitersMore.push(hc)
+			// Its head has come whole (no HeaderTimeout, which a head
+			// that came in pieces started): its requests in progress
+			// are under way, and it waits for them.
+			hc.setTimeout(nil)
 		} else {
 			hc.ls.waiters.push(hc)
 			// Its head has come whole: the wait is the server's, not a

@@ -611,6 +611,28 @@ func TestNoArenaWaitIsNotAHeadTimeout(t *testing.T) {
 	ts2.atRest(t)
 }
 
+// A pipelined head that came in pieces (HeaderTimeout started) and then
+// waits, whole, for an arena while its connection's first request holds
+// the only one: the wait is not a head in progress, and the connection,
+// its request in progress included, is not cut.
+func TestNoArenaPipelinedWaitIsNotAHeadTimeout(t *testing.T) {
+	p := newProbe()
+	ts := startServer(t, p.mux(), Config{Arenas: 1, HeaderTimeout: 50 * time.Millisecond, IdleTimeout: time.Hour})
+	first, piece := "GET /promise HTTP/1.1\r\nHost: x\r\n\r\n", "GET /health HTTP/1.1\r\n"
+	a := dialRaw(t, ts.addr)
+	a.send(first)
+	pr := recvT(t, p.promises)
+	a.send(piece) // a head begun: HeaderTimeout runs
+	eventually(t, func() bool { return ts.l.Stats().TCPBytesIn == uint64(len(first+piece)) }, "the piece was not read")
+	a.send("Host: x\r\n\r\n") // whole now: it waits for the one arena
+	eventually(t, func() bool { return ts.Stats().Refused == 1 }, "not waiting: %+v", ts.Stats())
+	a.staysOpen(300 * time.Millisecond) // six times HeaderTimeout: a close in that time is the bug
+	pr.Resolve(TextResponse(200, "first"))
+	assert.Equal(t, "first", a.read("GET").body)
+	assert.Equal(t, "ok", a.read("GET").body)
+	ts.atRest(t)
+}
+
 // A client that pipelines requests and never reads the responses: the
 // server stops reading it once its write queue is full, so what it holds
 // for the client stays bounded.
