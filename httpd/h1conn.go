@@ -1118,15 +1118,22 @@ func (hc *h1conn) drain() {
 		hc.h2.shutdown()
 		return
 	}
+	// A connection whose whole head waits for an arena, with nothing
+	// else in progress, is not idle: its request is served, in its turn,
+	// with Connection: close (ending it unanswered would leave its client
+	// unable to tell whether it was). A head waiting behind requests in
+	// progress is dropped, as any pipelined after them: the Connection:
+	// close of their last response tells the client.
+	waiting := hc.links[linkWait].in == &hc.ls.waiters
 	switch {
 	case hc.finished: // lingering after its last response, bounded
 		return
-	case hc.nq == 0 && hc.cur == nil:
+	case hc.nq == 0 && hc.cur == nil && !waiting:
 		hc.finish()
 		return
 	}
 	hc.closeAft = true
-	if hc.rstate == rsHead {
+	if hc.rstate == rsHead && !waiting {
 		hc.rstate = rsDiscard
 	}
 }

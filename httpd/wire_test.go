@@ -633,6 +633,28 @@ func TestNoArenaPipelinedWaitIsNotAHeadTimeout(t *testing.T) {
 	ts.atRest(t)
 }
 
+// Shutdown does not take a connection whose whole head waits for an
+// arena for an idle one: its request is served once the arena comes
+// back, with Connection: close, before the connection ends.
+func TestShutdownServesAHeadWaitingForAnArena(t *testing.T) {
+	p := newProbe()
+	ts := startServer(t, p.mux(), Config{Arenas: 1})
+	a, b, pr := arenaWait(t, ts, p)
+	done := shutdownInBackground(ts)
+	eventually(t, func() bool { return ts.l.Stats().TCPListeners == 0 }, "the drain has not begun")
+	b.staysOpen(100 * time.Millisecond) // ending it unanswered now is the bug
+	pr.Resolve(TextResponse(200, "first"))
+	resp := a.read("GET")
+	assert.Equal(t, "first", resp.body)
+	assert.True(t, resp.close)
+	resp = b.read("GET")
+	assert.Equal(t, "ok", resp.body)
+	assert.True(t, resp.close, "Connection: close during the drain")
+	require.NoError(t, a.Close())
+	require.NoError(t, b.Close())
+	require.NoError(t, recvT(t, done))
+}
+
 // A client that pipelines requests and never reads the responses: the
 // server stops reading it once its write queue is full, so what it holds
 // for the client stays bounded.
