@@ -740,6 +740,14 @@ func (hc *h1conn) finish() {
 	hc.finished = true
 	hc.rstate = rsDiscard
 	hc.setTimeout(nil) // the linger's bound is the connection's own
+	// It reads no more heads: it waits for no arena, and gives back one
+	// handed to it as it waited, for a connection that still waits.
+	hc.ls.waiters.remove(hc)
+	hc.ls.waitersMore.remove(hc)
+	if r := hc.reserved; r != nil {
+		hc.reserved = nil
+		hc.ls.release(r)
+	}
 	if !hc.dropBody && hc.h2 == nil {
 		// Nothing more is read before the FIN: the handlers are done,
 		// so no EOF is waited for, and drainIdle would read and drop.

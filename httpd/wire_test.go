@@ -655,6 +655,30 @@ func TestShutdownServesAHeadWaitingForAnArena(t *testing.T) {
 	require.NoError(t, recvT(t, done))
 }
 
+// A connection that ends (here: Shutdown's last response, then a linger
+// its client does not cut short) stops waiting for an arena: one freed
+// meanwhile is not handed to it, to hold until the linger ends, but goes
+// back for whoever else waits.
+func TestFinishedConnectionWaitsForNoArena(t *testing.T) {
+	p := newProbe()
+	cfg := Config{Arenas: 1}
+	cfg.Listen.Conn.Linger = time.Hour
+	ts := startServer(t, p.mux(), cfg)
+	a := dialRaw(t, ts.addr)
+	a.send("GET /promise HTTP/1.1\r\nHost: x\r\n\r\nGET /health HTTP/1.1\r\nHost: x\r\n\r\n")
+	pr := recvT(t, p.promises)
+	eventually(t, func() bool { return ts.Stats().Refused == 1 }, "the pipelined head does not wait: %+v", ts.Stats())
+	done := shutdownInBackground(ts)
+	eventually(t, func() bool { return ts.l.Stats().TCPListeners == 0 }, "the drain has not begun")
+	pr.Resolve(TextResponse(200, "first"))
+	resp := a.read("GET")
+	assert.Equal(t, "first", resp.body)
+	assert.True(t, resp.close)
+	eventually(t, func() bool { return ts.Stats().ArenasInUse == 0 }, "a lingering connection holds an arena: %+v", ts.Stats())
+	require.NoError(t, a.Close())
+	require.NoError(t, recvT(t, done))
+}
+
 // A client that pipelines requests and never reads the responses: the
 // server stops reading it once its write queue is full, so what it holds
 // for the client stays bounded.
