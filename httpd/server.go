@@ -290,21 +290,11 @@ func (s *Server) unserve() {
 	for _, ls := range s.loops {
 		ls.ln.Close()
 		ls.ticker.Cancel()
-		_ = ls.l.Post(ls.abandon) // after the Close: nothing is accepted after it
+		_ = ls.l.Post(ls.closeConns) // after the Close: nothing is accepted after it
 	}
 	s.loops, s.addr = nil, netip.AddrPort{}
 	s.mu.Unlock()
 	s.state.Store(0)
-}
-
-// abandon closes the loop's connections, for unserve. On the loop.
-func (ls *loopState) abandon() {
-	for hc := ls.conns.head; hc != nil; {
-		next := hc.links[linkAll].next
-		hc.cancelAllFor(ErrServerClosed)
-		hc.c.Close()
-		hc = next
-	}
 }
 
 // Addr returns the address the server listens on, with the port the kernel
@@ -429,13 +419,20 @@ func (ls *loopState) closeAll() {
 	if ls.conns.head != nil {
 		ls.srv.cut.Store(true)
 	}
+	ls.closeConns()
+	ls.checkDrained()
+}
+
+// closeConns closes every connection of the loop, its requests told why
+// first (ErrServerClosed): Shutdown's deadline (closeAll), and a Serve
+// undone (unserve). On the loop.
+func (ls *loopState) closeConns() {
 	for hc := ls.conns.head; hc != nil; {
 		next := hc.links[linkAll].next
 		hc.cancelAllFor(ErrServerClosed)
 		hc.c.Close()
 		hc = next
 	}
-	ls.checkDrained()
 }
 
 // checkDrained tells the server once a draining loop has no connection.
