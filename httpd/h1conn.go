@@ -345,7 +345,12 @@ func (hc *h1conn) onHead(raw []byte) {
 		// a 100 Continue if the client waits for one: unless its route's
 		// MaxBytesHandler would refuse it, which it then does at once,
 		// with no 100 asking for a body it will not take.
-		if h.ContentLength <= int64(r.arena.Room()/2) && !(r.expect && h.ContentLength > ls.routeLimit(r)) {
+		buffer := h.ContentLength <= int64(r.arena.Room()/2)
+		if buffer && r.expect {
+			_, limit := ls.routeAtHead(r)
+			buffer = h.ContentLength <= limit
+		}
+		if buffer {
 			hc.buffering = true
 			r.body.data = r.arena.take(int(h.ContentLength))[:0]
 			hc.continueBuffering()

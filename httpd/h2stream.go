@@ -184,7 +184,7 @@ func (h *h2conn) onHeaders(f *h2block) {
 		h.dispatch(st)
 		return
 	}
-	if ls.startsAtHead(r) {
+	if duplex, _ := ls.routeAtHead(r); duplex {
 		h.startSoon(st)
 	}
 }

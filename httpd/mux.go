@@ -61,7 +61,7 @@ func (m *Mux) HandleFunc(pattern string, fn func(r *Request) Reply) {
 // 404, 405, 307 or 400 as ServeMux would. On the loop.
 func (m *Mux) ServeAIO(r *Request) Reply {
 	h, kind := r.matchH, r.matchKind
-	if r.matchedBy != m { // not routed at the head by this Mux (startsAtHead): the common case
+	if r.matchedBy != m { // not routed at the head by this Mux (routeAtHead): the common case
 		h, kind = m.r.Match(r.head.Method, r.head.Host, r.matchPath(), &r.params)
 		if r.matchedBy != nil {
 			r.matchedBy = nil // a Mux it routes to matched at the head; the params are this one's now
@@ -91,7 +91,7 @@ func (m *Mux) ServeAIO(r *Request) Reply {
 	}
 }
 
-// match routes r at its head (startsAtHead) and keeps what it found, for
+// match routes r at its head (routeAtHead) and keeps what it found, for
 // ServeAIO to take instead of routing again.
 func (m *Mux) match(r *Request) (Handler, route.Kind) {
 	r.matchedBy = m
@@ -123,22 +123,6 @@ func Duplex(h Handler) Handler {
 
 // duplex is a Duplex handler.
 type duplex struct{ Handler }
-
-// startsAtHead reports whether r's handler is Duplex: the Server's
-// Handler, or the one its Mux routes r to, through the Muxes it routes to
-// in turn and the MaxBytesHandlers in the way. On the loop.
-func (ls *loopState) startsAtHead(r *Request) bool {
-	duplex, _ := ls.routeAtHead(r)
-	return duplex
-}
-
-// routeLimit is the lowest body limit of the MaxBytesHandlers on r's
-// route (MaxInt64 for none), found at its head, before its handler runs.
-// On the loop.
-func (ls *loopState) routeLimit(r *Request) int64 {
-	_, limit := ls.routeAtHead(r)
-	return limit
-}
 
 // routeAtHead follows r's route from the Server's Handler through the
 // Muxes (which keep their match, see match) and MaxBytesHandlers on it,
