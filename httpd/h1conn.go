@@ -1159,7 +1159,7 @@ func (hc *h1conn) setTimeout(q *connList) {
 		lk.in.remove(hc)
 	}
 	if q != nil {
-		hc.deadline = later(hc.ls.l.Now(), q.d)
+		hc.deadline = hc.ls.l.Now() + q.d
 		q.push(hc)
 	}
 }

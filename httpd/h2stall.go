@@ -78,14 +78,14 @@ func (h *h2conn) windowStall(st *h2stream) {
 	case st.sendWin > 0:
 		st.stallDue = 0 // its own window is open: the connection's holds it
 	case st.stallDue == 0:
-		st.stallDue, st.stallSent = later(now, wt), 0
+		st.stallDue, st.stallSent = now+wt, 0
 		h.armStall(wt)
 	}
 	// The connection's stall begins, or begins again if the streams it
 	// held are gone (reset, or ended): st must not pay for their wait.
 	// (st is not among the waiting yet: sendData adds it after this.)
 	if h.sendWin <= 0 && (h.ws.due == 0 || !h.connWaits()) {
-		h.ws.due, h.ws.sent = later(now, wt), 0
+		h.ws.due, h.ws.sent = now+wt, 0
 		h.armStall(wt)
 	}
 }

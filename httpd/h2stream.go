@@ -2,7 +2,6 @@ package httpd
 
 import (
 	"errors"
-	"math"
 	"strconv"
 	"strings"
 	"time"
@@ -361,10 +360,7 @@ func (st *h2stream) bodyLimit(ls *loopState) int64 {
 	if st.r != nil {
 		return st.r.bodyLimit
 	}
-	if ls.cfg.MaxBodyBytes > 0 {
-		return ls.cfg.MaxBodyBytes
-	}
-	return math.MaxInt64
+	return ls.maxBody
 }
 
 // refuseBody refuses st's body, over MaxBodyBytes (its content-length, or

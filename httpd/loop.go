@@ -48,6 +48,7 @@ type loopState struct {
 	// one client pipelining requests or opening streams that its handlers
 	// hold cannot leave the others waiting. Immutable.
 	reserve int
+	maxBody int64    // MaxBodyBytes, MaxInt64 for none: a request's body limit until a MaxBytesHandler lowers it; immutable
 	headQ   connList // connections whose request head has begun, by deadline
 	idleQ   connList // idle keep-alive (and lingering) connections, by deadline
 
@@ -72,20 +73,14 @@ func newLoopState(srv *Server, cfg *Config, l *aio.Loop) *loopState {
 	ls := &loopState{srv: srv, cfg: cfg, l: l, slab: aio.NewSlab[Request](cfg.Arenas)}
 	ls.conns.i, ls.waiters.i, ls.waitersMore.i, ls.headQ.i, ls.idleQ.i = linkAll, linkWait, linkWait, linkTime, linkTime
 	ls.reserve = cfg.Arenas / 8
+	ls.maxBody = cfg.MaxBodyBytes
+	if ls.maxBody <= 0 {
+		ls.maxBody = math.MaxInt64 // no limit
+	}
 	ls.headQ.d, ls.idleQ.d = cfg.HeaderTimeout, cfg.IdleTimeout
 	ls.h2Streams = min(h2MaxStreams, cfg.Arenas)
 	_ = l.Post(func() { ls.closedScope() }) // made and closed before the first request
 	return ls
-}
-
-// later is t+d, saturated at the largest Duration: a timeout of
-// math.MaxInt64 ("never") must not wrap to a deadline in the past, which
-// the next sweep would take for one passed.
-func later(t, d time.Duration) time.Duration {
-	if d > math.MaxInt64-t {
-		return math.MaxInt64
-	}
-	return t + d
 }
 
 // dateValue returns the Date value for a response now: made at most once

@@ -3,7 +3,6 @@ package httpd
 import (
 	"context"
 	"iter"
-	"math"
 	"net/netip"
 	"net/url"
 	"slices"
@@ -88,10 +87,7 @@ func (r *Request) start(eng engine, seq uint64) {
 	r.replied, r.written, r.hdone, r.gone = false, false, false, false
 	r.expect, r.isHead, r.closeAf, r.released = false, false, false, false
 	r.refusal = 0
-	r.bodyLimit = r.ls.cfg.MaxBodyBytes
-	if r.bodyLimit <= 0 {
-		r.bodyLimit = math.MaxInt64
-	}
+	r.bodyLimit = r.ls.maxBody
 	r.ctx, r.ctxEnd, r.why = nil, nil, nil
 	r.body = Body{r: r}
 	clear(r.trailer)

@@ -145,6 +145,10 @@ type Config struct {
 	Listen aio.ListenConfig
 }
 
+// maxTimeout bounds the timeouts (withDefaults): some 146 years, which a
+// loop's time (from its start) will not add up to a wrap with.
+const maxTimeout = 1 << 62
+
 func (c Config) withDefaults() Config {
 	def := func(v *int, d int) {
 		if *v <= 0 {
@@ -169,6 +173,11 @@ func (c Config) withDefaults() Config {
 	if c.WriteTimeout == 0 {
 		c.WriteTimeout = DefaultWriteTimeout
 	}
+	// math.MaxInt64 is "never": capped where the loop's time plus it
+	// cannot wrap into the past, so the deadlines need no check.
+	c.HeaderTimeout = min(c.HeaderTimeout, maxTimeout)
+	c.IdleTimeout = min(c.IdleTimeout, maxTimeout)
+	c.WriteTimeout = min(c.WriteTimeout, maxTimeout)
 	c.Listen.ReusePort = true
 	c.Listen.TLS = withALPN(c.Listen.TLS) // tls.go
 	if c.Listen.TLS != nil && c.Listen.NotTLS == nil {
