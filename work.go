@@ -60,11 +60,11 @@ func (p *workPool) worker() {
 			// This goroutine is ending: another takes its place, for the
 			// jobs queued (close waits for them too: Add before Done).
 			p.mu.Lock()
-			p.workers--
 			if len(p.queue) > 0 {
-				p.workers++
 				p.wg.Add(1)
 				go p.worker()
+			} else {
+				p.workers--
 			}
 			p.mu.Unlock()
 		}
@@ -160,18 +160,13 @@ func (n *workNode[T]) runWork() {
 	}
 	running := &n.loop.pool.running
 	running.Add(1)
-	returned := false
+	var v T
+	err := ErrGoexit // what fn leaves if it calls runtime.Goexit: the job ends, the worker goes (see worker)
 	defer func() {
-		if !returned { // runtime.Goexit in fn: the worker goes (see worker), the job ends
-			running.Add(-1)
-			var zero T
-			n.settle(zero, ErrGoexit)
-		}
+		running.Add(-1) // before the result is published: a waiter sees it counted out
+		n.settle(v, err)
 	}()
-	v, err := callCtx(n.fn, n.ctx)
-	returned = true
-	running.Add(-1) // before the result is published: a waiter sees it counted out
-	n.settle(v, err)
+	v, err = callCtx(n.fn, n.ctx)
 }
 
 // stop runs once, when the handle ends cancelled (a cancelled handle's
