@@ -340,6 +340,14 @@ func TestRetryWithBackoff(t *testing.T) {
 	require.ErrorIs(t, err, errBoom)
 	require.Equal(t, int32(3), attempts.Load())
 
+	// Fewer than one attempt: fn is never called.
+	attempts.Store(0)
+	for _, n := range []int{0, -1} {
+		_, err = wait(t, Retry(l, n, 0, func() *Handle[int] { attempts.Add(1); return Pure(l, 1) }))
+		require.ErrorIs(t, err, ErrInvalidArgument)
+	}
+	require.Zero(t, attempts.Load())
+
 	// Cancelled during the backoff: no more attempts.
 	attempts.Store(0)
 	r := Retry(l, 5, time.Hour, func() *Handle[int] { attempts.Add(1); return Fail[int](l, errBoom) })
@@ -351,9 +359,6 @@ func TestRetryWithBackoff(t *testing.T) {
 	onLoop(t, l, func() {})
 	require.Equal(t, int32(1), attempts.Load())
 	require.Equal(t, 0, l.Stats().Timers)
-
-	_, err = wait(t, Retry(l, 0, 0, func() *Handle[int] { return Pure(l, 1) }))
-	require.Error(t, err)
 }
 
 func TestBracket(t *testing.T) {

@@ -257,7 +257,8 @@
 // [ErrStopped] for work refused by a stopping loop, [ErrAwaitOnLoop] for a
 // Wait that would deadlock, [ErrPending] for the Result of an unfinished
 // handle, [ErrNoInputs] for Race or Any of nothing, [ErrNilFunc],
-// [ErrNilLoop] and [ErrNilHandle] for nil arguments, [ErrNotInBody] for Do
+// [ErrNilLoop] and [ErrNilHandle] for nil arguments, [ErrInvalidArgument]
+// for others out of range, [ErrNotInBody] for Do
 // bodies, [ErrGoexit] for Do bodies and Work fns, [ErrTooManySystems] for
 // Start, [ErrConnClosed] (which also matches net.ErrClosed),
 // [ErrWriteClosed] and [ErrFrameTooLarge] for connections (the error OnClose

@@ -515,7 +515,7 @@ func TestNilArguments(t *testing.T) {
 	_, err = wait(t, Every(l, time.Millisecond, nil))
 	check(err, ErrNilFunc)
 	_, err = wait(t, Every(l, 0, func() {}))
-	require.Error(t, err)
+	check(err, ErrInvalidArgument)
 	_, err = wait(t, Work[int](l, nil))
 	check(err, ErrNilFunc)
 	_, err = wait(t, Then[int, int](nil, func(int) (int, error) { return 0, nil }))

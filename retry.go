@@ -22,14 +22,14 @@ type retryNode[T any] struct {
 // and so on. Only failures are retried: an attempt that is cancelled cancels
 // the retry. Cancelling the result withdraws from the running attempt, or
 // disarms the timer, and no further attempt starts. attempts < 1 fails with an
-// error; fn returning nil fails with ErrNilHandle; a panic in fn fails with a
+// error wrapping ErrInvalidArgument; fn returning nil fails with ErrNilHandle; a panic in fn fails with a
 // *PanicError.
 func Retry[T any](l *Loop, attempts int, base time.Duration, fn func() *Handle[T]) *Handle[T] {
 	if err := checkProducer(l, fn == nil); err != nil {
 		return Fail[T](l, err)
 	}
 	if attempts < 1 {
-		return Fail[T](l, fmt.Errorf("aio: Retry with %d attempts: need at least 1", attempts))
+		return Fail[T](l, fmt.Errorf("%w: Retry with %d attempts, need at least 1", ErrInvalidArgument, attempts))
 	}
 	if base < 0 {
 		base = 0

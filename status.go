@@ -75,6 +75,11 @@ var (
 	ErrNilLoop = errors.New("aio: nil loop")
 	// ErrNilHandle is the error of a combinator given a nil *Handle.
 	ErrNilHandle = errors.New("aio: nil handle")
+	// ErrInvalidArgument is wrapped by the error of a call given an argument
+	// out of its range (Retry with fewer than one attempt, Every with a period
+	// that is not positive, OnFrame with a negative bound, Pipe of a nil
+	// connection, an adoption without a TLS config); the text says which.
+	ErrInvalidArgument = errors.New("aio: invalid argument")
 )
 
 // PanicError is the error of a handle whose user callback panicked. The loop

@@ -108,14 +108,14 @@ type framer struct {
 // request and then a bad one reads the answer to the good one, then the
 // close.
 //
-// Any goroutine; ErrNilFunc for a nil split or fn, ErrConnClosed after the
-// connection closed.
+// Any goroutine; ErrNilFunc for a nil split or fn, ErrInvalidArgument for a
+// negative maxFrame, ErrConnClosed after the connection closed.
 func (c *Conn) OnFrame(split bufio.SplitFunc, maxFrame int, fn func(c *Conn, frame []byte)) error {
 	switch {
 	case split == nil || fn == nil:
 		return ErrNilFunc
 	case maxFrame < 0:
-		return fmt.Errorf("aio: tcp OnFrame: negative maxFrame %d", maxFrame)
+		return fmt.Errorf("%w: tcp OnFrame with a negative maxFrame %d", ErrInvalidArgument, maxFrame)
 	case maxFrame == 0:
 		maxFrame = DefaultMaxFrame
 	}

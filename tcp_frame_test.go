@@ -570,7 +570,7 @@ func TestOnFrameMisuse(t *testing.T) {
 	nop := func(*Conn, []byte) {}
 	require.ErrorIs(t, c.OnFrame(nil, 0, nop), ErrNilFunc)
 	require.ErrorIs(t, c.OnFrame(bufio.ScanLines, 0, nil), ErrNilFunc)
-	require.ErrorContains(t, c.OnFrame(bufio.ScanLines, -1, nop), "negative maxFrame")
+	require.ErrorIs(t, c.OnFrame(bufio.ScanLines, -1, nop), ErrInvalidArgument)
 	_, err = wait(t, c.Close())
 	require.NoError(t, err)
 	require.ErrorIs(t, c.OnFrame(bufio.ScanLines, 0, nop), ErrConnClosed)

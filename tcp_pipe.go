@@ -47,7 +47,7 @@ var errPipeLoops = errors.New("aio: Pipe of connections on different loops (dial
 func Pipe(a, b *Conn) *Handle[Piped] {
 	switch {
 	case a == nil || b == nil:
-		err := errors.New("aio: Pipe of a nil connection")
+		err := fmt.Errorf("%w: Pipe of a nil connection", ErrInvalidArgument)
 		for _, c := range []*Conn{a, b} {
 			if c != nil {
 				c.Close()
@@ -57,7 +57,7 @@ func Pipe(a, b *Conn) *Handle[Piped] {
 		return Fail[Piped](nil, err)
 	case a == b:
 		a.Close()
-		return Fail[Piped](a.l, errors.New("aio: Pipe of a connection to itself"))
+		return Fail[Piped](a.l, fmt.Errorf("%w: Pipe of a connection to itself", ErrInvalidArgument))
 	case a.l != b.l:
 		a.Close()
 		b.Close()

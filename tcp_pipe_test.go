@@ -295,14 +295,15 @@ func TestPipeRefusals(t *testing.T) {
 		return c
 	}
 	_, err := wait(t, Pipe(nil, nil))
-	require.ErrorContains(t, err, "nil connection")
+	require.ErrorIs(t, err, ErrInvalidArgument)
 	a := dial(l1)
 	_, err = wait(t, Pipe(a, nil))
-	require.ErrorContains(t, err, "nil connection")
+	require.ErrorIs(t, err, ErrInvalidArgument)
 	_, err = wait(t, a.Closed())
 	require.NoError(t, err, "the connection given was closed")
 	a = dial(l1)
 	_, err = wait(t, Pipe(a, a))
+	require.ErrorIs(t, err, ErrInvalidArgument)
 	require.ErrorContains(t, err, "itself")
 	a, b := dial(l1), dial(l2)
 	_, err = wait(t, Pipe(a, b))

@@ -277,14 +277,15 @@ type everyNode struct {
 // cancelled; it never completes by itself. The next run is due d after the
 // previous deadline, so runs do not drift; if the loop fell behind by more
 // than a period, missed runs are skipped rather than run in a burst. d <= 0
-// gives a failed handle (a zero period would spin the loop). A panic in fn
+// gives a handle failed with ErrInvalidArgument (a zero period would spin
+// the loop). A panic in fn
 // fails the handle with a *PanicError and stops the repetition.
 func Every(l *Loop, d time.Duration, fn func()) *Handle[struct{}] {
 	if err := checkProducer(l, fn == nil); err != nil {
 		return Fail[struct{}](l, err)
 	}
 	if d <= 0 {
-		return Fail[struct{}](l, fmt.Errorf("aio: Every period %v: must be positive", d))
+		return Fail[struct{}](l, fmt.Errorf("%w: Every period %v, must be positive", ErrInvalidArgument, d))
 	}
 	n := &everyNode{fn: fn, period: d}
 	n.t.periodic = true

@@ -2,7 +2,6 @@ package aio
 
 import (
 	"crypto/tls"
-	"errors"
 	"fmt"
 	"syscall"
 	"time"
@@ -47,7 +46,7 @@ type AdoptTLSConfig struct {
 // handshake, TLSHandshakes or TLSHandshakeErrors. Any goroutine.
 func AdoptTLSConn(l *Loop, fd int, cfg AdoptTLSConfig) (*Handle[*Conn], error) {
 	if cfg.TLS == nil {
-		return nil, fmt.Errorf("aio: adopt tls fd %d: nil TLS config", fd)
+		return nil, fmt.Errorf("%w: adopt tls fd %d: nil TLS config", ErrInvalidArgument, fd)
 	}
 	c, err := AdoptConn(l, fd, cfg.Conn)
 	if err != nil {
@@ -62,7 +61,7 @@ func AdoptTLSConn(l *Loop, fd int, cfg AdoptTLSConfig) (*Handle[*Conn], error) {
 // nothing is left open. Any goroutine.
 func AdoptTLSConnFrom(l *Loop, from syscall.Conn, cfg AdoptTLSConfig) (*Handle[*Conn], error) {
 	if cfg.TLS == nil {
-		return nil, errors.New("aio: adopt tls: nil TLS config")
+		return nil, fmt.Errorf("%w: adopt tls: nil TLS config", ErrInvalidArgument)
 	}
 	c, err := AdoptConnFrom(l, from, cfg.Conn)
 	if err != nil {

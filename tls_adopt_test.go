@@ -122,6 +122,7 @@ func TestTLSAdoptConnFailures(t *testing.T) {
 
 	mine, _ := acceptNet(t)
 	_, err := AdoptTLSConnFrom(l, mine, AdoptTLSConfig{Server: true})
+	require.ErrorIs(t, err, ErrInvalidArgument)
 	require.ErrorContains(t, err, "nil TLS config")
 	require.Equal(t, fds+2, fdCount(t), "nothing adopted, nothing duplicated")
 
