@@ -21,9 +21,13 @@
 //
 // # What is exported
 //
-// One series per running loop, labelled loop="<name>" (Config.Name; when two
-// running loops share a name, or it is empty or holds a '#',
-// "<name>#<slot>", which tells them apart). Names follow Prometheus' conventions: the aio_ prefix,
+// One series per running loop, labelled loop="<name>" (Config.Name) and
+// slot="<slot>" (Loop.Slot, which no other running loop has). Two loops may
+// share a name, and the slot tells them apart; neither label changes while
+// the loop runs, whatever other loops start or stop, so a series is one loop
+// from its first scrape to its last (sum by (loop) for a name's total). A
+// slot freed by a stopped loop is reused by a later one, whose counters start
+// from zero: a counter reset, which rate() handles. Names follow Prometheus' conventions: the aio_ prefix,
 // counters end in _total, times are in seconds, sizes in bytes. The loop
 // health of aio.Stats becomes:
 //

@@ -57,7 +57,7 @@ func ExampleWritePrometheus() {
 	// Output:
 	// # HELP aio_tcp_accepted_total TCP connections accepted.
 	// # TYPE aio_tcp_accepted_total counter
-	// aio_tcp_accepted_total{loop="api"} 0
+	// aio_tcp_accepted_total{loop="api",slot="0"} 0
 }
 
 func ExampleHandler() {
@@ -82,7 +82,7 @@ func ExampleHandler() {
 	}
 	// Output:
 	// text/plain; version=0.0.4; charset=utf-8
-	// aio_loop_timer_lag_seconds_count{loop="api"} 1
+	// aio_loop_timer_lag_seconds_count{loop="api",slot="0"} 1
 }
 
 func ExamplePublish() {
@@ -99,7 +99,8 @@ func ExamplePublish() {
 		fmt.Println(err)
 		return
 	}
-	fmt.Println(loops["api"].Name, loops["api"].TimerLag.Count)
+	// Keyed by name and slot: "api#0" for the runtime's first loop.
+	fmt.Println(loops["api#0"].Name, loops["api#0"].TimerLag.Count)
 	fmt.Println(metrics.Publish("aio", rt))
 	// Output:
 	// api 1

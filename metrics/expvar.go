@@ -13,8 +13,8 @@ import (
 var publishMu sync.Mutex
 
 // Publish exports the Stats of every loop running on rt as the expvar
-// variable name: a JSON object from each loop's label (as in the Prometheus
-// output) to its aio.Stats, read at each request of expvar's handler
+// variable name: a JSON object from each loop's "<name>#<slot>" (its
+// Prometheus labels loop and slot, joined) to its aio.Stats, read at each request of expvar's handler
 // (/debug/vars), durations in nanoseconds. It returns an error, and
 // publishes nothing, for a nil rt or a name already published (expvar
 // offers no way to take a name back, so call it once per name, at start-up).
@@ -28,16 +28,16 @@ func Publish(name string, rt *aio.Runtime) error {
 	if expvar.Get(name) != nil {
 		return fmt.Errorf("metrics: expvar %q is already published", name)
 	}
-	expvar.Publish(name, expvar.Func(func() any { return statsByLabel(rt) }))
+	expvar.Publish(name, expvar.Func(func() any { return statsByKey(rt) }))
 	return nil
 }
 
-// statsByLabel maps each running loop's label to its Stats.
-func statsByLabel(rt *aio.Runtime) map[string]aio.Stats {
+// statsByKey maps each running loop's key to its Stats.
+func statsByKey(rt *aio.Runtime) map[string]aio.Stats {
 	ls := snapshot(rt)
 	m := make(map[string]aio.Stats, len(ls))
-	for _, l := range ls {
-		m[l.label] = l.s
+	for i := range ls {
+		m[ls[i].key()] = ls[i].s
 	}
 	return m
 }

@@ -4,6 +4,7 @@ import (
 	"encoding/json"
 	"expvar"
 	"fmt"
+	"strconv"
 	"testing"
 
 	"github.com/stretchr/testify/require"
@@ -28,7 +29,8 @@ func TestPublish(t *testing.T) {
 	var got map[string]aio.Stats
 	require.NoError(t, json.Unmarshal([]byte(expvar.Get(name).String()), &got))
 	require.Len(t, got, 2)
-	require.Equal(t, "api", got["api"].Name)
-	require.Positive(t, got["db"].Iterations)
-	require.Equal(t, uint64(1), got["db"].TimerLag.Count)
+	api, db := rt.Loops()[0], rt.Loops()[1]
+	require.Equal(t, "api", got["api#"+strconv.Itoa(api.Slot())].Name)
+	require.Positive(t, got["db#"+strconv.Itoa(db.Slot())].Iterations)
+	require.Equal(t, uint64(1), got["db#"+strconv.Itoa(db.Slot())].TimerLag.Count)
 }

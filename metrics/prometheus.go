@@ -20,32 +20,26 @@ var ErrNilRuntime = errors.New("metrics: nil runtime")
 // ContentType is the media type of the Prometheus text format, version 0.0.4.
 const ContentType = "text/plain; version=0.0.4; charset=utf-8"
 
-// loopStats is one running loop's snapshot and the label that names it.
+// loopStats is one running loop's snapshot and what names it: its name
+// and its slot, which no other running loop has. Both stay the same for the
+// loop's life, whatever other loops start or stop, so that a series (and an
+// expvar key) is one loop from its first scrape to its last.
 type loopStats struct {
-	label string
-	s     aio.Stats
+	name string
+	slot string
+	s    aio.Stats
 }
 
-// snapshot reads the Stats of every loop running on rt, labelled.
+// key is the loop's expvar key, "<name>#<slot>": unique, since the slot
+// after the last '#' is.
+func (ls *loopStats) key() string { return ls.name + "#" + ls.slot }
+
+// snapshot reads the Stats of every loop running on rt.
 func snapshot(rt *aio.Runtime) []loopStats {
 	loops := rt.Loops()
-	names := make(map[string]int, len(loops))
-	// The names as the labels show them: two names that differ only in
-	// bytes that are not UTF-8 are the same label.
-	valid := func(l *aio.Loop) string { return strings.ToValidUTF8(l.Name(), "\uFFFD") }
-	for _, l := range loops {
-		names[valid(l)]++
-	}
 	out := make([]loopStats, len(loops))
 	for i, l := range loops {
-		label := valid(l)
-		// A name with a '#' gets its slot too, so that no generated label
-		// ("api#1" for the second of two loops named "api") can equal a
-		// loop's own name: the slot after the last '#' tells them apart.
-		if label == "" || names[label] > 1 || strings.Contains(label, "#") {
-			label += "#" + strconv.Itoa(l.Slot())
-		}
-		out[i] = loopStats{label: label, s: l.Stats()}
+		out[i] = loopStats{name: l.Name(), slot: strconv.Itoa(l.Slot()), s: l.Stats()}
 	}
 	return out
 }
@@ -129,13 +123,13 @@ func writeFamilies(b *bytes.Buffer, ls []loopStats) {
 	for _, f := range families {
 		header(b, f.name, f.typ, f.help)
 		for i := range ls {
-			sample(b, f.name, ls[i].label, "", "", f.value(&ls[i].s))
+			sample(b, f.name, &ls[i], "", "", f.value(&ls[i].s))
 		}
 	}
 	header(b, "aio_loop_phase_seconds_total", "counter", "Busy time of the loop by phase.")
 	for i := range ls {
 		for _, p := range phases {
-			sample(b, "aio_loop_phase_seconds_total", ls[i].label, "phase", p.name, seconds(p.of(&ls[i].s.Time)))
+			sample(b, "aio_loop_phase_seconds_total", &ls[i], "phase", p.name, seconds(p.of(&ls[i].s.Time)))
 		}
 	}
 	for _, h := range histograms {
@@ -149,10 +143,10 @@ func writeFamilies(b *bytes.Buffer, ls []loopStats) {
 				if k < aio.LagBuckets-1 {
 					le = formatFloat(seconds(aio.LagBound(k)))
 				}
-				sample(b, h.name+"_bucket", ls[i].label, "le", le, float64(cum))
+				sample(b, h.name+"_bucket", &ls[i], "le", le, float64(cum))
 			}
-			sample(b, h.name+"_sum", ls[i].label, "", "", seconds(g.Sum))
-			sample(b, h.name+"_count", ls[i].label, "", "", float64(g.Count))
+			sample(b, h.name+"_sum", &ls[i], "", "", seconds(g.Sum))
+			sample(b, h.name+"_count", &ls[i], "", "", float64(g.Count))
 		}
 	}
 }
@@ -161,11 +155,14 @@ func header(b *bytes.Buffer, name, typ, help string) {
 	fmt.Fprintf(b, "# HELP %s %s\n# TYPE %s %s\n", name, escapeHelp(help), name, typ)
 }
 
-// sample writes name{loop="loop",key="val"} v (no key when key is "").
-func sample(b *bytes.Buffer, name, loop, key, val string, v float64) {
+// sample writes name{loop="<name>",slot="<slot>",key="val"} v (no key
+// when key is "").
+func sample(b *bytes.Buffer, name string, l *loopStats, key, val string, v float64) {
 	b.WriteString(name)
 	b.WriteString(`{loop="`)
-	b.WriteString(escapeLabel(loop))
+	b.WriteString(escapeLabel(l.name))
+	b.WriteString(`",slot="`)
+	b.WriteString(l.slot)
 	if key != "" {
 		b.WriteString(`",`)
 		b.WriteString(key)

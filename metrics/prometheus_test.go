@@ -76,6 +76,9 @@ type parsedFamily struct {
 	samples   []parsedSample
 }
 
+// seriesOf names the loop of a sample: its labels loop and slot.
+func seriesOf(s parsedSample) string { return s.labels["loop"] + "#" + s.labels["slot"] }
+
 func unescapeLabel(s string) string {
 	return strings.NewReplacer(`\\`, `\`, `\"`, `"`, `\n`, "\n").Replace(s)
 }
@@ -162,15 +165,15 @@ func TestWritePrometheusParses(t *testing.T) {
 		}
 	}
 
-	// One series per loop, told apart when names clash or are empty.
-	var got []string
+	// One series per loop, named as the loop is, told apart by slot.
+	var got, want [][2]string
 	for _, s := range fams["aio_loop_iterations_total"].samples {
-		got = append(got, s.labels["loop"])
+		got = append(got, [2]string{s.labels["loop"], s.labels["slot"]})
 		assert.Positive(t, s.value)
 	}
-	ls := rt.Loops()
-	want := []string{"api", "same#" + strconv.Itoa(ls[1].Slot()), "same#" + strconv.Itoa(ls[2].Slot()),
-		"we\"ird\\name\nnext\uFFFD", "#" + strconv.Itoa(ls[4].Slot())}
+	for i, name := range []string{"api", "same", "same", "we\"ird\\name\nnext\uFFFD", ""} {
+		want = append(want, [2]string{name, strconv.Itoa(rt.Loops()[i].Slot())})
+	}
 	assert.Equal(t, want, got)
 	require.Equal(t, "gauge", fams["aio_loop_post_queued"].typ, "Stats.PostQueued")
 	require.Len(t, fams["aio_loop_post_queued"].samples, 5)
@@ -180,11 +183,11 @@ func TestWritePrometheusParses(t *testing.T) {
 	// Phases: five per loop, adding up to the busy time.
 	busy := map[string]float64{}
 	for _, s := range fams["aio_loop_busy_seconds_total"].samples {
-		busy[s.labels["loop"]] = s.value
+		busy[seriesOf(s)] = s.value
 	}
 	sum := map[string]float64{}
 	for _, s := range fams["aio_loop_phase_seconds_total"].samples {
-		sum[s.labels["loop"]] += s.value
+		sum[seriesOf(s)] += s.value
 	}
 	require.Len(t, sum, 5)
 	for loop, v := range sum {
@@ -199,7 +202,7 @@ func TestWritePrometheusParses(t *testing.T) {
 		count := map[string]float64{}
 		for _, s := range f.samples {
 			if s.name == name+"_count" {
-				count[s.labels["loop"]] = s.value
+				count[seriesOf(s)] = s.value
 			}
 		}
 		last := map[string]float64{}
@@ -208,7 +211,7 @@ func TestWritePrometheusParses(t *testing.T) {
 			if s.name != name+"_bucket" {
 				continue
 			}
-			loop := s.labels["loop"]
+			loop := seriesOf(s)
 			le, err := strconv.ParseFloat(s.labels["le"], 64)
 			require.NoError(t, err)
 			if prev, ok := lastLE[loop]; ok {
@@ -269,6 +272,7 @@ func TestHandler(t *testing.T) {
 	require.Equal(t, ContentType, resp.Header.Get("Content-Type"))
 	fams := parse(t, string(body))
 	require.Equal(t, "api", fams["aio_loop_iterations_total"].samples[0].labels["loop"])
+	require.Equal(t, strconv.Itoa(rt.Loops()[0].Slot()), fams["aio_loop_iterations_total"].samples[0].labels["slot"])
 
 	resp, err = http.Head(srv.URL)
 	require.NoError(t, err)
@@ -286,8 +290,8 @@ func TestHandler(t *testing.T) {
 	require.Equal(t, http.StatusInternalServerError, rec.Code)
 }
 
-// Labels are unique whatever the names: a loop named as another's
-// generated label ("x#<slot>") or holding a '#' does not clash with it.
+// Keys are unique whatever the names: a loop named as another's expvar key
+// ("x#<slot>") or holding a '#' does not clash with it.
 func TestLabelsAreUnique(t *testing.T) {
 	rt := startLoops(t, "x", "x", "a#b")
 	second := rt.Loops()[1]
@@ -306,12 +310,11 @@ func requireALabelPerLoop(t *testing.T, rt *aio.Runtime, n int) {
 	require.NoError(t, WritePrometheus(&b, rt))
 	fams := parse(t, b.String())
 	require.Len(t, fams["aio_loop_iterations_total"].samples, n)
-	require.Len(t, statsByLabel(rt), n, "expvar's object has a key per loop")
+	require.Len(t, statsByKey(rt), n, "expvar's object has a key per loop")
 }
 
 // Two names that differ only in bytes that are not UTF-8 are one label
-// once escaped (U+FFFD), so they are told apart by slot too; they were the
-// same series twice.
+// value once escaped (U+FFFD): the slot tells them apart.
 func TestLabelsAreUniqueInvalidUTF8(t *testing.T) {
 	requireALabelPerLoop(t, startLoops(t, "api\xff", "api\xfe"), 2)
 }
@@ -348,4 +351,39 @@ func TestEveryStatIsExported(t *testing.T) {
 			assert.Contains(t, fams, name, "Stats.%s", f)
 		}
 	}
+}
+
+// A loop's labels and key stay the same while it runs: a second loop of
+// the same name starting, then stopping, leaves the first one's series as
+// they were (they used to move from "api" to "api#<slot>" and back, a new
+// series each time for a scraper).
+func TestLabelsStayWhileTheLoopRuns(t *testing.T) {
+	rt := startLoops(t, "api")
+	first := rt.Loops()[0]
+	want := map[string]bool{"api#" + strconv.Itoa(first.Slot()): true}
+	seen := func() map[string]bool {
+		t.Helper()
+		var b strings.Builder
+		require.NoError(t, WritePrometheus(&b, rt))
+		got := map[string]bool{}
+		for _, s := range parse(t, b.String())["aio_loop_iterations_total"].samples {
+			got[seriesOf(s)] = true
+		}
+		keys := map[string]bool{}
+		for k := range statsByKey(rt) {
+			keys[k] = true
+		}
+		require.Equal(t, got, keys, "expvar's keys are the series' loop#slot")
+		return got
+	}
+	require.Equal(t, want, seen())
+
+	second, err := rt.Start(aio.Config{Name: "api"})
+	require.NoError(t, err)
+	require.Equal(t, map[string]bool{"api#" + strconv.Itoa(first.Slot()): true,
+		"api#" + strconv.Itoa(second.Slot()): true}, seen())
+
+	_, err = second.Stop().Wait(context.Background())
+	require.NoError(t, err)
+	require.Equal(t, want, seen())
 }
