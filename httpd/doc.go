@@ -99,10 +99,11 @@
 // reads it), answers HEAD without a body,
 // caches the Date header per loop (made at most once a second), and times
 // out slow heads and bodies that stop coming, small ones waiting in the
-// arena and larger ones while their handler reads (Config.HeaderTimeout), and
-// idle connections (Config.IdleTimeout); those two are swept by a ticker
-// of each loop, so they may run up to a quarter of the shorter one (at
-// most a second) late. A client that stops reading its responses is
+// arena and larger ones while their handler reads (Config.HeaderTimeout),
+// small bodies that trickle in for longer than Config.BodyTimeout in all
+// (408), and idle connections (Config.IdleTimeout); HeaderTimeout and
+// IdleTimeout are swept by a ticker of each loop, so they may run up to a
+// quarter of the shorter one (at most a second) late. A client that stops reading its responses is
 // closed once the kernel has taken none of the bytes waiting for it, and
 // the client has acknowledged none of those the kernel holds, for
 // Config.WriteTimeout, on HTTP/2 too (the connection's own timer: no

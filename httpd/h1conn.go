@@ -106,6 +106,7 @@ type h1conn struct {
 
 	links    [linkCount]link
 	deadline time.Duration // in headQ or idleQ: the loop time it closes at
+	bodyBy   time.Duration // the loop time the body being buffered is late at (Config.BodyTimeout); 0: none
 }
 
 // accept serves a new connection. On the loop.
@@ -351,7 +352,7 @@ func (hc *h1conn) onHead(raw []byte) {
 			buffer = h.ContentLength <= limit
 		}
 		if buffer {
-			hc.buffering = true
+			hc.buffering, hc.bodyBy = true, 0
 			r.body.data = r.arena.take(int(h.ContentLength))[:0]
 			hc.continueBuffering()
 			return
@@ -363,7 +364,7 @@ func (hc *h1conn) onHead(raw []byte) {
 		r.dec.Reset()
 		r.dec.MaxBody = r.bodyLimit
 		hc.cur, hc.rstate = r, rsChunked
-		hc.buffering = true
+		hc.buffering, hc.bodyBy = true, 0
 		r.body.data = r.arena.take(r.arena.Room() / 2)[:0]
 		hc.continueBuffering()
 	}
@@ -376,18 +377,24 @@ func (hc *h1conn) onHead(raw []byte) {
 // HeaderTimeout at most, as a streamed one may: counted from its head
 // (from its first byte when the head took more than one read), or from
 // its 100 Continue (its client does not send it while it waits for
-// that), and restarted by each piece (onBody).
+// that), and restarted by each piece (onBody). BodyTimeout starts with
+// it, for the whole body.
 func (hc *h1conn) continueBuffering() {
 	r := hc.cur
 	switch {
 	case r == nil || !hc.buffering:
+		return
 	case r.expect && hc.nq > 0:
 		hc.setTimeout(nil) // the responses before it may take their time
+		return
 	case r.expect:
 		hc.sendContinue(r)
 		hc.setTimeout(&hc.ls.headQ)
 	case hc.links[linkTime].in != &hc.ls.headQ:
 		hc.setTimeout(&hc.ls.headQ) // kept alive (idleQ), or after a dispatch (none)
+	}
+	if d := hc.ls.cfg.BodyTimeout; d > 0 && hc.bodyBy == 0 {
+		hc.bodyBy = hc.ls.l.Now() + d
 	}
 }
 
@@ -416,7 +423,11 @@ func (hc *h1conn) onBody(p []byte) {
 	if hc.buffering {
 		r.body.data = append(r.body.data, p...) // split kept it within the room
 		if !end {
-			hc.setTimeout(&hc.ls.headQ) // a pause, not the whole body, is bounded
+			if hc.bodyBy != 0 && hc.ls.l.Now() >= hc.bodyBy {
+				hc.refuseWith(408) // BodyTimeout: too slow in all
+				return
+			}
+			hc.setTimeout(&hc.ls.headQ) // the next pause is bounded too
 			return
 		}
 		hc.buffering = false
@@ -465,7 +476,6 @@ func (hc *h1conn) overflow() {
 // HTTP/1 gets nothing to misparse, and an HTTP/2 client whose preface is
 // wrong sees the close RFC 9113 §3.4 asks for (the port speaks both).
 func (hc *h1conn) refuse(err *h1.Error) {
-	hc.ls.st.badRequests.Add(1)
 	status := 400
 	if err != nil {
 		status = err.Status
@@ -473,6 +483,12 @@ func (hc *h1conn) refuse(err *h1.Error) {
 			status = -1 // pump answers nothing: the connection just ends
 		}
 	}
+	hc.refuseWith(status)
+}
+
+// refuseWith is refuse with the status to answer (-1: none).
+func (hc *h1conn) refuseWith(status int) {
+	hc.ls.st.badRequests.Add(1)
 	hc.rstate = rsDiscard
 	hc.closeAft = true
 	if r := hc.cur; r != nil {

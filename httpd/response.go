@@ -198,6 +198,8 @@ func statusBody(status int) string {
 		return "404 page not found\n"
 	case 405:
 		return "405 Method Not Allowed\n"
+	case 408:
+		return "408 Request Timeout\n"
 	case 413:
 		return "413 Request Entity Too Large\n"
 	case 414:

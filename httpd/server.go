@@ -22,6 +22,7 @@ const (
 	DefaultHeaderTimeout = 5 * time.Second
 	DefaultIdleTimeout   = 60 * time.Second
 	DefaultWriteTimeout  = 30 * time.Second
+	DefaultBodyTimeout   = 30 * time.Second
 	DefaultMaxPipeline   = 16
 )
 
@@ -41,9 +42,7 @@ type Config struct {
 	// server, not HeaderTimeout: for IdleTimeout at most, counted from the
 	// start of the wait, after which it closes unanswered. Arenas are held
 	// by bodies that arrive with their requests while the bodies arrive,
-	// which HeaderTimeout bounds only between pieces: clients that trickle
-	// their bodies can hold every arena of a loop (MaxBodyBytes over their
-	// rate bounds it).
+	// which BodyTimeout bounds.
 	ArenaSize int
 	Arenas    int
 
@@ -100,6 +99,23 @@ type Config struct {
 	// handler and up to aio.DefaultHighWater of queued bytes. Negative:
 	// none.
 	WriteTimeout time.Duration
+
+	// BodyTimeout bounds the time a body that arrives with its request
+	// (one small enough to wait in the arena for its handler, which has
+	// not started) takes to arrive whole, counted as HeaderTimeout counts
+	// its pauses: from its head, or from its 100 Continue. Past it the
+	// request is answered 408 in place of its handler, which never starts
+	// (counted in Stats.BadRequests), and the body's arena is free again;
+	// the HTTP/1.1 connection then closes, lingering. Without it, clients that
+	// trickle their bodies, a byte within each HeaderTimeout, could hold
+	// every arena of a loop for as long as they liked (the "slow POST"
+	// attack); HeaderTimeout alone bounds the pauses. HTTP/1.1 checks it
+	// as each piece of the body arrives, so a 408 may come up to one
+	// HeaderTimeout late (a longer pause closes the connection first). A
+	// body that streams to a running handler is the handler's to time
+	// (aio.Within). Default DefaultBodyTimeout (30 s: 64 KiB in it is
+	// about 2 KiB/s); negative: none.
+	BodyTimeout time.Duration
 
 	// MaxPipeline bounds the requests of one connection in progress at
 	// once (read and not yet answered): past it, the connection stops
@@ -173,11 +189,15 @@ func (c Config) withDefaults() Config {
 	if c.WriteTimeout == 0 {
 		c.WriteTimeout = DefaultWriteTimeout
 	}
+	if c.BodyTimeout == 0 {
+		c.BodyTimeout = DefaultBodyTimeout
+	}
 	// math.MaxInt64 is "never": capped where the loop's time plus it
 	// cannot wrap into the past, so the deadlines need no check.
 	c.HeaderTimeout = min(c.HeaderTimeout, maxTimeout)
 	c.IdleTimeout = min(c.IdleTimeout, maxTimeout)
 	c.WriteTimeout = min(c.WriteTimeout, maxTimeout)
+	c.BodyTimeout = min(c.BodyTimeout, maxTimeout)
 	c.Listen.ReusePort = true
 	c.Listen.TLS = withALPN(c.Listen.TLS) // tls.go
 	if c.Listen.TLS != nil && c.Listen.NotTLS == nil {

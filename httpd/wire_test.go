@@ -343,6 +343,57 @@ func TestBufferedBodySlowButSteady(t *testing.T) {
 	ts.atRest(t)
 }
 
+// A body that waits in the arena must arrive whole within BodyTimeout,
+// however steadily it trickles (the slow POST): past it the request is
+// answered 408, its handler never starts, its arena comes back and the
+// connection closes.
+func TestBufferedBodyWholeTimeout(t *testing.T) {
+	const bodyTimeout = 600 * time.Millisecond
+	ts := startServer(t, testMux(), Config{HeaderTimeout: 400 * time.Millisecond, BodyTimeout: bodyTimeout})
+	for _, chunked := range []bool{false, true} {
+		framing := "Content-Length: 5000" // 100 s at the pace below
+		if chunked {
+			framing = "Transfer-Encoding: chunked"
+		}
+		ts.atRest(t)
+		before := ts.Stats()
+		c := dialRaw(t, ts.addr)
+		c.send("POST /echo HTTP/1.1\r\nHost: x\r\n" + framing + "\r\n\r\n")
+		start := time.Now()
+		stop := make(chan struct{})
+		trickled := make(chan struct{})
+		go func() { // a byte, or a one-byte chunk, every 50 ms: never a pause
+			defer close(trickled)
+			piece := []byte("x")
+			if chunked {
+				piece = []byte("1\r\nx\r\n")
+			}
+			for {
+				select {
+				case <-stop:
+					return
+				case <-time.After(50 * time.Millisecond): // paces a slow client
+				}
+				if _, err := c.Write(piece); err != nil {
+					return
+				}
+			}
+		}()
+		resp := c.read("POST")
+		close(stop)
+		<-trickled
+		assert.Equal(t, 408, resp.status, "chunked %v", chunked)
+		assert.GreaterOrEqual(t, time.Since(start), bodyTimeout-50*time.Millisecond, "chunked %v", chunked)
+		assert.True(t, c.closed(), "chunked %v: the connection closes after the 408", chunked)
+		c.Close()
+		ts.atRest(t)
+		after := ts.Stats()
+		assert.Equal(t, before.Requests, after.Requests, "no handler started")
+		assert.Equal(t, before.BadRequests+1, after.BadRequests)
+		assert.Equal(t, before.ArenaReleases+1, after.ArenaReleases)
+	}
+}
+
 // A streamed echo pipelined behind a pending response writes ahead until
 // streamPendMax, then its body stalls; when its turn comes the body flows
 // again, whole, with Content-Length and chunked.
