@@ -91,6 +91,7 @@ type h1conn struct {
 	finished  bool  // the last response is written: FIN sent, waiting for the peer's
 	eof       bool  // the client has finished sending
 	closed    bool
+	aborted   bool      // abort was called: nothing more is written, the close follows the flush
 	flushWait bool      // idleAfterFlush waits for the queue to reach the kernel
 	begun     bool      // a request head has arrived (or TLS chose no h2): the preface can no longer come
 	alpnH2    bool      // ALPN chose h2: the client preface must come first
@@ -624,8 +625,13 @@ func (hc *h1conn) handleEnded(r *Request, v Response, err error, cancelled bool)
 
 // pump writes the responses at the head of the queue that are ready, in
 // order, and then decides what the connection does next.
+//
+// A response that ends the connection (Connection: close, a body its close
+// delimits, a body cut short) is the last one written: requests queued
+// after it (pipelined past it) get nothing, and the connection closes
+// once it is out, which cancels them.
 func (hc *h1conn) pump() {
-	for r := hc.qhead; r != nil && !hc.closed; r = hc.qhead {
+	for r := hc.qhead; r != nil && !hc.closed && !hc.aborted; r = hc.qhead {
 		switch {
 		case r.gone:
 			hc.ls.suppress(r)
@@ -653,10 +659,14 @@ func (hc *h1conn) pump() {
 		default:
 			hc.write(r)
 		}
+		last := r.closeAf // its head said so (closing)
 		hc.pop(r)
 		hc.maybeRelease(r)
+		if last && hc.qhead != nil {
+			hc.abort() // nothing after it may be sent
+		}
 	}
-	if hc.closed {
+	if hc.closed || hc.aborted {
 		return
 	}
 	if hc.stall&stallPipeline != 0 && hc.nq < hc.ls.cfg.MaxPipeline {
@@ -741,6 +751,10 @@ func (hc *h1conn) pop(r *Request) {
 // abort closes the connection once what is written has reached the
 // kernel: a response is missing, so nothing after it can be sent.
 func (hc *h1conn) abort() {
+	if hc.aborted {
+		return
+	}
+	hc.aborted = true
 	c := hc.c
 	hc.rstate = rsDiscard
 	aio.Finally(c.Flush(), func() { c.Close() })
@@ -806,6 +820,9 @@ func (hc *h1conn) maybeRelease(r *Request) {
 // returns it.
 func (hc *h1conn) appendHead(status int, hdr []Field, framing h1.Framing, length int64, close, minor0 bool) ([]byte, error) {
 	ls := hc.ls
+	if !finalStatus(status) {
+		return ls.wbuf[:0], errStatus
+	}
 	resp := h1.Response{Status: status, Body: framing, ContentLength: length,
 		Close: close, KeepAlive: minor0 && !close, Date: ls.dateValue(),
 		Checked: h1.CheckedDate} // dateValue's is AppendDate's
@@ -816,8 +833,15 @@ func (hc *h1conn) appendHead(status int, hdr []Field, framing h1.Framing, length
 	}
 	fields := ls.fields[:0]
 	for _, f := range hdr {
-		if framing != h1.BodyNone && h1.EqualFold(strBytes(f.Name), "Content-Length") {
+		switch name := strBytes(f.Name); {
+		case framing != h1.BodyNone && h1.EqualFold(name, "Content-Length"):
 			continue // the framing writes it (a stream's header may carry it)
+		case h1.EqualFold(name, "Connection"):
+			// The server's own, as on HTTP/2: a "close" here would be
+			// sent and not done (RFC 9112 §9.6: the server closes after
+			// it and reads no request after it).
+			clear(fields)
+			return ls.wbuf[:0], h1.ErrFieldOwned
 		}
 		fields = append(fields, h1.Field{Name: strBytes(f.Name), Value: strBytes(f.Value)})
 	}
@@ -935,32 +959,34 @@ func (hc *h1conn) timeBody(r *Request) {
 
 // startStream writes the head of r's stream, and what it wrote before its
 // turn.
+//
+// A head refused here (a field that could split the response) is not
+// written, nor is anything of the stream: its handle fails, and the 500
+// that goes in its place is written when its end comes (handleEnded).
 func (hc *h1conn) startStream(r *Request) {
 	s := &r.stream
-	s.started = true
+	if s.refused != nil {
+		return
+	}
 	framing, length := h1.BodyChunked, int64(0)
 	switch {
+	case !hasContent(s.status):
+		framing = h1.BodyNone // 204, 304: the head is the response
 	case s.length >= 0 && (r.head.Minor == 0 || !s.trailed()): // a trailer needs the last chunk
 		framing, length = h1.BodyLength, s.length
 	case r.head.Minor == 0:
 		framing = h1.BodyNone // delimited by the connection's end
 		r.closeAf = true
 	}
-	status := s.status
-	if status == 0 {
-		status = 200
-	}
 	closeNow := hc.closing(r)
-	buf, err := hc.appendHead(status, s.hdr, framing, length, closeNow, r.head.Minor == 0)
+	buf, err := hc.appendHead(s.status, s.hdr, framing, length, closeNow, r.head.Minor == 0)
+	hc.ls.wbuf = buf[:0]
 	if err != nil {
-		hc.ls.wbuf = buf[:0]
-		r.gone = true
-		s.p.Reject(err)
-		hc.abort()
+		s.refuse(err)
 		return
 	}
+	s.started = true
 	_, _ = hc.c.Write(buf)
-	hc.ls.wbuf = buf[:0]
 	s.chunked = framing == h1.BodyChunked
 	if len(s.pend) > 0 {
 		hc.writeBody(r, s.pend)
@@ -970,7 +996,7 @@ func (hc *h1conn) startStream(r *Request) {
 	if hc.cur == r && hc.stall&stallBody != 0 && !hc.bodyBlocked() {
 		hc.unstall(stallBody) // it stalled on streamPendMax before its turn
 	}
-	if r.isHead {
+	if s.headOnly {
 		r.endHeadStream()
 	}
 }
@@ -979,7 +1005,7 @@ func (hc *h1conn) startStream(r *Request) {
 func (hc *h1conn) endStream(r *Request) {
 	s := &r.stream
 	switch {
-	case r.isHead:
+	case s.headOnly:
 	case s.length >= 0 && s.sent != s.length:
 		hc.abort() // short of its Content-Length: the client must see it cut
 	case s.chunked:
@@ -990,7 +1016,7 @@ func (hc *h1conn) endStream(r *Request) {
 // writeBody writes p as stream bytes of r, which has its turn.
 func (hc *h1conn) writeBody(r *Request, p []byte) {
 	switch {
-	case r.isHead:
+	case r.stream.headOnly:
 	case r.stream.chunked && len(p) <= smallWrite:
 		buf := h1.AppendChunk(hc.ls.wbuf[:0], p)
 		_, _ = hc.c.Write(buf)
@@ -1017,7 +1043,9 @@ func (hc *h1conn) streamWrite(r *Request, p []byte) error {
 		return nil
 	}
 	if !s.started {
-		hc.startStream(r)
+		if hc.startStream(r); !s.started {
+			return ErrStreamClosed // its head was refused
+		}
 	}
 	hc.writeBody(r, p)
 	return nil

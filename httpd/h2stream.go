@@ -664,7 +664,10 @@ func (h *h2conn) respond(st *h2stream) {
 	}
 	if !ok || !h.writeHeaders(st, status, resp.Header, clen, len(body) == 0, false) {
 		why := errBadLength.Error()
-		if ok {
+		switch {
+		case !finalStatus(status):
+			why = errStatus.Error()
+		case ok:
 			why = "a field HTTP/2 cannot carry"
 		}
 		h.ls.logRefused(r, why)
@@ -696,13 +699,14 @@ func (h *h2conn) localEnd(st *h2stream) {
 
 // writeHeaders encodes a response head and writes it as HEADERS (and
 // CONTINUATION) frames; false, with nothing written, when a field is
-// invalid or the server's own. Status 0 is 200. clen < 0: no content-length. A Stream's
-// header may carry content-length (stream).
+// invalid or the server's own, or the status is not a final one. Status 0
+// is 200. clen < 0: no content-length. A Stream's header may carry
+// content-length (stream), which Request.Stream checked: clen is its value.
 func (h *h2conn) writeHeaders(st *h2stream, status int, hdr []Field, clen int64, end, stream bool) bool {
 	if status == 0 {
 		status = 200
 	}
-	if status < 100 || status > 999 {
+	if !finalStatus(status) {
 		return false
 	}
 	h.hb.b = h.hb.b[:0]
@@ -713,9 +717,8 @@ func (h *h2conn) writeHeaders(st *h2stream, status int, hdr []Field, clen int64,
 		switch {
 		case !ok || !httpguts.ValidHeaderFieldValue(f.Value):
 			return false
-		case name == "content-length" && stream:
-		case name == "content-length" && clen >= 0:
-			continue // respond checked it (Request.length): clen is its value
+		case name == "content-length" && (clen >= 0 || stream):
+			continue // checked (Request.length, Request.Stream): clen is its value
 		case name == "content-length", name == "date", name == "connection", name == "transfer-encoding",
 			name == "keep-alive", name == "proxy-connection", name == "upgrade":
 			return false
@@ -884,15 +887,21 @@ func (h *h2conn) sendWaiting() {
 // streams (Request.Stream)
 
 // startStream sends the head of st's Stream.
+// A head refused (by Request.Stream, or here: a field HTTP/2 cannot carry)
+// is not sent: the stream's handle fails, and a 500 goes in its place
+// (handleEnded).
 func (h *h2conn) startStream(st *h2stream) {
 	r := st.r
 	s := &r.stream
-	if !h.writeHeaders(st, s.status, s.hdr, -1, r.isHead, true) {
-		r.gone = true
-		s.p.Reject(errBadStreamHeader)
+	clen := s.length // a 204's or 304's has been refused
+	if s.refused != nil {
 		return
 	}
-	if r.isHead {
+	if !h.writeHeaders(st, s.status, s.hdr, clen, s.headOnly, true) {
+		s.refuse(errBadStreamHeader)
+		return
+	}
+	if s.headOnly {
 		h.localEnd(st)
 		r.endHeadStream()
 	}
@@ -913,11 +922,11 @@ func (h *h2conn) streamWrite(r *Request, p []byte) error {
 	s.sent += int64(len(p))
 	if !st.headersSent {
 		h.startStream(st)
-		if st.reset || r.gone {
+		if st.reset || r.gone || s.refused != nil {
 			return ErrStreamClosed
 		}
 	}
-	if r.isHead {
+	if s.headOnly {
 		return nil
 	}
 	if st.out == nil {
@@ -939,9 +948,11 @@ func (h *h2conn) streamEnd(r *Request) {
 		return
 	}
 	if !st.headersSent {
-		h.startStream(st)
+		if h.startStream(st); !st.headersSent {
+			return // refused: a 500 goes in its place
+		}
 	}
-	if s := &r.stream; s.length >= 0 && s.sent != s.length && !r.isHead {
+	if s := &r.stream; s.length >= 0 && s.sent != s.length && !s.headOnly {
 		h.resetStream(st.id, http2.ErrCodeInternal) // short of its content-length
 		h.flush()
 		return

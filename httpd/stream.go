@@ -2,6 +2,7 @@ package httpd
 
 import (
 	"errors"
+	"net/http"
 	"strconv"
 
 	"github.com/valkyria/aio"
@@ -46,6 +47,14 @@ type Stream struct {
 	onDrain func()
 	full    bool // HTTP/1.1: Full said true; OnDrain is owed (HTTP/2: h2stream.full)
 
+	// headOnly: the response is its head (a HEAD's, or a status without
+	// content: 204, 304), and the stream ends once the head is out.
+	// refused: why the head cannot be sent (a status or Content-Length
+	// checked here, a field the engine refused); the stream's handle
+	// fails with it and a 500 goes in its place. Nothing of it is written.
+	headOnly bool
+	refused  error
+
 	// The trailer (trailer_out.go): SetTrailer's fields, sent after the
 	// body; declared: the header has a Trailer field, so an HTTP/1.1 body
 	// is chunked to carry them.
@@ -53,13 +62,23 @@ type Stream struct {
 	declared bool
 }
 
-// Stream starts a streamed response with status and header (kept until
-// the head is written: do not modify it), and returns it. The handler
-// returns s.Reply(). On the loop, from the handler. A second call returns
-// the first stream, unchanged, and says so to Server.ErrorLog. The stream
-// of a HEAD request ends as soon as its head has gone out, as End ends it
-// (a HEAD gets no body): Write returns ErrStreamClosed from then on, so an
-// endless stream that a GET pattern also serves to HEAD stops.
+// Stream starts a streamed response with status (0 is 200) and header
+// (kept until the head is written: do not modify it), and returns it. The
+// handler returns s.Reply(). On the loop, from the handler. A second call
+// returns the first stream, unchanged, and says so to Server.ErrorLog.
+//
+// The stream of a HEAD request ends as soon as its head has gone out, as
+// End ends it (a HEAD gets no body): Write returns ErrStreamClosed from
+// then on, so an endless stream that a GET pattern also serves to HEAD
+// stops. So does a stream whose status has no content (204, 304), whose
+// Write returns http.ErrBodyNotAllowed.
+//
+// A head that cannot be sent is never written: a status out of 200-999
+// (an interim 1xx cannot be a final answer), a Content-Length that is not
+// digits, repeated, or on a status without content, a field with bytes
+// that could split the response or one the server writes itself (as for
+// a Response). The stream's handle fails with the reason, Write returns
+// ErrStreamClosed, and the client gets a 500 in its place.
 func (r *Request) Stream(status int, header []Field) *Stream {
 	r.checkLoop()
 	s := &r.stream
@@ -67,20 +86,46 @@ func (r *Request) Stream(status int, header []Field) *Stream {
 		r.ls.srv.logf("httpd: %s %s: Request.Stream called again: the first stream is kept", r.Method(), r.Target())
 		return s
 	}
+	if status == 0 {
+		status = 200
+	}
 	*s = Stream{r: r, p: aio.NewPromise[Response](r.ls.l), status: status, hdr: header, length: -1,
-		pend: s.pend[:0]}
+		pend: s.pend[:0], headOnly: r.isHead || !hasContent(status)}
+	if !finalStatus(status) {
+		s.refuse(errStatus)
+	}
 	for _, f := range header {
 		switch name := strBytes(f.Name); {
 		case h1.EqualFold(name, "Content-Length"):
-			if n, err := strconv.ParseInt(f.Value, 10, 64); err == nil && n >= 0 {
-				s.length = n
+			// As Request.length checks a Response's: digits only (no
+			// sign), once, and only where the status has content.
+			n, err := strconv.ParseUint(f.Value, 10, 63)
+			if err != nil || s.length >= 0 || !hasContent(status) {
+				s.refuse(errBadLength)
 			}
+			s.length = int64(n)
 		case h1.EqualFold(name, "Trailer"):
 			s.declared = true
 		}
 	}
 	return s
 }
+
+// refuse marks the stream's head as one that cannot be sent: its handle
+// fails with err, and the engine answers 500 in its place (handleEnded).
+func (s *Stream) refuse(err error) {
+	if s.refused == nil {
+		s.refused = err
+		s.p.Reject(err)
+	}
+}
+
+// errStatus is why a response whose status is not a final one is refused.
+var errStatus = errors.New("its status is not a final one (200 to 999)")
+
+// finalStatus reports whether status can end a response: not an interim
+// 1xx, whose client would take the next response for this one's.
+func finalStatus(status int) bool { return status >= 200 && status <= 999 }
 
 // Reply returns the Reply of the stream, for the handler to return.
 func (s *Stream) Reply() Reply { return Reply{h: s.p.Handle()} }
@@ -92,12 +137,16 @@ func (s *Stream) Handle() *aio.Handle[Response] { return s.p.Handle() }
 // Write sends p as the next bytes of the body (copied: p may be reused at
 // once) and returns len(p), or 0 and ErrStreamClosed after End or once
 // the client has gone away, or ErrContentLength if p would pass the
-// declared Content-Length. An error of the connection closes it, as the
+// declared Content-Length, or http.ErrBodyNotAllowed for a status without
+// content (204, 304). An error of the connection closes it, as the
 // client going away does. On the loop.
 func (s *Stream) Write(p []byte) (int, error) {
 	s.r.checkLoop()
 	if s.closed() {
 		return 0, ErrStreamClosed
+	}
+	if !hasContent(s.status) {
+		return 0, http.ErrBodyNotAllowed
 	}
 	if len(p) == 0 {
 		return 0, nil
@@ -139,8 +188,8 @@ func (s *Stream) End() {
 	s.p.Resolve(Response{Status: s.status})
 }
 
-// endHeadStream ends a HEAD's stream once its head has gone out: a HEAD
-// gets no body, so the response is whole, and an endless stream (an event
+// endHeadStream ends a head-only stream (a HEAD's, a 204's or a 304's)
+// once its head has gone out: it gets no body, so the response is whole, and an endless stream (an event
 // feed, which a GET pattern serves to HEAD too) would otherwise hold its
 // arena, and on HTTP/2 a place under the connection's stream limit, for
 // good. By a posted job: the engine sends the head from inside the

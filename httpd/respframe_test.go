@@ -1,0 +1,221 @@
+package httpd
+
+import (
+	"io"
+	"net/http"
+	"testing"
+
+	"github.com/stretchr/testify/assert"
+	"github.com/stretchr/testify/require"
+	"golang.org/x/net/http2"
+)
+
+// Responses that a handler gets wrong are never mis-framed: whatever it
+// asks for, each request gets one well-framed answer, and nothing of one
+// response is read as part of another (response splitting). Each test
+// pipelines GET /ok behind the request under test: its answer must be
+// the next response, whole.
+
+// okAfter adds GET /ok (the pipelined probe) to m.
+func okAfter(m *Mux) *Mux {
+	m.HandleFunc("GET /ok", func(*Request) Reply { return Text(200, "ok") })
+	return m
+}
+
+// pipelineOK sends GET path then GET /ok on one connection and returns
+// the first response; the second must be /ok's.
+func pipelineOK(t *testing.T, ts *testServer, path string) rawResponse {
+	t.Helper()
+	c := dialRaw(t, ts.addr)
+	c.send("GET " + path + " HTTP/1.1\r\nHost: x\r\n\r\nGET /ok HTTP/1.1\r\nHost: x\r\n\r\n")
+	first := c.read("GET")
+	second := c.read("GET")
+	assert.Equal(t, 200, second.status, "%s: the next response is /ok's", path)
+	assert.Equal(t, "ok", second.body, path)
+	return first
+}
+
+// A stream whose head cannot be sent is answered 500 in its place, and
+// nothing the handler wrote to it goes out: not a field with CR/LF, a
+// status that is not final (1xx), a Content-Length that is not digits or
+// on a status without content. Before, the refused head was dropped and
+// the handler's bytes went out raw, as a response of the client's choosing.
+func TestStreamRefusedHeadAnswers500(t *testing.T) {
+	const injected = "HTTP/1.1 200 OK\r\nContent-Length: 8\r\nX-Injected: 1\r\n\r\ninjected"
+	writes := make(chan error, 16)
+	m := okAfter(NewMux())
+	for path, start := range map[string]func(r *Request) *Stream{
+		"/crlf":  func(r *Request) *Stream { return r.Stream(200, []Field{{"X-Bad", "a\r\nb"}}) },
+		"/owned": func(r *Request) *Stream { return r.Stream(200, []Field{{"Connection", "close"}}) },
+		"/103":   func(r *Request) *Stream { return r.Stream(103, nil) },
+		"/plus":  func(r *Request) *Stream { return r.Stream(200, []Field{{"Content-Length", "+8"}}) },
+		"/twice": func(r *Request) *Stream {
+			return r.Stream(200, []Field{{"Content-Length", "8"}, {"Content-Length", "8"}})
+		},
+		"/204len": func(r *Request) *Stream { return r.Stream(204, []Field{{"Content-Length", "8"}}) },
+	} {
+		m.HandleFunc("GET "+path, func(r *Request) Reply {
+			s := start(r)
+			_, err := s.WriteString(injected)
+			writes <- err
+			s.End()
+			return s.Reply()
+		})
+	}
+	ts := startServer(t, m, Config{})
+	for _, path := range []string{"/crlf", "/owned", "/103", "/plus", "/twice", "/204len"} {
+		first := pipelineOK(t, ts, path)
+		assert.Equal(t, 500, first.status, path)
+		assert.Empty(t, first.header.Get("X-Injected"), path)
+		assert.ErrorIs(t, recvT(t, writes), ErrStreamClosed, path)
+
+		resp, body := do(t, h2Client(t), mustRequest(t, "GET", ts.url+path))
+		assert.Equal(t, 500, resp.StatusCode, "h2 %s", path)
+		assert.NotContains(t, string(body), "injected", "h2 %s", path)
+		assert.ErrorIs(t, recvT(t, writes), ErrStreamClosed, "h2 %s", path)
+	}
+	ts.atRest(t)
+}
+
+func mustRequest(t *testing.T, method, url string) *http.Request {
+	t.Helper()
+	req, err := http.NewRequest(method, url, nil)
+	require.NoError(t, err)
+	return req
+}
+
+// A stream of a status without content (204, 304) is its head: no
+// chunked framing, no body, on HTTP/1.1 (where a body would be read as
+// the next response) and HTTP/2 (no DATA); Write says so.
+func TestStreamWithoutContent(t *testing.T) {
+	writes := make(chan error, 16)
+	m := okAfter(NewMux())
+	m.HandleFunc("GET /s/{status}", func(r *Request) Reply {
+		s := r.Stream(atoi(r.PathValue("status")), []Field{{"ETag", `"v1"`}})
+		_, err := s.WriteString("HTTP/1.1 200 OK\r\nX-Injected: 1\r\nContent-Length: 0\r\n\r\n")
+		writes <- err
+		s.End()
+		return s.Reply()
+	})
+	ts := startServer(t, m, Config{})
+	for _, status := range []int{204, 304} {
+		path := "/s/" + itoa(status)
+		first := pipelineOK(t, ts, path)
+		assert.Equal(t, status, first.status)
+		assert.Empty(t, first.header.Get("Transfer-Encoding"), path)
+		assert.Equal(t, `"v1"`, first.header.Get("ETag"), path)
+		assert.Empty(t, first.body, path)
+		assert.ErrorIs(t, recvT(t, writes), http.ErrBodyNotAllowed, path)
+
+		resp, body := do(t, h2Client(t), mustRequest(t, "GET", ts.url+path))
+		assert.Equal(t, status, resp.StatusCode, "h2 %s", path)
+		assert.Empty(t, body, "h2 %s", path)
+		assert.ErrorIs(t, recvT(t, writes), http.ErrBodyNotAllowed, "h2 %s", path)
+	}
+	ts.atRest(t)
+}
+
+// An interim status (1xx) is no final answer: a Response of one is
+// refused with 500, as any it cannot send. On HTTP/1.1 a 103 sent as the
+// answer made the client take the next response for this one's; on
+// HTTP/2 it was HEADERS(103) with END_STREAM, which RFC 9113 §8.1 calls
+// malformed.
+func TestInterimStatusRefused(t *testing.T) {
+	m := okAfter(NewMux())
+	m.HandleFunc("GET /hints", func(*Request) Reply { return Respond(Response{Status: 103}) })
+	m.HandleFunc("GET /99", func(*Request) Reply { return Respond(Response{Status: 99}) })
+	ts := startServer(t, m, Config{})
+	for _, path := range []string{"/hints", "/99"} {
+		assert.Equal(t, 500, pipelineOK(t, ts, path).status, path)
+		resp, _ := do(t, h2Client(t), mustRequest(t, "GET", ts.url+path))
+		assert.Equal(t, 500, resp.StatusCode, "h2 %s", path)
+	}
+}
+
+// A Connection field is the server's on HTTP/1.1 too: a handler's
+// "Connection: close" was sent, and the server went on answering the
+// requests after it, which RFC 9112 §9.6 forbids. It is refused (500),
+// as the Response docs say and as HTTP/2 does.
+func TestConnectionFieldRefused(t *testing.T) {
+	m := okAfter(NewMux())
+	m.HandleFunc("GET /bye", func(*Request) Reply {
+		return Respond(Response{Header: []Field{{"Connection", "close"}}, Body: []byte("bye")})
+	})
+	ts := startServer(t, m, Config{})
+	assert.Equal(t, 500, pipelineOK(t, ts, "/bye").status)
+}
+
+// A response that ends the connection is the last one written: requests
+// pipelined after it get nothing. Before, a stream cut short of its
+// Content-Length (native or FromHTTP), or an HTTP/1.0 stream delimited by
+// the connection's end, was followed by the next response, which the
+// client read as the rest of the first one's body.
+func TestNothingAfterTheLastResponse(t *testing.T) {
+	streams := make(chan *Stream, 4)
+	release := make(chan struct{})
+	m := NewMux()
+	m.HandleFunc("GET /ok", func(*Request) Reply { return Text(200, "SECOND") })
+	m.HandleFunc("GET /short", func(r *Request) Reply {
+		s := r.Stream(200, []Field{{"Content-Length", "100"}})
+		_, _ = s.WriteString("abc")
+		streams <- s
+		return s.Reply()
+	})
+	m.Handle("GET /fromhttp", FromHTTP(http.HandlerFunc(func(w http.ResponseWriter, _ *http.Request) {
+		<-release // until /ok has been answered (queued behind this)
+		w.Header().Set("Content-Length", "100")
+		_, _ = io.WriteString(w, "abc")
+	})))
+	m.Handle("GET /open", FromHTTP(http.HandlerFunc(func(w http.ResponseWriter, _ *http.Request) {
+		<-release
+		_, _ = io.WriteString(w, "streamed")
+		w.(http.Flusher).Flush() // HTTP/1.0: no length, so the connection's end delimits it
+	})))
+	ts := startServer(t, m, Config{})
+	for _, c := range []struct{ path, version, want string }{
+		{"/short", "HTTP/1.1", "abc"},
+		{"/open", "HTTP/1.0", "streamed"},
+		{"/fromhttp", "HTTP/1.1", "abc"},
+	} {
+		before := ts.Stats().Requests
+		conn := dialRaw(t, ts.addr)
+		head := " " + c.version + "\r\nHost: x\r\nConnection: keep-alive\r\n\r\n"
+		conn.send("GET " + c.path + head + "GET /ok" + head)
+		eventually(t, func() bool { return ts.Stats().Requests == before+2 }, "%s: both handlers started", c.path)
+		if c.path == "/short" {
+			s := recvT(t, streams)
+			ts.onLoop(t, s.End)
+		} else {
+			release <- struct{}{}
+		}
+		got, err := io.ReadAll(conn.br)
+		require.NoError(t, err, c.path)
+		assert.Contains(t, string(got), c.want, c.path)
+		assert.NotContains(t, string(got), "SECOND", "%s: a response after the last one", c.path)
+	}
+	ts.atRest(t)
+}
+
+// On HTTP/2 a Stream's Content-Length goes out as the server writes it
+// (digits, checked by Request.Stream), not as the handler spelled it.
+func TestH2StreamContentLengthCanonical(t *testing.T) {
+	m := NewMux()
+	m.HandleFunc("GET /s", func(r *Request) Reply {
+		s := r.Stream(200, []Field{{"content-length", "005"}})
+		_, _ = s.WriteString("hello")
+		s.End()
+		return s.Reply()
+	})
+	ts := startServer(t, m, Config{})
+	c := dialH2(t, ts.addr)
+	c.get(1, "/s")
+	f, ok := c.next().(*http2.MetaHeadersFrame)
+	require.True(t, ok)
+	var lengths []string
+	for _, hf := range f.RegularFields() {
+		if hf.Name == "content-length" {
+			lengths = append(lengths, hf.Value)
+		}
+	}
+	assert.Equal(t, []string{"5"}, lengths)
+}
