@@ -2,6 +2,7 @@ package aio
 
 import (
 	"fmt"
+	"math"
 	"time"
 )
 
@@ -22,8 +23,12 @@ func (e *expiry) arm(c *core, owner timerOwner, d time.Duration) {
 	e.d = d
 	if c.loop == detached {
 		// A loop-less handle still pending waits for a loop's teardown: no
-		// loop timer to arm.
-		e.gt = time.AfterFunc(max(d, 0), func() { detached.runLater(owner.fire) })
+		// loop timer to arm. The timer is stored before it is started:
+		// made with a due time that never comes, then Reset. Started by
+		// AfterFunc itself, it could fire (d <= 0) and its fire read e.gt
+		// before the store, a data race.
+		e.gt = time.AfterFunc(math.MaxInt64, func() { detached.runLater(owner.fire) })
+		e.gt.Reset(max(d, 0))
 		return
 	}
 	c.startTimer(&e.t, owner, d)
