@@ -95,10 +95,12 @@ func (rt *Runtime) Loops() []*Loop {
 // net/http's Close follows a Shutdown that timed out, call Shutdown again
 // with a context of its own: the systems stopping already are waited for,
 // as every Stop handle is. A context with no deadline waits for every connection to end
-// by itself. Called on one of the runtime's loops it would wait for
+// by itself. Called on one of the runtime's loops (a callback, or a Do
+// body, which runs as the loop) it would wait for
 // itself: it stops every system at once, that loop's own included (which
 // stops after the current callback), and returns ErrAwaitOnLoop without
-// waiting.
+// waiting. Called from a Work fn it waits for that fn too (see Work), so
+// until ctx ends.
 func (rt *Runtime) Shutdown(ctx context.Context) error {
 	loops := rt.Loops()
 	for _, l := range loops {

@@ -126,7 +126,9 @@ type workNode[T any] struct {
 // runs; one cancelled while fn runs ends cancelled at once, and what fn
 // returns then is dropped. A panic in fn fails the handle with a
 // *PanicError, a runtime.Goexit with ErrGoexit. Stop waits for running fns
-// to return.
+// to return: so an fn that waits for its own loop's Stop (Stop().Wait,
+// Runtime.Shutdown) waits for itself, until its context ends. Start the
+// shutdown from elsewhere (post it to a goroutine of its own).
 //
 // The pool's goroutines share Go's Ps (GOMAXPROCS) with the loops: while
 // CPU-bound fns hold every P, a loop whose events arrive waits for one, and
