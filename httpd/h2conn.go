@@ -93,11 +93,12 @@ type h2conn struct {
 	recvUnacked  int64  // bytes received and not yet given back
 	lname        []byte // a response field name, lowercased
 
-	num     [20]byte // a number in a response head, encoded at once
-	dateRaw []byte   // the Date value dateEnc encodes
-	dateEnc []byte   // the Date field, encoded
-	lim     h2limits // the budgets against hostile clients (h2limits.go)
-	ws      h2stall  // the windows' stalls: WriteTimeout for what they hold (h2stall.go)
+	num     [20]byte    // a number in a response head, encoded at once
+	dateRaw []byte      // the Date value dateEnc encodes
+	dateEnc []byte      // the Date field, encoded
+	lim     h2limits    // the budgets against hostile clients (h2limits.go)
+	ws      h2stall     // the windows' stalls: WriteTimeout for what they hold (h2stall.go)
+	bt      h2bodyTimer // the buffered bodies' pauses and BodyTimeout (h2bodytime.go)
 
 	settings bool // the client's first SETTINGS arrived
 	preface  bool // the client preface is still to come (after a 101 to h2c: h2upgrade.go)

@@ -368,3 +368,84 @@ func TestH2ArenaRefusalsSpendNoResetBudget(t *testing.T) {
 	assert.Zero(t, ts.Stats().Abusive)
 	ts.atRest(t)
 }
+
+// postHead opens stream id with the head of a POST of path whose body,
+// of clen bytes, is still to come.
+func (c *h2Raw) postHead(id uint32, path string, clen int) {
+	c.t.Helper()
+	c.hb.Reset()
+	for _, f := range [][2]string{{":method", "POST"}, {":scheme", "http"}, {":authority", "x"},
+		{":path", path}, {"content-length", itoa(clen)}} {
+		require.NoError(c.t, c.he.WriteField(hpack.HeaderField{Name: f[0], Value: f[1]}))
+	}
+	require.NoError(c.t, c.fr.WriteHeaders(http2.HeadersFrameParam{StreamID: id,
+		BlockFragment: c.hb.Bytes(), EndHeaders: true}))
+}
+
+// A body that waits in the arena is timed on HTTP/2 as on HTTP/1.1: a
+// stream whose body never comes is answered 408 after HeaderTimeout, one
+// that trickles after BodyTimeout, and each is then reset (NO_ERROR); the
+// connection and its other streams go on, and the arenas come back.
+// Before, such a stream held its arena for as long as the connection
+// lived.
+func TestH2BufferedBodyTimeouts(t *testing.T) {
+	const headerTimeout, bodyTimeout = 300 * time.Millisecond, 800 * time.Millisecond
+	ts := startServer(t, testMux(), Config{HeaderTimeout: headerTimeout, BodyTimeout: bodyTimeout})
+	c := dialH2(t, ts.addr)
+	before := ts.Stats()
+
+	start := time.Now()
+	c.postHead(1, "/echo", 100) // and nothing more
+	c.expect(1, "408", "408 Request Timeout\n")
+	assert.GreaterOrEqual(t, time.Since(start), headerTimeout-50*time.Millisecond)
+	rst, ok := c.next().(*http2.RSTStreamFrame)
+	require.True(t, ok, "the body is stopped")
+	assert.Equal(t, http2.ErrCodeNo, rst.ErrCode)
+
+	// The answers, read by a goroutine of their own while the test
+	// writes: a frame is valid until the next read, so only the stream
+	// and status of each HEADERS are passed on.
+	type answer struct {
+		id     uint32
+		status string
+	}
+	answers := make(chan answer, 8)
+	go func() {
+		defer close(answers)
+		for {
+			f, err := c.fr.ReadFrame()
+			if err != nil {
+				return
+			}
+			if h, ok := f.(*http2.MetaHeadersFrame); ok {
+				answers <- answer{h.StreamID, h.PseudoValue("status")}
+			}
+		}
+	}()
+	start = time.Now()
+	c.postHead(3, "/echo", 1000)
+	trickle := time.NewTicker(50 * time.Millisecond) // paces a slow client: a byte per tick, never a pause
+	defer trickle.Stop()
+	var got answer
+	for got.id == 0 {
+		select {
+		case <-trickle.C:
+			require.NoError(t, c.fr.WriteData(3, false, []byte("x")))
+		case got = <-answers:
+		case <-time.After(waitTimeout):
+			t.Fatal("no answer to the trickled body")
+		}
+	}
+	assert.Equal(t, answer{3, "408"}, got)
+	assert.GreaterOrEqual(t, time.Since(start), bodyTimeout-50*time.Millisecond)
+
+	c.get(5, "/health") // the connection goes on
+	assert.Equal(t, answer{5, "200"}, recvT(t, answers))
+	c.nc.Close()
+	for range answers { // the reader ends with the connection
+	}
+	ts.atRest(t)
+	after := ts.Stats()
+	assert.Equal(t, before.BadRequests+2, after.BadRequests)
+	assert.Equal(t, before.Requests+1, after.Requests, "only /health's handler started")
+}

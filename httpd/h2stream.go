@@ -37,6 +37,11 @@ type h2stream struct {
 	stallDue  time.Duration
 	stallSent int64
 
+	// A body buffered in the arena (h2bodytime.go): when its next piece
+	// is late (0: not timed), and when all of it is (BodyTimeout; 0: none).
+	bodyDue time.Duration
+	bodyBy  time.Duration
+
 	rbuf []byte // body bytes waiting for the handler (OnData, Resume)
 	rend bool   // the body's end waits in rbuf
 
@@ -183,6 +188,7 @@ func (h *h2conn) onHeaders(f *h2block) {
 		h.dispatch(st)
 		return
 	}
+	h.timeBody(st)
 	if duplex, _ := ls.routeAtHead(r); duplex {
 		h.startSoon(st)
 	}
@@ -373,13 +379,24 @@ func (st *h2stream) bodyLimit(ls *loopState) int64 {
 // the response is complete). A Stream that has begun and not ended
 // cannot become the 413: the stream is reset (CANCEL).
 func (h *h2conn) refuseBody(st *h2stream) {
+	var why error
+	if r := st.r; r != nil {
+		why = maxBytesCause(r.bodyLimit)
+	}
+	h.refuseBodyWith(st, 413, why)
+}
+
+// refuseBodyWith is refuseBody with the status that answers (413, or 408
+// for a body too slow: bodyTimedOut) and why the handler, if one reads
+// the body, is cancelled.
+func (h *h2conn) refuseBodyWith(st *h2stream, status int, why error) {
 	h.ls.st.badRequests.Add(1)
 	st.refused = true
 	r := st.r
 	if r != nil {
 		r.body.done = true // bodyIn drops the rest
 		st.rbuf, st.rend = nil, false
-		r.cancelFor(maxBytesCause(r.bodyLimit))
+		r.cancelFor(why)
 	}
 	switch {
 	case r == nil || r.written || st.headersSent && (r.stream.p == nil || r.stream.ended): // answered already
@@ -387,13 +404,13 @@ func (h *h2conn) refuseBody(st *h2stream) {
 	case st.headersSent:
 		h.resetStream(st.id, http2.ErrCodeCancel)
 	default:
-		r.refusal = 413
+		r.refusal = status
 		if hd := r.h; hd != nil {
 			hd.Cancel() // handleEnded answers
 			return
 		}
 		st.buffering = false // its handler never starts
-		h.answerRefused(st, 413)
+		h.answerRefused(st, status)
 	}
 }
 
@@ -417,7 +434,9 @@ func (h *h2conn) bodyIn(st *h2stream, p []byte, end bool) {
 	case st.buffering && len(p) <= cap(r.body.data)-len(r.body.data):
 		r.body.data = append(r.body.data, p...)
 		st.unacked += int64(len(p))
-		if end {
+		if !end {
+			h.bodyPiece(st, h.ls.l.Now())
+		} else {
 			st.buffering = false
 			r.arena.shrink(r.body.data)
 			r.body.buffered = true
@@ -475,6 +494,7 @@ func (h *h2conn) bodyDemand(r *Request) {
 // end, a cleanup on it, sends its response and releases the arena.
 func (h *h2conn) dispatch(st *h2stream) {
 	ls, r := h.ls, st.r
+	h.untimeBody(st)
 	reply := ls.serve(r)
 	if s := &r.stream; s.p != nil && reply.h != s.p.Handle() {
 		s.p.Reject(ErrStreamClosed) // a stream begun and not the reply: dropped
@@ -608,6 +628,7 @@ func (h *h2conn) maybeRelease(st *h2stream) {
 	}
 	r.released = true
 	st.r = nil
+	h.untimeBody(st)
 	st.buffering = false
 	st.rbuf = nil
 	r.h2s = nil

@@ -106,7 +106,10 @@ type Config struct {
 	// its pauses: from its head, or from its 100 Continue. Past it the
 	// request is answered 408 in place of its handler, which never starts
 	// (counted in Stats.BadRequests), and the body's arena is free again;
-	// the HTTP/1.1 connection then closes, lingering. Without it, clients that
+	// an HTTP/1.1 connection then closes, lingering, and an HTTP/2 stream
+	// is reset (NO_ERROR) once the 408 is out, which tells its client to
+	// stop sending (a stream's pause past HeaderTimeout is answered so
+	// too: a stream has no connection of its own to close). Without it, clients that
 	// trickle their bodies, a byte within each HeaderTimeout, could hold
 	// every arena of a loop for as long as they liked (the "slow POST"
 	// attack); HeaderTimeout alone bounds the pauses. HTTP/1.1 checks it

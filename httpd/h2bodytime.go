@@ -1,0 +1,115 @@
+package httpd
+
+import (
+	"errors"
+	"time"
+
+	"github.com/valkyria/aio"
+)
+
+// Buffered bodies on HTTP/2: a body small enough to wait in the arena
+// for its handler, which has not started, may pause for HeaderTimeout at
+// most and take BodyTimeout in all, as on HTTP/1.1. Past either the
+// request is answered 408 in place of its handler, and the rest of the
+// body is dropped (RST_STREAM(NO_ERROR) once the 408 is out): without
+// it, a client that opened streams and sent no DATA held their arenas for
+// as long as the connection lived.
+//
+// HTTP/1.1 times a pause with the connection's timeout list; a stream has
+// none of its own, so one timer per connection watches them, armed for
+// the earliest deadline: each stream notes its own (h2stream.bodyDue,
+// moved on by each piece, with no timer call), and the timer, when it
+// fires, answers those past theirs and arms itself for the next. It is
+// not in the connection's scope, so that it never holds a drain or a
+// lingering close; one that fires on a connection gone does nothing.
+
+// errBodyTimeout is why a buffered body's request is answered 408.
+var errBodyTimeout = errors.New("httpd: request body too slow (HeaderTimeout or BodyTimeout)")
+
+// h2bodyTimer is a connection's watch over its buffered bodies. Owned by
+// the loop.
+type h2bodyTimer struct {
+	timer *aio.Handle[struct{}] // armed for at (or nil)
+	at    time.Duration         // the loop time it fires at
+	n     int                   // streams with a deadline noted (bodyDue != 0)
+}
+
+// timeBody starts timing st's body, whose buffering begins: BodyTimeout
+// from now, and the first pause.
+func (h *h2conn) timeBody(st *h2stream) {
+	now := h.ls.l.Now()
+	st.bodyBy = 0
+	if d := h.ls.cfg.BodyTimeout; d > 0 {
+		st.bodyBy = now + d
+	}
+	h.bt.n++
+	h.bodyPiece(st, now)
+}
+
+// bodyPiece: a piece of st's buffered body arrived, or it began at now:
+// the next pause is bounded from now, within BodyTimeout.
+func (h *h2conn) bodyPiece(st *h2stream, now time.Duration) {
+	due := now + h.ls.cfg.HeaderTimeout
+	if st.bodyBy != 0 {
+		due = min(due, st.bodyBy)
+	}
+	st.bodyDue = due
+	h.armBody(due)
+}
+
+// untimeBody: st's body is no longer buffered (its handler started, or
+// its request ended). The timer goes when no body is left to time.
+func (h *h2conn) untimeBody(st *h2stream) {
+	if st.bodyDue == 0 {
+		return
+	}
+	st.bodyDue = 0
+	if h.bt.n--; h.bt.n == 0 && h.bt.timer != nil {
+		h.bt.timer.Cancel()
+		h.bt.timer = nil
+	}
+}
+
+// armBody arms the timer for due, unless it fires by then.
+func (h *h2conn) armBody(due time.Duration) {
+	if h.bt.timer != nil {
+		if h.bt.at <= due {
+			return
+		}
+		h.bt.timer.Cancel()
+	}
+	h.bt.at = due
+	h.bt.timer = aio.Delay(h.ls.l, due-h.ls.l.Now(), func() (struct{}, error) {
+		h.bt.timer = nil
+		h.bodyTimedOut()
+		return struct{}{}, nil
+	})
+}
+
+// bodyTimedOut answers 408 to each stream whose body is past its
+// deadline, and arms the timer for the next. On the loop, from the timer.
+func (h *h2conn) bodyTimedOut() {
+	if h.dead || h.closed {
+		return
+	}
+	now := h.ls.l.Now()
+	var next time.Duration
+	for _, st := range h.streams { // a refusal may forget st: deleting while ranging is allowed
+		switch d := st.bodyDue; {
+		case d == 0:
+		case d > now:
+			if next == 0 || d < next {
+				next = d
+			}
+		default:
+			h.untimeBody(st)
+			if st.buffering && st.r != nil && !st.refused {
+				h.refuseBodyWith(st, 408, errBodyTimeout)
+			}
+		}
+	}
+	h.flush()
+	if next != 0 && !h.dead {
+		h.armBody(next)
+	}
+}
