@@ -11,6 +11,8 @@ import (
 	"strings"
 	"sync"
 
+	"golang.org/x/net/http/httpguts"
+
 	"github.com/valkyria/aio"
 )
 
@@ -52,7 +54,9 @@ import (
 // fields the Trailer header declares, set after the body, and those named
 // with http.TrailerPrefix), follows the body (Stream.SetTrailer); a
 // response that has one goes as a stream, chunked on HTTP/1.1. Fields a
-// trailer may not carry are dropped, as net/http drops them.
+// trailer may not carry are dropped, as net/http drops them. A
+// "Connection: close" h sets ends the connection after the response
+// (Response.Close), as net/http honours it.
 //
 // Of http.ResponseController's methods, Flush works, EnableFullDuplex
 // does on HTTP/2 (on HTTP/1.1 it reports http.ErrNotSupported), and
@@ -486,7 +490,7 @@ func (w *responseWriter) streamWith(trailer []Field, next []byte) error {
 	if len(sniff) == 0 {
 		sniff = next
 	}
-	return w.out.begin(w.ctx, w.status, w.fields(sniff, true), first, trailer)
+	return w.out.begin(w.ctx, w.status, w.fields(sniff, true), first, trailer, w.closes())
 }
 
 // response is the Response of what the handler wrote, buffered whole. The
@@ -500,7 +504,14 @@ func (w *responseWriter) response() Response {
 	if w.head && w.length >= 0 {
 		body = nil
 	}
-	return Response{Status: w.status, Header: w.fields(w.body.Bytes(), w.head), Body: body}
+	return Response{Status: w.status, Header: w.fields(w.body.Bytes(), w.head), Body: body, Close: w.closes()}
+}
+
+// closes reports whether the handler asked for the connection's end, as
+// a net/http handler does: a Connection field with the "close" token
+// (honoured by net/http on HTTP/1.1, and by a graceful GOAWAY on HTTP/2).
+func (w *responseWriter) closes() bool {
+	return httpguts.HeaderValuesContainsToken(w.header["Connection"], "close")
 }
 
 // fields are the response's header fields, with a Content-Type sniffed

@@ -51,12 +51,12 @@ func newStreamOut(r *Request) *streamOut {
 // begin starts the Stream on the loop with status, header and the bytes
 // buffered so far (first), and makes ctx's end close it for the writer.
 // On the handler's goroutine.
-func (o *streamOut) begin(ctx context.Context, status int, header []Field, first []byte, trailer []Field) error {
+func (o *streamOut) begin(ctx context.Context, status int, header []Field, first []byte, trailer []Field, closeConn bool) error {
 	context.AfterFunc(ctx, func() { o.fail(ErrStreamClosed) }) // the Work's context ends with it
 	o.mu.Lock()
 	o.posted += len(first)
 	o.mu.Unlock()
-	if err := o.l.Post(func() { o.start(status, header, first, trailer) }); err != nil {
+	if err := o.l.Post(func() { o.start(status, header, first, trailer, closeConn) }); err != nil {
 		o.fail(ErrStreamClosed)
 		return ErrStreamClosed
 	}
@@ -66,13 +66,14 @@ func (o *streamOut) begin(ctx context.Context, status int, header []Field, first
 // start makes r's Stream, with trailer if it is known already (before
 // the head: HTTP/1.1 chunks the body for it), and writes first. On the
 // loop.
-func (o *streamOut) start(status int, header []Field, first []byte, trailer []Field) {
+func (o *streamOut) start(status int, header []Field, first []byte, trailer []Field, closeConn bool) {
 	r := o.r
 	if !r.live(o.seq) || r.hdone || r.gone {
 		o.done(len(first), ErrStreamClosed)
 		return
 	}
 	s := r.Stream(status, header)
+	s.closeConn = closeConn
 	_ = s.SetTrailer(trailer) // checked by responseWriter.trailer
 	o.p = s.p
 	aio.Adopt(r.Scope(), s.Handle()) // cancelled when the request ends, if not ended

@@ -881,6 +881,9 @@ func (hc *h1conn) write(r *Request) {
 	if !hasContent(status) {
 		framing, body = h1.BodyNone, nil
 	}
+	if resp.Close {
+		r.closeAf = true
+	}
 	closeNow := hc.closing(r)
 	length, ok := r.length(status, resp) // a HEAD's may be GET's
 	if length < 0 {
@@ -976,6 +979,9 @@ func (hc *h1conn) startStream(r *Request) {
 		framing, length = h1.BodyLength, s.length
 	case r.head.Minor == 0:
 		framing = h1.BodyNone // delimited by the connection's end
+		r.closeAf = true
+	}
+	if s.closeConn {
 		r.closeAf = true
 	}
 	closeNow := hc.closing(r)

@@ -699,6 +699,9 @@ func (h *h2conn) respond(st *h2stream) {
 		}
 		h.writeHeaders(st, 500, e.Header, int64(len(e.Body)), len(body) == 0, false)
 	}
+	if resp.Close {
+		h.shutdown() // GOAWAY: the streams open go on, no new one
+	}
 	if len(body) > 0 {
 		st.out, st.off, st.outEnd = body, 0, true
 		h.sendData(st)
@@ -921,6 +924,9 @@ func (h *h2conn) startStream(st *h2stream) {
 	if !h.writeHeaders(st, s.status, s.hdr, clen, s.headOnly, true) {
 		s.refuse(errBadStreamHeader)
 		return
+	}
+	if s.closeConn {
+		h.shutdown()
 	}
 	if s.headOnly {
 		h.localEnd(st)

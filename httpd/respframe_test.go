@@ -219,3 +219,52 @@ func TestH2StreamContentLengthCanonical(t *testing.T) {
 	}
 	assert.Equal(t, []string{"5"}, lengths)
 }
+
+// Response.Close, and a FromHTTP handler's "Connection: close", end the
+// connection after the response as net/http does: HTTP/1.1 says
+// Connection: close, answers nothing pipelined after it and closes;
+// HTTP/2 sends GOAWAY and the stream still completes.
+func TestResponseClose(t *testing.T) {
+	m := okAfter(NewMux())
+	m.HandleFunc("GET /bye", func(*Request) Reply { return Respond(Response{Body: []byte("bye"), Close: true}) })
+	m.Handle("GET /nethttp", FromHTTP(http.HandlerFunc(func(w http.ResponseWriter, _ *http.Request) {
+		w.Header().Set("Connection", "close")
+		_, _ = io.WriteString(w, "bye")
+	})))
+	m.Handle("GET /flushed", FromHTTP(http.HandlerFunc(func(w http.ResponseWriter, _ *http.Request) {
+		w.Header().Set("Connection", "close")
+		_, _ = io.WriteString(w, "bye")
+		w.(http.Flusher).Flush() // a stream
+	})))
+	ts := startServer(t, m, Config{})
+	for _, path := range []string{"/bye", "/nethttp", "/flushed"} {
+		c := dialRaw(t, ts.addr)
+		c.send("GET " + path + " HTTP/1.1\r\nHost: x\r\n\r\nGET /ok HTTP/1.1\r\nHost: x\r\n\r\n")
+		first := c.read("GET")
+		assert.Equal(t, "bye", first.body, path)
+		assert.True(t, first.close, "%s: Connection: close", path)
+		assert.True(t, c.closed(), "%s: nothing after it, then the close", path)
+
+		h2 := dialH2(t, ts.addr)
+		h2.get(1, path)
+		var goaway bool
+		var body string
+		for done := false; !done; {
+			switch f := h2.next().(type) {
+			case *http2.GoAwayFrame:
+				goaway = true
+			case *http2.MetaHeadersFrame:
+				assert.Equal(t, "200", f.PseudoValue("status"), path)
+				done = f.StreamEnded()
+			case *http2.DataFrame:
+				body += string(f.Data())
+				done = f.StreamEnded()
+			}
+		}
+		assert.Equal(t, "bye", body, "h2 %s", path)
+		for !goaway {
+			_, goaway = h2.next().(*http2.GoAwayFrame)
+		}
+	}
+	ts.atRest(t)
+}

@@ -29,10 +29,17 @@ type Field struct {
 // empty Body, any length: the one a GET would get (RFC 9110 §9.3.2),
 // which a HEAD handler can tell without making the body. Any other
 // Content-Length field is refused.
+//
+// Close ends the connection after the response, as a net/http handler's
+// "Connection: close" does: on HTTP/1.1 the response says Connection:
+// close, nothing after it is answered (a request pipelined behind it gets
+// no response), and the connection closes, lingering; on HTTP/2 the
+// server sends GOAWAY and lets the streams the client has opened finish.
 type Response struct {
-	Status int     // 100 to 999; 0 means 200
+	Status int     // 200 to 999 (a final status); 0 means 200
 	Header []Field // written in order
 	Body   []byte
+	Close  bool // end the connection after this response
 }
 
 // length returns the Content-Length of resp, with status (0 made 200),

@@ -55,6 +55,10 @@ type Stream struct {
 	headOnly bool
 	refused  error
 
+	// closeConn: the connection ends after the stream, as Response.Close
+	// (a FromHTTP handler's "Connection: close").
+	closeConn bool
+
 	// The trailer (trailer_out.go): SetTrailer's fields, sent after the
 	// body; declared: the header has a Trailer field, so an HTTP/1.1 body
 	// is chunked to carry them.
