@@ -268,3 +268,22 @@ func TestResponseClose(t *testing.T) {
 	}
 	ts.atRest(t)
 }
+
+// A FromHTTP handler whose streamed head cannot be sent (a field with
+// CR/LF, flushed) gets a 500 in its place, on HTTP/1.1 as on HTTP/2, and
+// the connection goes on: before, HTTP/1.1 closed it with no answer.
+func TestFromHTTPRefusedStreamHead(t *testing.T) {
+	m := okAfter(NewMux())
+	m.Handle("GET /lf", FromHTTP(http.HandlerFunc(func(w http.ResponseWriter, _ *http.Request) {
+		w.Header()["X-Bad"] = []string{"a\r\nb"}
+		_, _ = io.WriteString(w, "hello")
+		w.(http.Flusher).Flush()
+		_, _ = io.WriteString(w, "more")
+	})))
+	ts := startServer(t, m, Config{})
+	assert.Equal(t, 500, pipelineOK(t, ts, "/lf").status)
+	resp, body := do(t, h2Client(t), mustRequest(t, "GET", ts.url+"/lf"))
+	assert.Equal(t, 500, resp.StatusCode)
+	assert.NotContains(t, string(body), "hello")
+	ts.atRest(t)
+}
