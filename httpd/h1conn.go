@@ -97,6 +97,7 @@ type h1conn struct {
 	alpnH2    bool      // ALPN chose h2: the client preface must come first
 	perr      *h1.Error // tokError's
 	errStatus int       // a refusal to answer once the queue is written (-1: none, just close)
+	errHead   bool      // the refused request is a HEAD: its answer has no body
 	cur       *Request  // the request whose body is being read
 	remaining int64     // rsBody: bytes left
 	reserved  *Request  // an arena taken for the next head
@@ -494,6 +495,7 @@ func (hc *h1conn) refuseWith(status int) {
 	hc.closeAft = true
 	if r := hc.cur; r != nil {
 		hc.cur = nil
+		hc.errHead = r.isHead
 		if hc.buffering { // never dispatched: it ends here
 			hc.buffering = false
 			r.written, r.hdone = true, true
@@ -641,12 +643,23 @@ func (hc *h1conn) pump() {
 			return
 		case r.refusal != 0:
 			hc.writeError(r.refusal, r.isHead)
+		case r.stream.p != nil && r.stream.refused != nil && !r.stream.started:
+			// Its head cannot go out (Request.Stream or startStream
+			// refused it), whether or not the handler has ended it: a
+			// 500 goes in its place. Its handle has failed; its end
+			// finds the response written.
+			r.stream.p = nil
+			r.resp = errResponse(500)
+			hc.write(r)
 		case r.stream.p != nil:
 			if !r.stream.started {
 				hc.continueInTurn(r) // before the stream's final head
 				hc.startStream(r)
 				if hc.qhead != r {
 					continue // its OnDrain ended it, and the pump that End ran wrote it
+				}
+				if r.stream.refused != nil {
+					continue // answered by the case above
 				}
 			}
 			if !r.stream.ended {
@@ -660,10 +673,15 @@ func (hc *h1conn) pump() {
 			hc.write(r)
 		}
 		last := r.closeAf // its head said so (closing)
+		next := hc.cur != nil && hc.cur != r
 		hc.pop(r)
 		hc.maybeRelease(r)
-		if last && hc.qhead != nil {
-			hc.abort() // nothing after it may be sent
+		if last && (hc.qhead != nil || next || hc.errStatus != 0) {
+			// Nothing after it may be sent: not the responses queued,
+			// nor that of a later request whose body still arrives, nor
+			// a refusal's answer. (r's own body still arriving is read
+			// and dropped as the connection lingers: maybeRelease.)
+			hc.abort()
 		}
 	}
 	if hc.closed || hc.aborted {
@@ -681,7 +699,7 @@ func (hc *h1conn) pump() {
 		status := hc.errStatus
 		hc.errStatus = 0
 		if status > 0 {
-			hc.writeError(status, false)
+			hc.writeError(status, hc.errHead)
 		}
 		if status == 400 || status < 0 {
 			// As nginx: a malformed request (a smuggling attempt, or not
@@ -1039,6 +1057,9 @@ func (hc *h1conn) writeBody(r *Request, p []byte) {
 }
 
 func (hc *h1conn) streamWrite(r *Request, p []byte) error {
+	if hc.aborted || hc.closed {
+		return ErrStreamClosed // the connection ends with what is written
+	}
 	s := &r.stream
 	if s.length >= 0 && s.sent+int64(len(p)) > s.length {
 		return ErrContentLength

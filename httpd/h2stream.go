@@ -529,6 +529,11 @@ func (h *h2conn) handleEnded(r *Request, v Response, err error, cancelled bool) 
 		h.answerRefused(st, r.refusal)
 	case cancelled:
 		h.resetStream(st.id, http2.ErrCodeCancel)
+	case r.stream.p != nil && r.stream.refused != nil && !st.headersSent:
+		// Its head could not go out, ended or not: a 500 in its place.
+		r.stream.p = nil
+		r.resp = errResponse(500)
+		h.respond(st)
 	case r.stream.p != nil:
 		if !r.stream.ended {
 			if st.headersSent {

@@ -4,6 +4,7 @@ import (
 	"io"
 	"net/http"
 	"testing"
+	"time"
 
 	"github.com/stretchr/testify/assert"
 	"github.com/stretchr/testify/require"
@@ -285,5 +286,144 @@ func TestFromHTTPRefusedStreamHead(t *testing.T) {
 	resp, body := do(t, h2Client(t), mustRequest(t, "GET", ts.url+"/lf"))
 	assert.Equal(t, 500, resp.StatusCode)
 	assert.NotContains(t, string(body), "hello")
+	ts.atRest(t)
+}
+
+// A stream whose head the engine refuses when its turn comes, after its
+// handler has ended it (End with no Write, or writes that waited for
+// their turn behind a pending response), is answered 500 all the same:
+// before, HTTP/1.1 wrote nothing in its place, so the next response was
+// read as its answer, and HTTP/2 left the stream open with its arena for
+// good. GET and HEAD, native and FromHTTP.
+func TestRefusedStreamEndedBeforeItsTurn(t *testing.T) {
+	p := newProbe()
+	m := okAfter(p.mux())
+	m.HandleFunc("/owned", func(r *Request) Reply { // GET and HEAD
+		s := r.Stream(200, []Field{{"Connection", "close"}})
+		s.End()
+		return s.Reply()
+	})
+	m.HandleFunc("GET /crlf", func(r *Request) Reply {
+		s := r.Stream(200, []Field{{"X-Bad", "a\r\nb"}})
+		_, _ = s.WriteString("injected")
+		s.End()
+		return s.Reply()
+	})
+	m.Handle("GET /flush", FromHTTP(http.HandlerFunc(func(w http.ResponseWriter, _ *http.Request) {
+		w.Header().Set("X-Bad", "a\r\nb")
+		_, _ = io.WriteString(w, "injected")
+		w.(http.Flusher).Flush()
+	})))
+	ts := startServer(t, m, Config{})
+
+	for _, req := range []string{"GET /owned", "HEAD /owned", "GET /crlf", "GET /flush"} {
+		method := req[:len(req)-len(" /owned")]
+		if req[0] == 'G' {
+			method = "GET"
+		}
+		c := dialRaw(t, ts.addr)
+		c.send("GET /promise HTTP/1.1\r\nHost: x\r\n\r\n" + req + " HTTP/1.1\r\nHost: x\r\n\r\n" +
+			"GET /ok HTTP/1.1\r\nHost: x\r\n\r\n")
+		pr := recvT(t, p.promises)
+		// The stream under test has ended (its handler, or FromHTTP's at
+		// the handler's return) while it waits behind /promise.
+		eventually(t, func() bool {
+			return ts.anyConn(t, func(hc *h1conn) bool {
+				r := hc.qhead
+				return r != nil && r.next != nil && r.next.stream.ended
+			})
+		}, "%s: the stream has not ended", req)
+		require.True(t, pr.Resolve(TextResponse(200, "first")))
+		assert.Equal(t, "first", c.read("GET").body, req)
+		assert.Equal(t, 500, c.read(method).status, req)
+		ok := c.read("GET")
+		assert.Equal(t, "ok", ok.body, "%s: the next response is /ok's", req)
+	}
+
+	c := dialH2(t, ts.addr)
+	c.get(1, "/owned")
+	c.expect(1, "500", "500 Internal Server Error\n")
+	ts.atRest(t)
+}
+
+// After a response that ends the connection (an HTTP/1.0 stream, which
+// its close delimits), nothing more is written: not the answer of a
+// request whose buffered body was still arriving, nor a refusal's answer,
+// nor what a later stream writes; the connection closes after it.
+func TestNothingAfterACloseDelimitedBody(t *testing.T) {
+	p := newProbe()
+	streams := make(chan *Stream, 4)
+	m := p.mux()
+	m.HandleFunc("GET /s", func(r *Request) Reply {
+		s := r.Stream(200, nil)
+		streams <- s
+		return s.Reply()
+	})
+	ts := startServer(t, m, Config{})
+	const keep = " HTTP/1.0\r\nConnection: keep-alive\r\n"
+	for _, third := range []string{
+		"POST /echo" + keep + "Content-Length: 4\r\n\r\nab", // its body still arriving
+		"GET /x HTTP/1.0\r\nBad Field\r\n\r\n",              // refused: a 400 owed
+		"GET /s" + keep + "\r\n",                            // a stream of its own, written to
+	} {
+		c := dialRaw(t, ts.addr)
+		badBefore := ts.Stats().BadRequests
+		c.send("GET /promise" + keep + "\r\n" + "GET /s" + keep + "\r\n" + third)
+		pr := recvT(t, p.promises)
+		s := recvT(t, streams)
+		var later *Stream
+		switch third[:4] {
+		case "POST":
+			eventually(t, func() bool { return ts.anyConn(t, func(hc *h1conn) bool { return hc.cur != nil }) },
+				"the POST's body is not being buffered")
+		case "GET ":
+			if third[5] == 'x' {
+				eventually(t, func() bool { return ts.Stats().BadRequests == badBefore+1 }, "not refused")
+			} else {
+				later = recvT(t, streams)
+			}
+		}
+		require.True(t, pr.Resolve(TextResponse(200, "first")))
+		assert.Equal(t, "first", c.read("GET").body)
+		ts.onLoop(t, func() {
+			_, _ = s.WriteString("body")
+			s.End() // the last response: the connection closes after it
+			if later != nil {
+				_, err := later.WriteString("two")
+				assert.ErrorIs(t, err, ErrStreamClosed)
+			}
+		})
+		second := c.read("GET") // close-delimited: read to EOF
+		assert.Equal(t, "body", second.body, "%q: bytes after a close-delimited body", third)
+	}
+	ts.atRest(t)
+}
+
+// The 408 that answers a HEAD whose body trickled past BodyTimeout has no
+// body: its bytes would follow a response that frames none.
+func TestBodyTimeoutAnswersHEADWithoutBody(t *testing.T) {
+	ts := startServer(t, testMux(), Config{BodyTimeout: 300 * time.Millisecond})
+	c := dialRaw(t, ts.addr)
+	c.send("HEAD /health HTTP/1.1\r\nHost: x\r\nContent-Length: 100\r\n\r\n")
+	stop := make(chan struct{})
+	trickled := make(chan struct{})
+	go func() {
+		defer close(trickled)
+		for {
+			select {
+			case <-stop:
+				return
+			case <-time.After(50 * time.Millisecond): // paces a slow client
+			}
+			if _, err := c.Write([]byte("x")); err != nil {
+				return
+			}
+		}
+	}()
+	resp := c.read("HEAD")
+	close(stop)
+	<-trickled
+	assert.Equal(t, 408, resp.status)
+	assert.True(t, c.closed(), "nothing follows the answer to HEAD")
 	ts.atRest(t)
 }
