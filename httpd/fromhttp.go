@@ -31,7 +31,11 @@ import (
 // Continue" goes to a client that waits for it, when h first reads). On
 // HTTP/2 h starts at the request's head, as net/http's does (the handler
 // is Duplex), so a client may stream both ways; on HTTP/1.1 a body small
-// enough to arrive with the request has arrived when h starts.
+// enough to arrive with the request has arrived when h starts. A client
+// that goes away ends the body where it is: what arrived is still read
+// (all of it, and then io.EOF, if the body had arrived whole), then
+// io.ErrUnexpectedEOF. Once h returns, the body is closed: a goroutine
+// still reading it gets http.ErrBodyReadAfterClose, as from net/http.
 // Over TLS, its TLS is the connection's state, as net/http's is; its
 // Close tells, as net/http's does, that the client asked for the
 // connection to close after this response.
@@ -83,8 +87,14 @@ func FromHTTP(h http.Handler) Handler {
 		ctx, end := causeContext(r.cause())
 		return Later(aio.Work(r.Loop(), func(context.Context) (Response, error) {
 			defer end(context.Canceled)
-			if p, ok := req.Body.(*bodyPipe); ok { // a reader waiting for a client gone must wake
-				defer context.AfterFunc(ctx, func() { _ = p.Close() })()
+			if p, ok := req.Body.(*bodyPipe); ok {
+				// The request ending first (its client gone, Shutdown's
+				// deadline) ends the body where it is: a reader waiting
+				// for more wakes. The handler's return closes it, as
+				// net/http's: a goroutine still reading gets an error,
+				// not a wait for bytes nobody will send.
+				stop := context.AfterFunc(ctx, p.endHere)
+				defer func() { stop(); _ = p.Close() }()
 			}
 			w := &responseWriter{header: make(http.Header), ctx: ctx, out: out, head: req.Method == "HEAD", h2: req.ProtoMajor == 2}
 			h.ServeHTTP(w, req.WithContext(ctx))
@@ -180,7 +190,8 @@ type bodyPipe struct {
 	chunks  [][]byte
 	n       int  // bytes waiting
 	end     bool // the last bytes arrived
-	closed  bool // Close was called
+	cut     bool // the request ended before its body: what arrived is read, then io.ErrUnexpectedEOF
+	closed  bool // Close was called, or the handler returned: reads fail
 	paused  bool
 	started bool // Read has asked the loop for the body (start)
 }
@@ -213,13 +224,13 @@ func newBodyPipe(r *Request, req *http.Request) *bodyPipe {
 }
 
 // startLocked asks the loop for the body at the first Read or WriteTo;
-// a loop that has stopped will send none, and the pipe is closed. With
-// p.mu held.
+// a loop that has stopped will send none, and the body is cut there.
+// With p.mu held.
 func (p *bodyPipe) startLocked() {
 	if !p.started && !p.closed {
 		p.started = true
 		if err := p.l.Post(p.start); err != nil {
-			p.closed = true
+			p.cut = true
 		}
 	}
 }
@@ -258,14 +269,17 @@ func (p *bodyPipe) Read(b []byte) (int, error) {
 	p.mu.Lock()
 	defer p.mu.Unlock()
 	p.startLocked()
-	for len(p.chunks) == 0 && !p.end && !p.closed {
+	for len(p.chunks) == 0 && !p.end && !p.cut && !p.closed {
 		p.cond.Wait()
 	}
-	if len(p.chunks) == 0 {
-		if p.closed && !p.end {
-			return 0, io.ErrUnexpectedEOF
-		}
+	switch {
+	case p.closed:
+		return 0, http.ErrBodyReadAfterClose
+	case len(p.chunks) > 0:
+	case p.end:
 		return 0, io.EOF
+	default: // cut
+		return 0, io.ErrUnexpectedEOF
 	}
 	n := copy(b, p.chunks[0])
 	if n == len(p.chunks[0]) {
@@ -302,12 +316,16 @@ func (p *bodyPipe) WriteTo(w io.Writer) (int64, error) {
 	for {
 		p.mu.Lock()
 		p.startLocked()
-		for len(p.chunks) == 0 && !p.end && !p.closed {
+		for len(p.chunks) == 0 && !p.end && !p.cut && !p.closed {
 			p.cond.Wait()
+		}
+		if p.closed {
+			p.mu.Unlock()
+			return n, http.ErrBodyReadAfterClose
 		}
 		chunks := p.chunks
 		p.chunks = nil // p.n counts them until w has them
-		end, closed := p.end, p.closed
+		end := p.end
 		p.mu.Unlock()
 		for i, c := range chunks {
 			m, err := w.Write(c)
@@ -329,8 +347,8 @@ func (p *bodyPipe) WriteTo(w io.Writer) (int64, error) {
 			}
 		}
 		if len(chunks) == 0 {
-			if closed && !end {
-				return n, io.ErrUnexpectedEOF
+			if !end {
+				return n, io.ErrUnexpectedEOF // cut
 			}
 			return n, nil
 		}
@@ -344,7 +362,20 @@ func (p *bodyPipe) resume() {
 	}
 }
 
-// Close makes the reader stop; what arrives later is dropped.
+// endHere ends the body where it is: its request has ended (the client went
+// away, or Shutdown's deadline came). What has arrived is still read, and
+// is the whole body if its end had arrived too; else io.ErrUnexpectedEOF
+// follows it, so that a body cut short never looks whole.
+func (p *bodyPipe) endHere() {
+	p.mu.Lock()
+	defer p.mu.Unlock()
+	p.cut = true
+	p.cond.Broadcast()
+}
+
+// Close makes the reader stop: what waits and what arrives later is
+// dropped, and a Read from then on (a goroutine still reading when the
+// handler returned) fails with http.ErrBodyReadAfterClose, as net/http's.
 func (p *bodyPipe) Close() error {
 	p.mu.Lock()
 	defer p.mu.Unlock()
