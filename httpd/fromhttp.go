@@ -14,6 +14,7 @@ import (
 	"golang.org/x/net/http/httpguts"
 
 	"github.com/valkyria/aio"
+	"github.com/valkyria/aio/httpd/internal/h1"
 )
 
 // FromHTTP returns a Handler that runs h, a net/http handler, on the
@@ -116,9 +117,19 @@ func FromHTTP(h http.Handler) Handler {
 // httpRequest makes the *http.Request of r, with copies of everything.
 func httpRequest(r *Request) (*http.Request, error) {
 	target := strings.Clone(r.Target())
-	u, err := url.ParseRequestURI(target)
+	// A CONNECT's authority form (RFC 9112 §3.2.3: "host:port") is the
+	// URL's Host, as net/http reads it, not a scheme and an opaque part.
+	connect := r.Method() == "CONNECT" && !strings.HasPrefix(target, "/")
+	rawURL := target
+	if connect {
+		rawURL = "http://" + target
+	}
+	u, err := url.ParseRequestURI(rawURL)
 	if err != nil {
 		return nil, err
+	}
+	if connect {
+		u.Scheme = ""
 	}
 	req := &http.Request{
 		Method:     strings.Clone(r.Method()),
@@ -141,8 +152,22 @@ func httpRequest(r *Request) (*http.Request, error) {
 	if st, ok := r.eng.tlsState(); ok {
 		req.TLS = &st
 	}
+	// The fields as net/http's server leaves them in Header: Host is
+	// req.Host, Transfer-Encoding req.TransferEncoding, and the Trailer
+	// of a body that can carry one req.Trailer; HTTP/2's cookie fields are
+	// one, joined (RFC 9113 §8.2.3).
+	trailed := r.body.length < 0 || r.h2s != nil
 	for name, value := range r.Headers() {
+		switch {
+		case h1.EqualFold(strBytes(name), "Host"), h1.EqualFold(strBytes(name), "Transfer-Encoding"):
+			continue
+		case trailed && h1.EqualFold(strBytes(name), "Trailer"):
+			continue
+		}
 		req.Header.Add(name, strings.Clone(value)) // Add canonicalises (and copies) the name
+	}
+	if cookies := req.Header["Cookie"]; r.h2s != nil && len(cookies) > 1 {
+		req.Header["Cookie"] = []string{strings.Join(cookies, "; ")}
 	}
 	req.ContentLength = r.body.length
 	if r.body.length < 0 {

@@ -2,7 +2,11 @@ package httpd
 
 import (
 	"fmt"
+	"io"
+	"maps"
 	"net/http"
+	"slices"
+	"strings"
 	"testing"
 
 	"github.com/stretchr/testify/assert"
@@ -53,5 +57,36 @@ func TestFromHTTPRequestClose(t *testing.T) {
 	}
 	_, b := get(t, h2Client(t), ts.url+"/close")
 	assert.Equal(t, "false", b, "HTTP/2")
+	ts.atRest(t)
+}
+
+// The *http.Request's URL and Header are as net/http's server makes them:
+// a CONNECT's authority form is URL.Host; Host, Transfer-Encoding and a
+// chunked body's Trailer are not in Header (they are req.Host,
+// req.TransferEncoding and req.Trailer); HTTP/2's cookie fields are one.
+func TestFromHTTPRequestAsNetHTTP(t *testing.T) {
+	h := FromHTTP(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		_, _ = io.Copy(io.Discard, r.Body)
+		fmt.Fprintf(w, "url=%q host=%q header=%v te=%v trailer=%v cookie=%q",
+			r.URL.String(), r.URL.Host, slices.Sorted(maps.Keys(r.Header)), r.TransferEncoding,
+			slices.Sorted(maps.Keys(r.Trailer)), r.Header["Cookie"])
+	}))
+	ts := startServer(t, h, Config{})
+	for _, tc := range []struct{ req, want string }{
+		{"CONNECT example.com:443 HTTP/1.1\r\nHost: example.com:443\r\n\r\n",
+			`url="//example.com:443" host="example.com:443" header=[] te=[] trailer=[] cookie=[]`},
+		{"POST /up HTTP/1.1\r\nHost: x\r\nTransfer-Encoding: chunked\r\nTrailer: X-Sum\r\nX-A: 1\r\n\r\n1\r\na\r\n0\r\nX-Sum: 7\r\n\r\n",
+			`url="/up" host="" header=[X-A] te=[chunked] trailer=[X-Sum] cookie=[]`},
+	} {
+		raw := dialRaw(t, ts.addr)
+		raw.send(tc.req)
+		method, _, _ := strings.Cut(tc.req, " ")
+		assert.Equal(t, tc.want, raw.read(method).body, "%q", tc.req)
+	}
+	req := mustRequest(t, "GET", ts.url+"/c")
+	req.Header.Add("Cookie", "a=1")
+	req.Header.Add("Cookie", "b=2")
+	_, b := do(t, h2Client(t), req)
+	assert.Contains(t, string(b), `cookie=["a=1; b=2"]`)
 	ts.atRest(t)
 }
