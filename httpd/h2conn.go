@@ -273,9 +273,10 @@ func (h *h2conn) onFrame(_ *aio.Conn, frames []byte) {
 	}
 	h.in.b = frames
 	for len(h.in.b) > 0 && !h.dead && !h.closed {
+		typ := http2.FrameType(h.in.b[3]) // split passes whole frames: the header is there
 		f, err := h.fr.ReadFrame()
 		if err != nil {
-			h.readError(err)
+			h.frameError(err, typ)
 			continue
 		}
 		h.process(f)
@@ -286,6 +287,30 @@ func (h *h2conn) onFrame(_ *aio.Conn, frames []byte) {
 	}
 	h.in.b = nil
 	h.flush()
+}
+
+// frameError answers the Framer's error reading a frame of type typ.
+// Of its two stream errors, these must end the connection, where
+// resetting the stream would not do: a HEADERS frame's padding longer
+// than its payload (RFC 9113 §6.2 makes it a connection error), whose
+// header block is then never decoded, so the decoder's table would no
+// longer be the client's and a later request would be read with the
+// wrong fields (§4.3); and a WINDOW_UPDATE of zero on a stream still
+// idle, a frame §5.1 makes a connection error there and §6.4 forbids
+// answering with RST_STREAM.
+func (h *h2conn) frameError(err error, typ http2.FrameType) {
+	var se http2.StreamError
+	if errors.As(err, &se) {
+		switch {
+		case typ == http2.FrameHeaders || typ == http2.FrameContinuation:
+			h.fail(http2.ErrCodeProtocol)
+			return
+		case se.StreamID > h.lastID:
+			h.fail(http2.ErrCodeProtocol)
+			return
+		}
+	}
+	h.readError(err)
 }
 
 // readError answers an error of the Framer: a stream error resets the

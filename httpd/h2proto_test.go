@@ -446,3 +446,70 @@ func TestH2EarlyResetsForgottenAfterPing(t *testing.T) {
 	eventually(t, func() bool { return crossing() == 0 }, "still remembered, or its room kept, after the PING's answer")
 	ts.atRest(t)
 }
+
+// expectGoAway reads frames up to a GOAWAY and checks its code.
+func (c *h2Raw) expectGoAway(code http2.ErrCode) {
+	c.t.Helper()
+	for {
+		if g, ok := c.next().(*http2.GoAwayFrame); ok {
+			assert.Equal(c.t, code, g.ErrCode)
+			return
+		}
+	}
+}
+
+// A HEADERS frame whose padding is longer than its payload ends the
+// connection (RFC 9113 §6.2), because its header block is never decoded:
+// resetting the stream alone, as before, left the decoder's table behind
+// the client's, and the next request was read with the wrong fields (a
+// GET of /big served as one of /health).
+func TestH2HeadersBadPaddingEndsTheConnection(t *testing.T) {
+	ts := startServer(t, h2Mux(), Config{})
+	c := dialH2(t, ts.addr)
+	// GET /health, :path added to the table (index 62)
+	require.NoError(t, c.fr.WriteRawFrame(http2.FrameHeaders, http2.FlagHeadersEndHeaders|http2.FlagHeadersEndStream, 1,
+		[]byte("\x82\x86\x44\x07/health")))
+	c.expect(1, "200", "ok")
+	// GET /big, :path added (index 62 now, /health 63), padded past the payload
+	blk := []byte("\x82\x86\x44\x04/big")
+	require.NoError(t, c.fr.WriteRawFrame(http2.FrameHeaders,
+		http2.FlagHeadersPadded|http2.FlagHeadersEndHeaders|http2.FlagHeadersEndStream, 3,
+		append([]byte{byte(len(blk) + 1)}, blk...)))
+	c.expectGoAway(http2.ErrCodeProtocol)
+	assert.True(t, c.eof())
+	ts.atRest(t)
+}
+
+// A request whose HEADERS ends the stream while its content-length is
+// not 0 is malformed (RFC 9113 §8.1.1), as one whose DATA falls short of
+// it is: a stream error PROTOCOL_ERROR, and no handler runs.
+func TestH2ContentLengthWithEndStreamOnHeaders(t *testing.T) {
+	ts := startServer(t, h2Mux(), Config{})
+	c := dialH2(t, ts.addr)
+	before := ts.Stats().Requests
+	c.open(1, "POST", "/echo", true, "content-length", "5")
+	c.expectReset(1, http2.ErrCodeProtocol)
+	c.open(3, "POST", "/echo", true, "content-length", "0")
+	c.expect(3, "200", "")
+	assert.Equal(t, before+1, ts.Stats().Requests)
+	ts.atRest(t)
+}
+
+// A WINDOW_UPDATE of zero on a stream still idle is a connection error
+// (RFC 9113 §5.1, §6.4: no RST_STREAM for an idle stream). It was answered
+// by a reset that used the stream up, so the client's next valid stream,
+// below it, ended the connection instead.
+func TestH2ZeroWindowUpdateOnIdleStream(t *testing.T) {
+	ts := startServer(t, h2Mux(), Config{})
+	c := dialH2(t, ts.addr)
+	require.NoError(t, c.fr.WriteRawFrame(http2.FrameWindowUpdate, 0, 9, []byte{0, 0, 0, 0}))
+	c.expectGoAway(http2.ErrCodeProtocol)
+
+	c = dialH2(t, ts.addr) // on an open stream it is a stream error, as before
+	c.open(1, "POST", "/echo", false)
+	require.NoError(t, c.fr.WriteRawFrame(http2.FrameWindowUpdate, 0, 1, []byte{0, 0, 0, 0}))
+	c.expectReset(1, http2.ErrCodeProtocol)
+	c.get(3, "/health")
+	c.expect(3, "200", "ok")
+	ts.atRest(t)
+}

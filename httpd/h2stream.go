@@ -136,7 +136,10 @@ func (h *h2conn) onHeaders(f *h2block) {
 		return
 	}
 	clen, ok := h2CheckRequest(f)
-	if !ok {
+	if !ok || f.endStream && clen > 0 {
+		// Malformed (RFC 9113 §8.1.1); a content-length over a body
+		// that ends with the head (END_STREAM on HEADERS) too, as one
+		// over the DATA that ends it is (onData).
 		h.resetStream(id, http2.ErrCodeProtocol)
 		return
 	}
