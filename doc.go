@@ -25,7 +25,11 @@
 // program that wants several cores starts several loops (one per core, say)
 // and spreads its work over them, for example with [ListenConfig.ReusePort];
 // it calls [ReserveProcs] first, so that the Go scheduler keeps a P to spare
-// beside the loops.
+// beside the loops. State that spans loops (the members of a chat room, a
+// cache) is kept per loop, each copy owned by its loop, and a change that
+// concerns the others is sent to each with [Loop.Post] (a broadcast: one
+// Post per loop, which [Stats].PostQueued shows backing up); the httpd
+// package's Example_sharedState shows it.
 //
 // # The threading rule
 //
