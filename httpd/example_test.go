@@ -46,9 +46,11 @@ func ExampleServer() {
 			panic(err)
 		}
 	}
+	// The loops stop last, with a context of their own: one that the
+	// server's Shutdown has used up would not wait for them.
+	defer rt.Shutdown(context.Background())
 	ctx, cancel := context.WithTimeout(context.Background(), 5*time.Second)
 	defer cancel()
-	defer rt.Shutdown(ctx)
 
 	mux := httpd.NewMux()
 	mux.HandleFunc("GET /health", func(r *httpd.Request) httpd.Reply {
@@ -105,7 +107,7 @@ func serve(mux *httpd.Mux) (string, func()) {
 		ctx, cancel := context.WithTimeout(context.Background(), 5*time.Second)
 		defer cancel()
 		_ = srv.Shutdown(ctx)
-		_ = rt.Shutdown(ctx)
+		_ = rt.Shutdown(context.Background()) // a context of its own (see the package doc)
 	}
 }
 
