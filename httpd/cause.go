@@ -23,6 +23,10 @@ var (
 	// ErrBadBody: the request's body broke its framing as it streamed (a
 	// malformed chunk): the answer was 400.
 	ErrBadBody = errors.New("httpd: malformed request body")
+	// errAfterLast: the request came after a response that ended its
+	// connection (Response.Close, a body its close delimits), and gets
+	// nothing.
+	errAfterLast = errors.New("httpd: request after the connection's last response")
 )
 
 // cancelCause says why a request was cancelled, to the goroutines its

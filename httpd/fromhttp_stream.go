@@ -88,7 +88,7 @@ func (o *streamOut) start(status int, header []Field, first []byte, trailer []Fi
 func startHead(r *Request) {
 	switch e := r.eng.(type) {
 	case *h1conn:
-		if r == e.qhead && !e.closed && !e.aborted {
+		if r == e.qhead && !e.closed && !e.aborted && !e.finished {
 			e.pump()
 		}
 	case *h2conn:

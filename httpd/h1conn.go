@@ -679,9 +679,13 @@ func (hc *h1conn) pump() {
 		if last && (hc.qhead != nil || next || hc.errStatus != 0) {
 			// Nothing after it may be sent: not the responses queued,
 			// nor that of a later request whose body still arrives, nor
-			// a refusal's answer. (r's own body still arriving is read
-			// and dropped as the connection lingers: maybeRelease.)
-			hc.abort()
+			// a refusal's answer. They are dropped, and the connection
+			// ends lingering, as after any last response: the client
+			// may still be sending (r's own body still arriving is read
+			// and dropped so too: maybeRelease).
+			hc.dropAfterLast()
+			hc.finish()
+			return
 		}
 	}
 	if hc.closed || hc.aborted {
@@ -764,6 +768,31 @@ func (hc *h1conn) pop(r *Request) {
 		hc.ls.waiters.push(hc)      // it holds none now: it may take the reserve
 		hc.setTimeout(&hc.ls.idleQ) // and waits as any waiter does (stallRead)
 	}
+}
+
+// dropAfterLast ends what follows the connection's last response, which
+// will get nothing: the requests queued after it (their handlers are
+// cancelled, their responses counted suppressed), the one whose body is
+// still arriving, a refusal's answer still owed. Their arenas come back
+// once their handles end, and finish's FIN, which waits for the
+// connection's handles, is not held by them.
+func (hc *h1conn) dropAfterLast() {
+	for r := hc.qhead; r != nil; r = hc.qhead {
+		hc.ls.suppress(r)
+		hc.pop(r)
+		r.cancelFor(errAfterLast)
+		if hd := r.h; hd != nil {
+			hd.Cancel()
+		}
+		hc.maybeRelease(r)
+	}
+	if r := hc.cur; r != nil && hc.buffering { // never dispatched: it ends here
+		hc.cur = nil
+		hc.buffering = false
+		r.written, r.hdone = true, true
+		hc.maybeRelease(r)
+	}
+	hc.errStatus = 0
 }
 
 // abort closes the connection once what is written has reached the
@@ -1057,7 +1086,7 @@ func (hc *h1conn) writeBody(r *Request, p []byte) {
 }
 
 func (hc *h1conn) streamWrite(r *Request, p []byte) error {
-	if hc.aborted || hc.closed {
+	if hc.aborted || hc.closed || hc.finished {
 		return ErrStreamClosed // the connection ends with what is written
 	}
 	s := &r.stream

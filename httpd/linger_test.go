@@ -141,3 +141,47 @@ func TestConnectionCloseStopsReadingUntilTheFIN(t *testing.T) {
 	require.NoError(t, c.Close())
 	ts.atRest(t)
 }
+
+// A last response (Response.Close) with work behind it, which gets
+// nothing, ends the connection lingering too, as any last response: a
+// pipelined request already queued (its handler is cancelled), a later
+// request whose body is still arriving, or a refusal's answer still owed
+// (a head too large). Closing at once instead, as the first fix did,
+// reset the connection on the client's late bytes, and its kernel dropped
+// the response itself.
+func TestLingerAfterALastResponseWithWorkBehindIt(t *testing.T) {
+	p := newProbe()
+	ts := startServer(t, p.mux(), Config{})
+	for _, c := range []struct {
+		name, tail, late string
+		in               func(hc *h1conn) bool
+	}{
+		{"queued", "GET /wait HTTP/1.1\r\nHost: x\r\n\r\n", "GET /health HTTP/1.1\r\nHost: x\r\n\r\n",
+			func(hc *h1conn) bool { return hc.nq == 2 }},
+		{"body arriving", "POST /echo HTTP/1.1\r\nHost: x\r\nContent-Length: 100\r\n\r\nabc", strings.Repeat("d", 97),
+			func(hc *h1conn) bool { return hc.cur != nil && hc.buffering }},
+		{"refusal owed", "GET /x HTTP/1.1\r\nHost: x\r\nX-Big: " + strings.Repeat("y", 40<<10), strings.Repeat("y", 1000),
+			func(hc *h1conn) bool { return hc.errStatus == 431 }},
+	} {
+		fds := fdCount()
+		conn := dialRaw(t, ts.addr)
+		conn.send("GET /promise HTTP/1.1\r\nHost: x\r\n\r\n" + c.tail)
+		pr := recvT(t, p.promises)
+		eventually(t, func() bool { return ts.anyConn(t, c.in) }, "%s: the request behind is not in", c.name)
+		out := ts.l.Stats().TCPBytesOut
+		require.True(t, pr.Resolve(Response{Body: []byte(bigBody), Close: true}))
+		eventually(t, func() bool { return ts.l.Stats().TCPBytesOut-out > uint64(len(bigBody)) }, "%s: the response is not out", c.name)
+		eventually(t, func() bool {
+			return ts.Stats().ConnsOpen == 0 || ts.anyConn(t, func(hc *h1conn) bool { return hc.finished })
+		}, "%s: the connection does not end", c.name)
+		conn.send(c.late) // crosses the FIN
+		resp := conn.read("GET")
+		assert.Equal(t, bigBody, resp.body, c.name)
+		assert.True(t, resp.close, c.name)
+		rest, err := io.ReadAll(conn.br)
+		require.NoError(t, err, "%s: a reset: the server closed on the late bytes", c.name)
+		assert.Empty(t, rest, c.name)
+		require.NoError(t, conn.Close())
+		ts.closedAll(t, fds) // (a request that never reached its handler has an arena but no count in Requests)
+	}
+}
