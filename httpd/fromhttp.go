@@ -118,8 +118,13 @@ func FromHTTP(h http.Handler) Handler {
 func httpRequest(r *Request) (*http.Request, error) {
 	target := strings.Clone(r.Target())
 	// A CONNECT's authority form (RFC 9112 §3.2.3: "host:port") is the
-	// URL's Host, as net/http reads it, not a scheme and an opaque part.
+	// URL's Host, as net/http reads it, not a scheme and an opaque part;
+	// on HTTP/2 it is the :authority, and the target is empty (RFC 9113
+	// §8.5).
 	connect := r.Method() == "CONNECT" && !strings.HasPrefix(target, "/")
+	if connect && target == "" {
+		target = strings.Clone(r.Host())
+	}
 	rawURL := target
 	if connect {
 		rawURL = "http://" + target

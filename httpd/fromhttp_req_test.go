@@ -10,6 +10,9 @@ import (
 	"testing"
 
 	"github.com/stretchr/testify/assert"
+	"github.com/stretchr/testify/require"
+	"golang.org/x/net/http2"
+	"golang.org/x/net/http2/hpack"
 )
 
 // The *http.Request FromHTTP makes says which HTTP it came by as net/http
@@ -83,6 +86,16 @@ func TestFromHTTPRequestAsNetHTTP(t *testing.T) {
 		method, _, _ := strings.Cut(tc.req, " ")
 		assert.Equal(t, tc.want, raw.read(method).body, "%q", tc.req)
 	}
+	// On HTTP/2 a CONNECT has no :path, and its :authority is the target.
+	h2 := dialH2(t, ts.addr)
+	h2.hb.Reset()
+	for _, f := range [][2]string{{":method", "CONNECT"}, {":authority", "example.com:443"}} {
+		require.NoError(t, h2.he.WriteField(hpack.HeaderField{Name: f[0], Value: f[1]}))
+	}
+	require.NoError(t, h2.fr.WriteHeaders(http2.HeadersFrameParam{StreamID: 1, BlockFragment: h2.hb.Bytes(),
+		EndStream: true, EndHeaders: true}))
+	h2.expect(1, "200", `url="//example.com:443" host="example.com:443" header=[] te=[] trailer=[] cookie=[]`)
+
 	req := mustRequest(t, "GET", ts.url+"/c")
 	req.Header.Add("Cookie", "a=1")
 	req.Header.Add("Cookie", "b=2")
