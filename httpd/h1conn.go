@@ -447,6 +447,7 @@ func (hc *h1conn) onBody(p []byte) {
 	}
 	if end {
 		hc.cur = nil
+		r.expect = false // the client sent the body without waiting: no 100 is owed, nor a close for it (closing)
 		hc.nextHead()
 		_ = hc.c.SetReadTimeout(0) // the body is in (timeBody)
 		if chunked {

@@ -1123,3 +1123,40 @@ func TestEmptyLinesStayIdle(t *testing.T) {
 	c.send("GET /health HTTP/1.1\r\nHost: x\r\n\r\n")
 	assert.Equal(t, "ok", c.read("GET").body)
 }
+
+// A client may send the body of an Expect: 100-continue request without
+// waiting for the 100 (RFC 9110 §10.1.1). Read whole by its handler while
+// it waits for its turn, it owes no 100 and no close: its response keeps
+// the connection, and the request pipelined after it is answered. Before,
+// the expectation stayed set, and the response closed the connection as
+// if its body were unread.
+func TestExpectBodySentAtOnceKeepsTheConnection(t *testing.T) {
+	p := newProbe()
+	m := p.mux()
+	m.HandleFunc("POST /count", func(r *Request) Reply {
+		pr := aio.NewPromise[Response](r.Loop())
+		n := 0
+		r.Body().OnData(func(b []byte, end bool) {
+			if n += len(b); end {
+				pr.Resolve(TextResponse(200, itoa(n)))
+			}
+		})
+		return Later(pr.Handle())
+	})
+	ts := startServer(t, m, Config{})
+	c := dialRaw(t, ts.addr)
+	c.send("GET /promise HTTP/1.1\r\nHost: x\r\n\r\n" +
+		"POST /count HTTP/1.1\r\nHost: x\r\nContent-Length: 100000\r\nExpect: 100-continue\r\n\r\n" +
+		strings.Repeat("x", 100000) + "GET /health HTTP/1.1\r\nHost: x\r\n\r\n")
+	pr := recvT(t, p.promises)
+	eventually(t, func() bool { return ts.anyConn(t, func(hc *h1conn) bool { return hc.nq == 3 }) },
+		"the POST's body is not read whole")
+	require.True(t, pr.Resolve(TextResponse(200, "first")))
+	assert.Equal(t, "first", c.read("GET").body)
+	second := c.read("POST")
+	assert.Equal(t, 200, second.status, "no 100 after the body")
+	assert.Equal(t, "100000", second.body)
+	assert.False(t, second.close, "the body was read whole")
+	assert.Equal(t, "ok", c.read("GET").body)
+	ts.atRest(t)
+}
