@@ -110,6 +110,10 @@ type tlsConn struct {
 	first    bool // batch, and no record written yet: the first one goes straight
 	notified bool // close_notify was written
 	parked   bool // pumping stopped with reading off: resume when it is on again
+	// sawEOF: crypto/tls returned io.EOF (a close_notify, or a FIN between
+	// records) while reading was off; it returns it again, so pump asks
+	// it once reading is back, though no byte is buffered.
+	sawEOF bool
 	// full says the handshake holds a whole record it has not taken:
 	// reading stops until it took it (see input).
 	full   bool
@@ -341,7 +345,7 @@ func (t *tlsConn) pump() {
 		n := 0
 		var err error
 		for n < len(buf) && err == nil {
-			if !t.more && !t.eof && !t.recordReady() {
+			if !t.more && !t.eof && !t.sawEOF && !t.recordReady() {
 				// Nothing to read: a would-block from Read would cost
 				// crypto/tls an allocation.
 				err = errWouldBlock
@@ -368,6 +372,7 @@ func (t *tlsConn) pump() {
 			if c.reading() {
 				c.gotEOF() // the plaintext stream ends as a plain one does
 			} else {
+				t.sawEOF = true
 				t.parked = c.state == connOpen
 			}
 			return

@@ -4,6 +4,7 @@ import (
 	"bufio"
 	"crypto/tls"
 	"io"
+	"net"
 	"strings"
 	"testing"
 	"time"
@@ -126,4 +127,65 @@ func TestTLSGathersCallbackWrites(t *testing.T) {
 		}
 	}
 	require.Equal(t, 1, data, "application data records")
+}
+
+// heldConn holds what its client writes until flush, so that data and a
+// close_notify reach the peer in one segment, and one read.
+type heldConn struct {
+	*net.TCPConn
+	hold bool
+	buf  []byte
+}
+
+func (h *heldConn) Write(p []byte) (int, error) {
+	if h.hold {
+		h.buf = append(h.buf, p...)
+		return len(p), nil
+	}
+	return h.TCPConn.Write(p)
+}
+
+func (h *heldConn) flush() error {
+	h.hold = false
+	_ = h.SetWriteDeadline(time.Now().Add(waitTimeout)) // tls.Conn.CloseWrite set it to now
+	_, err := h.TCPConn.Write(h.buf)
+	h.buf = nil
+	return err
+}
+
+// A close_notify that crypto/tls reads while reading is paused (the read
+// callback paused on the data that came with it) ends the stream once
+// reading resumes, with the TCP connection still open: OnEOF runs. It
+// never did: crypto/tls had returned its io.EOF already, and with no byte
+// left buffered the loop did not ask it again, so the connection hung
+// until the peer gave up (a Go client that writes, calls CloseWrite and
+// reads the reply does exactly this).
+func TestTLSCloseNotifyWhilePaused(t *testing.T) {
+	l := startLoop(t)
+	scfg, ccfg := tlsConfigs(t)
+	paused, eof := make(chan *Conn, 1), make(chan struct{}, 1)
+	ln, err := Listen(l, "127.0.0.1:0", ListenConfig{TLS: scfg}, func(c *Conn) {
+		_ = c.OnRead(func(c *Conn, b []byte) {
+			_ = c.PauseRead()
+			paused <- c
+		})
+		_ = c.OnEOF(func(c *Conn) { eof <- struct{}{}; c.CloseWrite() })
+	})
+	require.NoError(t, err)
+	hc := &heldConn{TCPConn: netDial(t, ln)}
+	tc := tls.Client(hc, ccfg)
+	require.NoError(t, tc.Handshake())
+	hc.hold = true
+	_, err = tc.Write([]byte("hello"))
+	require.NoError(t, err)
+	require.NoError(t, tc.CloseWrite()) // close_notify; TCP stays open
+	require.NoError(t, hc.flush())
+	c := recv(t, paused)
+	// Posted: it runs after the read that delivered "hello" and the
+	// close_notify with it.
+	require.NoError(t, l.Post(func() { _ = c.ResumeRead() }))
+	recv(t, eof)
+	_, err = io.ReadAll(tc)
+	require.NoError(t, err, "the server's close_notify")
+	closedLoopTCP(t, l.closeListener(t, ln))
 }
