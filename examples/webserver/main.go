@@ -14,6 +14,7 @@
 //	-arena-size BYTES     size of one request arena (default 65536)
 //	-grace DURATION       drain deadline on SIGTERM/SIGINT (default 5s)
 //	-header-timeout DUR   time a client has to send a complete request head (default 5s)
+//	-body-timeout DUR     time a small body (one that waits in its arena) has to arrive whole (default 30s)
 //	-idle-timeout DUR     idle keep-alive connection timeout (default 60s)
 //	-api-timeout DUR      the timeout of /api/slow (default 5s)
 //	-cpuprofile FILE      write a CPU profile of the whole run to FILE
@@ -82,6 +83,7 @@ type options struct {
 	arenaSize     int
 	grace         time.Duration
 	headerTimeout time.Duration
+	bodyTimeout   time.Duration
 	idleTimeout   time.Duration
 	apiTimeout    time.Duration
 	cpuProfile    string
@@ -142,6 +144,7 @@ func parseFlags(args []string, out io.Writer) (options, error) {
 	fs.IntVar(&o.arenaSize, "arena-size", httpd.DefaultArenaSize, "size of one request arena in bytes")
 	fs.DurationVar(&o.grace, "grace", 5*time.Second, "drain deadline on SIGTERM/SIGINT")
 	fs.DurationVar(&o.headerTimeout, "header-timeout", httpd.DefaultHeaderTimeout, "time a client has to send a complete request head")
+	fs.DurationVar(&o.bodyTimeout, "body-timeout", httpd.DefaultBodyTimeout, "time a small body (one that waits in its arena) has to arrive whole")
 	fs.DurationVar(&o.idleTimeout, "idle-timeout", httpd.DefaultIdleTimeout, "idle keep-alive connection timeout")
 	fs.DurationVar(&o.apiTimeout, "api-timeout", 5*time.Second, "the timeout of /api/slow")
 	fs.StringVar(&o.cpuProfile, "cpuprofile", "", "write a CPU profile of the whole run to this file")
@@ -162,8 +165,8 @@ func parseFlags(args []string, out io.Writer) (options, error) {
 		return o, fmt.Errorf("-arena-size %d: need at least %d bytes", o.arenaSize, minArenaSize)
 	case o.tlsSelfSigned && (o.tlsCert != "" || o.tlsKey != ""), (o.tlsCert == "") != (o.tlsKey == ""):
 		return o, errors.New("-tls-cert and -tls-key go together, and exclude -tls-self-signed")
-	case o.grace < 0, o.headerTimeout <= 0, o.idleTimeout <= 0, o.apiTimeout <= 0:
-		return o, errors.New("-grace must not be negative, and -header-timeout, -idle-timeout and -api-timeout must be positive")
+	case o.grace < 0, o.headerTimeout <= 0, o.bodyTimeout <= 0, o.idleTimeout <= 0, o.apiTimeout <= 0:
+		return o, errors.New("-grace must not be negative, and -header-timeout, -body-timeout, -idle-timeout and -api-timeout must be positive")
 	}
 	return o, nil
 }
@@ -194,6 +197,7 @@ func start(rt *aio.Runtime, opts options) (*app, error) {
 		Arenas:        opts.arenas,
 		ArenaSize:     opts.arenaSize,
 		HeaderTimeout: opts.headerTimeout,
+		BodyTimeout:   opts.bodyTimeout,
 		IdleTimeout:   opts.idleTimeout,
 		Listen:        aio.ListenConfig{TLS: tlsCfg},
 	}}}

@@ -60,6 +60,7 @@ func TestWebserver(t *testing.T) {
 		{"ShutdownLetsSlowFinish", testShutdownLetsSlowFinish},
 		{"ShutdownCutsStream", testShutdownCutsStream},
 		{"BadFlags", testBadFlags},
+		{"BodyTimeout", testBodyTimeout},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
 			t.Parallel()
@@ -553,6 +554,7 @@ func testBadFlags(t *testing.T, bin string) {
 		{"-grace", "-1s"},
 		{"-api-timeout", "0s"},
 		{"-header-timeout", "-1s"},
+		{"-body-timeout", "0s"},
 		{"-idle-timeout", "0"},
 		{"-addr", "nowhere"},
 		{"-tls-cert", "x.pem"},
@@ -611,4 +613,45 @@ func testH2C(t *testing.T, bin string) {
 	s.atRest(t)
 	code, _ := s.Signal(t, syscall.SIGTERM)
 	assert.Zero(t, code)
+}
+
+// -body-timeout bounds a small body that trickles in: a client sending a
+// byte every 50 ms, never pausing, gets 408 once it has passed, and the
+// server is at rest again.
+func testBodyTimeout(t *testing.T, bin string) {
+	const bodyTimeout = 400 * time.Millisecond
+	s := run(t, bin, "-loops", "1", "-body-timeout", bodyTimeout.String())
+	nc, err := net.Dial("tcp", s.Addr)
+	require.NoError(t, err)
+	defer nc.Close()
+	require.NoError(t, nc.SetDeadline(time.Now().Add(timeout)))
+	_, err = io.WriteString(nc, "POST /echo HTTP/1.1\r\nHost: x\r\nContent-Length: 1000\r\n\r\n")
+	require.NoError(t, err)
+	start := time.Now()
+	stop, trickled := make(chan struct{}), make(chan struct{})
+	go func() {
+		defer close(trickled)
+		for {
+			select {
+			case <-stop:
+				return
+			case <-time.After(50 * time.Millisecond): // paces a slow client
+			}
+			if _, err := nc.Write([]byte("x")); err != nil {
+				return
+			}
+		}
+	}()
+	resp, err := http.ReadResponse(bufio.NewReader(nc), nil)
+	close(stop)
+	<-trickled
+	require.NoError(t, err)
+	require.NoError(t, resp.Body.Close())
+	assert.Equal(t, http.StatusRequestTimeout, resp.StatusCode)
+	assert.GreaterOrEqual(t, time.Since(start), bodyTimeout-50*time.Millisecond)
+	require.Eventually(t, func() bool {
+		st := s.stats(t)
+		// At rest: the one arena in use is /stats' own.
+		return st["arenas_in_use"] == 1 && st["streams_open"] == 1 && st["bad_requests"] == 1
+	}, timeout, time.Millisecond, "not at rest")
 }
