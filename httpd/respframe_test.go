@@ -8,6 +8,7 @@ import (
 
 	"github.com/stretchr/testify/assert"
 	"github.com/stretchr/testify/require"
+	"github.com/valkyria/aio/internal/testpeer"
 	"golang.org/x/net/http2"
 )
 
@@ -405,24 +406,9 @@ func TestBodyTimeoutAnswersHEADWithoutBody(t *testing.T) {
 	ts := startServer(t, testMux(), Config{BodyTimeout: 300 * time.Millisecond})
 	c := dialRaw(t, ts.addr)
 	c.send("HEAD /health HTTP/1.1\r\nHost: x\r\nContent-Length: 100\r\n\r\n")
-	stop := make(chan struct{})
-	trickled := make(chan struct{})
-	go func() {
-		defer close(trickled)
-		for {
-			select {
-			case <-stop:
-				return
-			case <-time.After(50 * time.Millisecond): // paces a slow client
-			}
-			if _, err := c.Write([]byte("x")); err != nil {
-				return
-			}
-		}
-	}()
+	stop := testpeer.Trickle(c, []byte("x"), 50*time.Millisecond)
 	resp := c.read("HEAD")
-	close(stop)
-	<-trickled
+	stop()
 	assert.Equal(t, 408, resp.status)
 	assert.True(t, c.closed(), "nothing follows the answer to HEAD")
 	ts.atRest(t)

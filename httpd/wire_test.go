@@ -18,6 +18,7 @@ import (
 	"github.com/stretchr/testify/assert"
 	"github.com/stretchr/testify/require"
 	"github.com/valkyria/aio"
+	"github.com/valkyria/aio/internal/testpeer"
 	"golang.org/x/net/http2"
 )
 
@@ -360,28 +361,13 @@ func TestBufferedBodyWholeTimeout(t *testing.T) {
 		c := dialRaw(t, ts.addr)
 		c.send("POST /echo HTTP/1.1\r\nHost: x\r\n" + framing + "\r\n\r\n")
 		start := time.Now()
-		stop := make(chan struct{})
-		trickled := make(chan struct{})
-		go func() { // a byte, or a one-byte chunk, every 50 ms: never a pause
-			defer close(trickled)
-			piece := []byte("x")
-			if chunked {
-				piece = []byte("1\r\nx\r\n")
-			}
-			for {
-				select {
-				case <-stop:
-					return
-				case <-time.After(50 * time.Millisecond): // paces a slow client
-				}
-				if _, err := c.Write(piece); err != nil {
-					return
-				}
-			}
-		}()
+		piece := []byte("x") // a byte, or a one-byte chunk, every 50 ms: never a pause
+		if chunked {
+			piece = []byte("1\r\nx\r\n")
+		}
+		stop := testpeer.Trickle(c, piece, 50*time.Millisecond)
 		resp := c.read("POST")
-		close(stop)
-		<-trickled
+		stop()
 		assert.Equal(t, 408, resp.status, "chunked %v", chunked)
 		assert.GreaterOrEqual(t, time.Since(start), bodyTimeout-50*time.Millisecond, "chunked %v", chunked)
 		assert.True(t, c.closed(), "chunked %v: the connection closes after the 408", chunked)

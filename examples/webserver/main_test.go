@@ -24,6 +24,7 @@ import (
 	"golang.org/x/net/http2"
 
 	"github.com/valkyria/aio/examples/internal/blackbox"
+	"github.com/valkyria/aio/internal/testpeer"
 
 	"github.com/stretchr/testify/assert"
 	"github.com/stretchr/testify/require"
@@ -628,23 +629,9 @@ func testBodyTimeout(t *testing.T, bin string) {
 	_, err = io.WriteString(nc, "POST /echo HTTP/1.1\r\nHost: x\r\nContent-Length: 1000\r\n\r\n")
 	require.NoError(t, err)
 	start := time.Now()
-	stop, trickled := make(chan struct{}), make(chan struct{})
-	go func() {
-		defer close(trickled)
-		for {
-			select {
-			case <-stop:
-				return
-			case <-time.After(50 * time.Millisecond): // paces a slow client
-			}
-			if _, err := nc.Write([]byte("x")); err != nil {
-				return
-			}
-		}
-	}()
+	stop := testpeer.Trickle(nc, []byte("x"), 50*time.Millisecond)
 	resp, err := http.ReadResponse(bufio.NewReader(nc), nil)
-	close(stop)
-	<-trickled
+	stop()
 	require.NoError(t, err)
 	require.NoError(t, resp.Body.Close())
 	assert.Equal(t, http.StatusRequestTimeout, resp.StatusCode)

@@ -3,6 +3,7 @@
 package testpeer
 
 import (
+	"io"
 	"net"
 	"testing"
 	"time"
@@ -30,4 +31,28 @@ func WriteUntilBlocked(t testing.TB, c net.Conn, limit int, d time.Duration) int
 		}
 	}
 	return written
+}
+
+// Trickle writes piece to w every d, from a goroutine of its own, until
+// a write fails or stop is called: a slow client that never pauses for
+// long (a slow POST). stop returns once the goroutine has ended.
+func Trickle(w io.Writer, piece []byte, d time.Duration) (stop func()) {
+	quit, done := make(chan struct{}), make(chan struct{})
+	go func() {
+		defer close(done)
+		for {
+			select {
+			case <-quit:
+				return
+			case <-time.After(d): // paces the slow client
+			}
+			if _, err := w.Write(piece); err != nil {
+				return
+			}
+		}
+	}()
+	return func() {
+		close(quit)
+		<-done
+	}
 }
