@@ -568,6 +568,18 @@ func (hc *h1conn) dispatch(r *Request) {
 	ls := hc.ls
 	hc.setTimeout(nil)
 	reply := ls.serve(r)
+	if r.written && r.gone {
+		// Dropped while its handler ran: the handler ended the stream
+		// that was the connection's last response (dropAfterLast), and
+		// nothing of r is sent. Its reply is let go, and the request ends
+		// here: no handle is left to end it, nor is it queued any more.
+		if reply.h != nil {
+			reply.h.Cancel()
+		}
+		r.hdone = true
+		hc.maybeRelease(r)
+		return
+	}
 	if s := &r.stream; s.p != nil && reply.h != s.p.Handle() {
 		// A stream begun and not the reply: dropped.
 		s.p.Reject(ErrStreamClosed)
@@ -781,6 +793,7 @@ func (hc *h1conn) dropAfterLast() {
 	for r := hc.qhead; r != nil; r = hc.qhead {
 		hc.ls.suppress(r)
 		hc.pop(r)
+		r.gone = true // nothing of it is sent: its stream's writes fail
 		r.cancelFor(errAfterLast)
 		if hd := r.h; hd != nil {
 			hd.Cancel()
@@ -846,6 +859,7 @@ func (hc *h1conn) maybeRelease(r *Request) {
 		return
 	}
 	r.released = true
+	ends := false
 	if hc.cur == r { // its body is still arriving, unread: the connection ends
 		hc.cur = nil
 		hc.buffering = false
@@ -857,9 +871,17 @@ func (hc *h1conn) maybeRelease(r *Request) {
 			// The rest is read and dropped while the connection lingers, so
 			// that a client still sending it gets to read the response.
 			hc.unstall(stallBody)
+			ends = true
 		}
 	}
 	hc.ls.closeRequest(r)
+	if ends && hc.qhead == nil && hc.errStatus == 0 {
+		// Its response was the last (closing): the connection ends now,
+		// lingering, as pump ends it after a last response. Not left to
+		// pump: a stream's handle may end after pump wrote its end, and
+		// nothing would call it again.
+		hc.finish()
+	}
 }
 
 // response writing

@@ -1,6 +1,7 @@
 package httpd
 
 import (
+	"context"
 	"io"
 	"strings"
 	"testing"
@@ -8,6 +9,7 @@ import (
 
 	"github.com/stretchr/testify/assert"
 	"github.com/stretchr/testify/require"
+	"github.com/valkyria/aio"
 	"github.com/valkyria/aio/internal/testpeer"
 	"golang.org/x/net/http2"
 )
@@ -184,4 +186,97 @@ func TestLingerAfterALastResponseWithWorkBehindIt(t *testing.T) {
 		require.NoError(t, conn.Close())
 		ts.closedAll(t, fds) // (a request that never reached its handler has an arena but no count in Requests)
 	}
+}
+
+// A stream that is the connection's last response because its own body
+// is unread (its handler ended it without reading) ends the connection
+// lingering once its handle ends. Nothing did: pump had written its end
+// before the handle ended, and the handle's end called no pump, so the
+// connection read and dropped for as long as its client kept it open.
+func TestLingerAfterAStreamWithItsBodyUnread(t *testing.T) {
+	m := testMux()
+	m.HandleFunc("POST /s", func(r *Request) Reply {
+		s := r.Stream(200, nil)
+		_, _ = s.WriteString("hi")
+		s.End()
+		return s.Reply()
+	})
+	ts := startServer(t, m, Config{})
+	fds := fdCount()
+	c := dialRaw(t, ts.addr)
+	c.send("POST /s HTTP/1.1\r\nHost: x\r\nContent-Length: 1000000\r\n\r\nabc")
+	resp := c.read("POST")
+	assert.Equal(t, "hi", resp.body)
+	assert.True(t, resp.close)
+	assert.True(t, c.closed(), "the server's FIN")
+	require.NoError(t, c.Close())
+	ts.closedAll(t, fds)
+}
+
+// A handler may end the stream that is its connection's last response
+// (a broadcast ending every subscriber, its own connection's among them):
+// its own request, pipelined behind, is dropped while it runs. It still
+// ends: its arena comes back, a handle it replied with is cancelled (it
+// held the FIN, which waits for the connection's handles, and the
+// close-delimited body never ended), and the connection closes.
+func TestRequestDroppedDuringItsOwnHandler(t *testing.T) {
+	var streams []*Stream // on the loop only
+	m := testMux()
+	m.HandleFunc("GET /sub", func(r *Request) Reply {
+		s := r.Stream(200, nil)
+		_, _ = s.WriteString("a")
+		streams = append(streams, s)
+		return s.Reply()
+	})
+	endAll := func() {
+		for _, s := range streams {
+			s.End()
+		}
+		streams = nil
+	}
+	m.HandleFunc("GET /endall", func(r *Request) Reply {
+		endAll()
+		return Text(200, "ended")
+	})
+	m.HandleFunc("GET /endall-later", func(r *Request) Reply {
+		endAll()
+		return Later(aio.NewPromise[Response](r.Loop()).Handle()) // answered some day
+	})
+	ts := startServer(t, m, Config{})
+	for _, path := range []string{"/endall", "/endall-later"} {
+		fds := fdCount()
+		c := dialRaw(t, ts.addr)
+		c.send("GET /sub HTTP/1.1\r\nHost: x\r\n\r\n" +
+			"GET /sub HTTP/1.0\r\nConnection: keep-alive\r\n\r\n" + // close-delimited: the last response
+			"GET " + path + " HTTP/1.1\r\nHost: x\r\n\r\n")
+		assert.Equal(t, "a", c.read("GET").body, path)
+		last := c.read("GET") // to the server's FIN
+		assert.Equal(t, "a", last.body, path)
+		assert.True(t, last.close, path)
+		require.NoError(t, c.Close())
+		ts.closedAll(t, fds)
+	}
+}
+
+// The context of a request dropped after its connection's last response
+// says why.
+func TestDroppedRequestCause(t *testing.T) {
+	p := newProbe()
+	m := p.mux()
+	causes := make(chan error, 1)
+	m.HandleFunc("GET /ctx", func(r *Request) Reply {
+		ctx := r.Context()
+		context.AfterFunc(ctx, func() { causes <- context.Cause(ctx) })
+		return Later(aio.NewPromise[Response](r.Loop()).Handle())
+	})
+	ts := startServer(t, m, Config{})
+	c := dialRaw(t, ts.addr)
+	c.send("GET /promise HTTP/1.1\r\nHost: x\r\n\r\nGET /ctx HTTP/1.1\r\nHost: x\r\n\r\n")
+	pr := recvT(t, p.promises)
+	eventually(t, func() bool { return ts.Stats().HandlersPending == 2 }, "/ctx is not in")
+	require.True(t, pr.Resolve(Response{Body: []byte("x"), Close: true}))
+	assert.Equal(t, "x", c.read("GET").body)
+	assert.ErrorIs(t, recvT(t, causes), errAfterLast)
+	require.NoError(t, c.Close())
+	ts.atRest(t)
 }
