@@ -43,8 +43,9 @@
 // Config.Listen.TLS (aio.ListenConfig.TLS) serves TLS with the standard
 // crypto/tls on the loops, with no goroutine per connection: a connection
 // reaches the engines once its handshake ended, in plaintext. ALPN offers
-// h2 and http/1.1 unless the tls.Config lists protocols itself; a client
-// that negotiated h2 is served by the HTTP/2 engine, any other HTTP/1.1.
+// h2, http/1.1 and http/1.0 unless the tls.Config lists protocols itself;
+// a client that negotiated h2 is served by the HTTP/2 engine, any other
+// by the HTTP/1.x one.
 // Plaintext HTTP sent to the TLS port gets net/http's plaintext "400 Bad
 // Request" (Config.Listen.NotTLS changes the answer).
 //

@@ -59,7 +59,7 @@ func TestTLSALPN(t *testing.T) {
 func TestTLSCurl(t *testing.T) {
 	run := curlRunner(t, "-k")
 	ts, _ := tlsServer(t)
-	for _, v := range []struct{ flag, want string }{{"--http1.1", "HTTP/1.1"}, {"--http2", "HTTP/2.0"}} {
+	for _, v := range []struct{ flag, want string }{{"--http1.0", "HTTP/1.0"}, {"--http1.1", "HTTP/1.1"}, {"--http2", "HTTP/2.0"}} {
 		require.Equal(t, v.want, strings.TrimSpace(run(v.flag, ts.url+"/")))
 	}
 }
@@ -80,6 +80,13 @@ func TestTLSALPNDecidesTheProtocol(t *testing.T) {
 		require.NoError(t, c.SetDeadline(time.Now().Add(waitTimeout)))
 		return c, bufio.NewReader(c)
 	}
+	answer := func(t *testing.T, br *bufio.Reader) (int, string) {
+		resp, err := http.ReadResponse(br, nil)
+		require.NoError(t, err)
+		b, err := io.ReadAll(resp.Body)
+		require.NoError(t, err)
+		return resp.StatusCode, string(b)
+	}
 	t.Run("h2 then HTTP/1.1", func(t *testing.T) {
 		c, br := dial(t, "h2")
 		_, err := io.WriteString(c, "GET / HTTP/1.1\r\nHost: localhost\r\n\r\n")
@@ -96,17 +103,22 @@ func TestTLSALPNDecidesTheProtocol(t *testing.T) {
 		resp.Body.Close()
 		assert.GreaterOrEqual(t, resp.StatusCode, 400)
 	})
+	t.Run("http/1.0", func(t *testing.T) { // a client that offers only it (curl --http1.0)
+		c, br := dial(t, "http/1.0")
+		_, err := io.WriteString(c, "GET / HTTP/1.0\r\nHost: localhost\r\n\r\n")
+		require.NoError(t, err)
+		status, body := answer(t, br)
+		assert.Equal(t, 200, status)
+		assert.Equal(t, "HTTP/1.0", body)
+	})
 	t.Run("http/1.1 with Upgrade: h2c", func(t *testing.T) {
 		c, br := dial(t, "http/1.1")
 		_, err := io.WriteString(c, "GET / HTTP/1.1\r\nHost: localhost\r\nConnection: Upgrade, HTTP2-Settings\r\n"+
 			"Upgrade: h2c\r\nHTTP2-Settings: AAMAAABkAAQCAAAAAAIAAAAA\r\n\r\n")
 		require.NoError(t, err)
-		resp, err := http.ReadResponse(br, nil)
-		require.NoError(t, err)
-		b, err := io.ReadAll(resp.Body)
-		require.NoError(t, err)
-		assert.Equal(t, 200, resp.StatusCode)
-		assert.Equal(t, "HTTP/1.1", string(b))
+		status, body := answer(t, br)
+		assert.Equal(t, 200, status)
+		assert.Equal(t, "HTTP/1.1", body)
 	})
 	ts.atRest(t)
 }

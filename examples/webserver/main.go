@@ -23,7 +23,7 @@
 //	-tls-self-signed      serve HTTPS with a certificate made at start for localhost
 //	                      (its SHA-256 fingerprint is logged): curl -k https://...
 //
-// With TLS, ALPN offers h2 and http/1.1 (HTTP/2 without TLS stays h2c by
+// With TLS, ALPN offers h2, http/1.1 and http/1.0 (HTTP/2 without TLS stays h2c by
 // prior knowledge), on the loops with crypto/tls and no goroutine per
 // connection.
 //

@@ -37,7 +37,7 @@ func tlsConfig(o options) (*tls.Config, error) {
 	default:
 		return nil, nil
 	}
-	// httpd offers h2 and http/1.1 by ALPN.
+	// httpd offers h2, http/1.1 and http/1.0 by ALPN.
 	return &tls.Config{Certificates: []tls.Certificate{cert}}, nil
 }
 
