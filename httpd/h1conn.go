@@ -585,7 +585,12 @@ func (hc *h1conn) dispatch(r *Request) {
 		s.p.Reject(ErrStreamClosed)
 		if s.started { // its head is out: nothing else can follow
 			dropReply(r, reply)
-			hc.c.Close()
+			if !s.ended {
+				hc.c.Close() // cut where it is
+			}
+			// Ended, it may be written and off the queue already (its
+			// End ran pump): no close or handle will release it then.
+			hc.maybeRelease(r)
 			return
 		}
 		s.p = nil
@@ -634,8 +639,16 @@ func (hc *h1conn) handleEnded(r *Request, v Response, err error, cancelled bool)
 	r.replied = true
 	if !r.written {
 		hc.pump()
+		hc.maybeRelease(r)
+		return
 	}
 	hc.maybeRelease(r)
+	// Its response went out before its handle ended (a stream's end):
+	// what the connection does next may have waited for this, as a last
+	// response whose body has since arrived whole waits to finish.
+	if !hc.closed {
+		hc.pump()
+	}
 }
 
 // pump writes the responses at the head of the queue that are ready, in

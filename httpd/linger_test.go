@@ -280,3 +280,58 @@ func TestDroppedRequestCause(t *testing.T) {
 	require.NoError(t, c.Close())
 	ts.atRest(t)
 }
+
+// A stream that is its connection's last response because its body was
+// unread when its head went out ends the connection once all is done,
+// whatever comes first: its body's end or its handle's. Ended inside its
+// handler with the rest of its body in the same read, the body ended
+// after pump had written the stream's end and before its handle ended,
+// and nothing finished the connection: no FIN (an HTTP/1.0 client's
+// close-delimited body never ended) and no timeout.
+func TestLingerAfterAStreamWhoseBodyEndsFirst(t *testing.T) {
+	m := testMux()
+	m.HandleFunc("POST /s", func(r *Request) Reply {
+		s := r.Stream(200, nil)
+		r.Body().OnData(func([]byte, bool) {})
+		_, _ = s.WriteString("hi")
+		s.End()
+		return s.Reply()
+	})
+	ts := startServer(t, m, Config{ArenaSize: 4096}) // the body streams: over half the arena
+	for _, v := range []string{"HTTP/1.1\r\nHost: x", "HTTP/1.0\r\nConnection: keep-alive"} {
+		fds := fdCount()
+		c := dialRaw(t, ts.addr)
+		c.send("POST /s " + v + "\r\nContent-Length: 3000\r\n\r\n" + strings.Repeat("b", 3000))
+		resp := c.read("POST") // HTTP/1.0: close-delimited, to the server's FIN
+		assert.Equal(t, "hi", resp.body, v)
+		assert.True(t, resp.close, v)
+		assert.True(t, c.closed(), "%q: the server's FIN", v)
+		require.NoError(t, c.Close())
+		ts.closedAll(t, fds)
+	}
+}
+
+// A stream ended inside its handler, which then replies with something
+// else (or panics), is the response: it went out whole, the connection
+// goes on, and the request's arena comes back. Before, the request,
+// already off the queue, was never released.
+func TestStreamEndedThenAnotherReply(t *testing.T) {
+	m := okAfter(NewMux())
+	m.HandleFunc("GET /other", func(r *Request) Reply {
+		s := r.Stream(200, nil)
+		_, _ = s.WriteString("hi")
+		s.End()
+		return Text(200, "other")
+	})
+	m.HandleFunc("GET /panic", func(r *Request) Reply {
+		s := r.Stream(200, nil)
+		_, _ = s.WriteString("hi")
+		s.End()
+		panic("after End")
+	})
+	ts := startServer(t, m, Config{})
+	for _, path := range []string{"/other", "/panic"} {
+		assert.Equal(t, "hi", pipelineOK(t, ts, path).body, path)
+		ts.atRest(t)
+	}
+}
