@@ -94,8 +94,12 @@ func dropReply(r *Request, reply Reply) {
 		reply.h.Cancel()
 	}
 	r.hdone = true
-	r.ls.srv.logf("httpd: %s %s: a Stream went out, and the handler replied with something else: the response is cut",
-		r.Method(), r.Target())
+	what := "the response is cut"
+	if r.stream.ended {
+		what = "the Stream, whole, is the response"
+	}
+	r.ls.srv.logf("httpd: %s %s: a Stream went out, and the handler replied with something else: %s",
+		r.Method(), r.Target(), what)
 }
 
 // adoptReply takes hd, the handle r's handler replied with: it is counted

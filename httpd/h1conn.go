@@ -643,11 +643,14 @@ func (hc *h1conn) handleEnded(r *Request, v Response, err error, cancelled bool)
 		return
 	}
 	hc.maybeRelease(r)
-	// Its response went out before its handle ended (a stream's end):
-	// what the connection does next may have waited for this, as a last
-	// response whose body has since arrived whole waits to finish.
-	if !hc.closed {
-		hc.pump()
+	// Its response went out before its handle ended (a stream's end). If
+	// it was the connection's last, and its body, unread when its head
+	// went out, has since arrived whole, nothing is left to wait for: the
+	// connection ends, as pump would have ended it had the body come
+	// first. (Not pump itself: the connection may since have become
+	// HTTP/2, or hold a head that Shutdown's drain keeps to answer.)
+	if r.closeAf && hc.h2 == nil && !hc.closed && hc.nq == 0 && hc.cur == nil && hc.errStatus == 0 {
+		hc.finish()
 	}
 }
 

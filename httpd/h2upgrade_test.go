@@ -43,6 +43,13 @@ func upgradeH2(t *testing.T, addr, req string) (*h2Raw, *bufio.Reader) {
 	t.Helper()
 	rc := dialRaw(t, addr)
 	rc.send(req)
+	return upgradedOn(t, rc)
+}
+
+// upgradedOn reads the exact 101 of an upgrade request sent on rc, and
+// returns the HTTP/2 client the connection becomes (preface not sent).
+func upgradedOn(t *testing.T, rc *rawConn) (*h2Raw, *bufio.Reader) {
+	t.Helper()
 	got := make([]byte, len(h2UpgradeResponse))
 	_, err := io.ReadFull(rc.br, got)
 	require.NoError(t, err)
