@@ -637,18 +637,24 @@ func (hc *h1conn) handleEnded(r *Request, v Response, err error, cancelled bool)
 		r.resp = v
 	}
 	r.replied = true
-	if !r.written {
+	written := r.written // before its handle ended: a stream's end
+	if !written {
 		hc.pump()
-		hc.maybeRelease(r)
-		return
 	}
 	hc.maybeRelease(r)
-	// Its response went out before its handle ended (a stream's end). If
-	// it was the connection's last, and its body, unread when its head
-	// went out, has since arrived whole, nothing is left to wait for: the
-	// connection ends, as pump would have ended it had the body come
-	// first. (Not pump itself: the connection may since have become
-	// HTTP/2, or hold a head that Shutdown's drain keeps to answer.)
+	if written {
+		hc.finishIfLast(r) // its body may have arrived whole since
+	}
+}
+
+// finishIfLast ends the connection after r, its last response (closing
+// made it so), once r is released and nothing follows it: no request
+// queued or being read, no refusal owed. It is for the orderings pump
+// does not see, where r's handle, or the rest of its unread body, ends
+// after pump wrote its response and returned. Not pump itself: the
+// connection may since have become HTTP/2, or hold a head that
+// Shutdown's drain keeps to answer.
+func (hc *h1conn) finishIfLast(r *Request) {
 	if r.closeAf && hc.h2 == nil && !hc.closed && hc.nq == 0 && hc.cur == nil && hc.errStatus == 0 {
 		hc.finish()
 	}
@@ -875,8 +881,8 @@ func (hc *h1conn) maybeRelease(r *Request) {
 		return
 	}
 	r.released = true
-	ends := false
-	if hc.cur == r { // its body is still arriving, unread: the connection ends
+	unread := hc.cur == r
+	if unread { // its body is still arriving, unread: the connection ends
 		hc.cur = nil
 		hc.buffering = false
 		if !hc.closed {
@@ -887,16 +893,11 @@ func (hc *h1conn) maybeRelease(r *Request) {
 			// The rest is read and dropped while the connection lingers, so
 			// that a client still sending it gets to read the response.
 			hc.unstall(stallBody)
-			ends = true
 		}
 	}
 	hc.ls.closeRequest(r)
-	if ends && hc.qhead == nil && hc.errStatus == 0 {
-		// Its response was the last (closing): the connection ends now,
-		// lingering, as pump ends it after a last response. Not left to
-		// pump: a stream's handle may end after pump wrote its end, and
-		// nothing would call it again.
-		hc.finish()
+	if unread {
+		hc.finishIfLast(r) // its response was the last (closing)
 	}
 }
 

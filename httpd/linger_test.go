@@ -194,14 +194,8 @@ func TestLingerAfterALastResponseWithWorkBehindIt(t *testing.T) {
 // before the handle ended, and the handle's end called no pump, so the
 // connection read and dropped for as long as its client kept it open.
 func TestLingerAfterAStreamWithItsBodyUnread(t *testing.T) {
-	m := testMux()
-	m.HandleFunc("POST /s", func(r *Request) Reply {
-		s := r.Stream(200, nil)
-		_, _ = s.WriteString("hi")
-		s.End()
-		return s.Reply()
-	})
-	ts := startServer(t, m, Config{})
+	ts := startServer(t, endedStreamMux(), Config{}) // POST /s: its body unread
+
 	fds := fdCount()
 	c := dialRaw(t, ts.addr)
 	c.send("POST /s HTTP/1.1\r\nHost: x\r\nContent-Length: 1000000\r\n\r\nabc")

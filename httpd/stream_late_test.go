@@ -12,11 +12,11 @@ import (
 	"golang.org/x/net/http2"
 )
 
-// endedStreamMux: GET /s is a stream ended inside its handler, which
-// returns its Reply: pump writes it whole before its handle ends.
+// endedStreamMux: /s (any method) is a stream ended inside its handler,
+// which returns its Reply: pump writes it whole before its handle ends.
 func endedStreamMux() *Mux {
 	m := testMux()
-	m.HandleFunc("GET /s", func(r *Request) Reply {
+	m.HandleFunc("/s", func(r *Request) Reply {
 		s := r.Stream(200, nil)
 		_, _ = s.WriteString("hi")
 		s.End()
