@@ -35,8 +35,9 @@
 // (Respond, Text, JSON, Bytes) sent at once, or Later(h), the handle of a
 // response that arrives later: a timer, Work (a blocking call on the
 // loop's pool), a Do body, All, Race of several. Stream writes a body as
-// it is made. FromHTTP serves a net/http handler, which may block, on the
-// loop's Work pool.
+// it is made. Request.Inform sends an interim response before the final
+// one (103 Early Hints). FromHTTP serves a net/http handler, which may
+// block, on the loop's Work pool.
 //
 // # HTTPS
 //

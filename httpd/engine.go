@@ -29,6 +29,9 @@ type engine interface {
 	// err, or cancelled: the engine sends the response that follows (none
 	// when cancelled) and releases r in its turn.
 	handleEnded(r *Request, v Response, err error, cancelled bool)
+	// inform sends r's interim response (Request.Inform), if the
+	// protocol has a place for it now.
+	inform(r *Request, status int, header []Field) error
 	// conn is the connection: the handles of its requests are adopted
 	// into its scope.
 	conn() *aio.Conn

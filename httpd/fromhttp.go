@@ -439,10 +439,18 @@ type responseWriter struct {
 
 func (w *responseWriter) Header() http.Header { return w.header }
 
-// WriteHeader sets the status. An informational one (1xx, such as 103
-// Early Hints) is not sent, and is not taken for the final status.
+// WriteHeader sets the status. An interim one (1xx, such as 103 Early
+// Hints) is not taken for the final status: as net/http does, it is sent
+// at once, with the header as it is (Request.Inform; not Content-Length
+// nor a field Inform refuses), and the header stays for the final
+// response. 100 Continue is the server's own (it goes out when the
+// handler reads the body its client holds back), and 101 is not served:
+// neither is sent. Ignored once the final head is fixed.
 func (w *responseWriter) WriteHeader(status int) {
 	if status >= 100 && status < 200 {
+		if status > 101 && !w.headDone {
+			w.out.inform(status, interimFields(w.header))
+		}
 		return
 	}
 	if w.status == 0 {

@@ -2,6 +2,9 @@ package httpd
 
 import (
 	"context"
+	"maps"
+	"net/http"
+	"slices"
 	"sync"
 
 	"github.com/valkyria/aio"
@@ -97,6 +100,31 @@ func startHead(r *Request) {
 			e.flush()
 		}
 	}
+}
+
+// inform sends an interim response before the final one, which the
+// loop receives after it (Post keeps the order of a goroutine's posts,
+// and the handler's end comes after them). On the handler's goroutine.
+func (o *streamOut) inform(status int, header []Field) {
+	_ = o.l.Post(func() {
+		if r := o.r; r.live(o.seq) && !r.hdone {
+			_ = r.Inform(status, header) // sent, or not the place for it: a hint either way
+		}
+	})
+}
+
+// interimFields returns the fields of h that an interim response may
+// carry (checkInterimField).
+func interimFields(h http.Header) []Field {
+	var fields []Field
+	for _, name := range slices.Sorted(maps.Keys(h)) { // in order, as net/http writes them
+		for _, v := range h[name] {
+			if f := (Field{Name: name, Value: v}); checkInterimField(f) == nil {
+				fields = append(fields, f)
+			}
+		}
+	}
+	return fields
 }
 
 // write hands a copy of b to the loop, waiting while the stream is Full

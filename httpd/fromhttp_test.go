@@ -603,7 +603,7 @@ func TestFromHTTPWriteToErrorThenDrain(t *testing.T) {
 // the resource, and flushes (a middleware that always flushes) gets the
 // same answer as without the Flush, on a connection that stays open, as
 // with net/http; a Write there is refused (http.ErrBodyNotAllowed), and
-// an informational status (103) is not taken for the final one.
+// an interim status (103) is sent before the final one, not taken for it.
 func TestFromHTTPFlushNoContent(t *testing.T) {
 	writes := make(chan error, 4)
 	h := FromHTTP(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
@@ -622,6 +622,7 @@ func TestFromHTTPFlushNoContent(t *testing.T) {
 	c := dialRaw(t, ts.addr)
 	for _, path := range []string{"/204", "/304", "/204"} {
 		c.send("GET " + path + " HTTP/1.1\r\nHost: x\r\n\r\n")
+		assert.Equal(t, 103, c.read("GET").status, path)
 		resp := c.read("GET")
 		assert.Equal(t, atoi(path[1:]), resp.status, path)
 		assert.False(t, resp.close, path)
