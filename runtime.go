@@ -3,7 +3,9 @@ package aio
 import (
 	"context"
 	"fmt"
+	"sync"
 	"sync/atomic"
+	"time"
 )
 
 // RuntimeConfig configures a Runtime.
@@ -12,10 +14,13 @@ type RuntimeConfig struct {
 }
 
 // MaxSystemsLimit bounds RuntimeConfig.MaxSystems: each system is an OS
-// thread with its poller, so more would exhaust the machine long before
-// the slab, whose slots are allocated up front (math.MaxInt of them would
-// ask for tens of GiB at NewRuntime).
-const MaxSystemsLimit = 1 << 16
+// thread locked to its loop, with its poller. The Go runtime stops a
+// process that passes 10,000 threads (runtime/debug.SetMaxThreads) with a
+// fatal error, and a process with a P per loop (ReserveProcs) runs up to
+// one more thread per P; 4096 systems stay clear of it. (The slab's slots
+// are allocated up front too: math.MaxInt of them would ask for tens of
+// GiB at NewRuntime.)
+const MaxSystemsLimit = 1 << 12
 
 // Runtime owns a fixed number of system slots in a lock-free slab. Start takes
 // a slot, a stopped system gives it back; nothing else registers systems.
@@ -32,7 +37,16 @@ type loopSlot struct {
 
 // NewRuntime returns a runtime with cfg.MaxSystems slots (16 if 0 or less,
 // MaxSystemsLimit if more).
+//
+// It also makes sure Go's own poller is up, which the Go runtime creates
+// (an epoll or kqueue fd and a wakeup fd) at the first timer or network
+// use of the process: once the systems have taken every fd the process
+// may open, creating it would fail, and the Go runtime stops the whole
+// process with a fatal error rather than returning one. Without this, a
+// program whose Start failed with EMFILE and that then called Shutdown
+// with a deadline (a timer) would die in it, its EMFILE unsaid.
 func NewRuntime(cfg RuntimeConfig) *Runtime {
+	goPollerOnce.Do(startGoPoller)
 	n := cfg.MaxSystems
 	if n <= 0 {
 		n = 16
@@ -40,6 +54,12 @@ func NewRuntime(cfg RuntimeConfig) *Runtime {
 	n = min(n, MaxSystemsLimit)
 	return &Runtime{slab: NewSlab[loopSlot](n)}
 }
+
+var goPollerOnce sync.Once
+
+// startGoPoller starts Go's poller: arming a timer does (runtime.addHeap
+// calls netpollGenericInit), and the timer is stopped at once.
+func startGoPoller() { time.AfterFunc(time.Hour, func() {}).Stop() }
 
 // Start takes a slab slot and starts a system: a loop goroutine locked to its
 // OS thread. It returns ErrTooManySystems when every slot is taken, or the

@@ -6,8 +6,10 @@ package blackbox
 
 import (
 	"bytes"
+	"context"
 	"os"
 	"os/exec"
+	"strconv"
 	"strings"
 	"sync"
 	"testing"
@@ -145,4 +147,33 @@ func (o *output) String() string {
 	o.mu.Lock()
 	defer o.mu.Unlock()
 	return o.buf.String()
+}
+
+// Refused runs bin with args under a limit of nofile open files (0: the
+// limit the test has), for a program that must refuse to start, and
+// returns its exit status and standard error once it has exited. It
+// fails the test if the program started (printed anything on standard
+// output) or did not exit, or if the Go runtime crashed in it (a "fatal
+// error" or a panic) instead of the program saying what was wrong.
+func Refused(t testing.TB, bin string, nofile int, args ...string) (code int, stderr string) {
+	t.Helper()
+	ctx, cancel := context.WithTimeout(context.Background(), Timeout)
+	defer cancel()
+	cmd := exec.CommandContext(ctx, bin, args...)
+	if nofile > 0 { // the hard limit too: the Go runtime raises the soft one to it
+		cmd = exec.CommandContext(ctx, "sh", append([]string{"-c", `ulimit -n "$0" && exec "$@"`, strconv.Itoa(nofile), bin}, args...)...)
+	}
+	var out, errOut bytes.Buffer
+	cmd.Stdout, cmd.Stderr = &out, &errOut
+	err := cmd.Run()
+	require.NoError(t, ctx.Err(), "%v: did not exit; stderr: %s", args, errOut.String())
+	var exit *exec.ExitError
+	require.ErrorAs(t, err, &exit, "%v: exited 0; stderr: %s", args, errOut.String())
+	require.Empty(t, out.String(), "%v: started", args)
+	stderr = errOut.String()
+	if strings.Contains(stderr, "fatal error:") || strings.Contains(stderr, "goroutine ") {
+		head := strings.SplitN(stderr, "\n", 4)
+		require.Fail(t, "the program crashed", "%v: %s", args, strings.Join(head[:min(3, len(head))], "\n"))
+	}
+	return exit.ExitCode(), stderr
 }
