@@ -22,14 +22,17 @@ import "runtime"
 // goroutines that use it (Work, the garbage collector) share the cores
 // with the loops as they would anyway.
 //
-// ReserveProcs never lowers GOMAXPROCS. Like runtime.GOMAXPROCS it turns
-// off the runtime's own updates of GOMAXPROCS (after a change of the
-// CPU limit or affinity) once it has raised it. Any goroutine; call it
-// before the loops start, as it briefly stops the world.
+// ReserveProcs never lowers GOMAXPROCS, and takes loops as at most
+// MaxSystemsLimit, the most systems a Runtime runs (a larger count would
+// ask the Go runtime for more Ps than it can make, a fatal error). Like
+// runtime.GOMAXPROCS it turns off the runtime's own updates of GOMAXPROCS
+// (after a change of the CPU limit or affinity) once it has raised it.
+// Any goroutine; call it before the loops start, as it briefly stops the
+// world.
 func ReserveProcs(loops int) (prev int) {
 	prev = runtime.GOMAXPROCS(0)
-	if loops+1 > prev {
-		runtime.GOMAXPROCS(loops + 1)
+	if n := min(loops, MaxSystemsLimit) + 1; n > prev {
+		runtime.GOMAXPROCS(n)
 	}
 	return prev
 }

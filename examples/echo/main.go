@@ -33,6 +33,9 @@ func main() {
 	loops := flag.Int("loops", runtime.NumCPU(), "loops (one listener each, SO_REUSEPORT)")
 	grace := flag.Duration("grace", 5*time.Second, "how long open connections may take to finish after a signal")
 	flag.Parse()
+	if *loops < 1 || *loops > aio.MaxSystemsLimit {
+		log.Fatalf("echo: -loops %d: need 1 to %d loops", *loops, aio.MaxSystemsLimit)
+	}
 
 	ctx, stop := signal.NotifyContext(context.Background(), os.Interrupt, syscall.SIGTERM)
 	aio.ReserveProcs(*loops) // a P per loop and one to spare

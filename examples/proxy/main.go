@@ -95,8 +95,8 @@ func checkFlags(upstream string, loops int, grace, dialTimeout time.Duration, re
 	if n, err := strconv.Atoi(port); err != nil || n < 1 || n > 65535 {
 		return fmt.Errorf("-upstream %q: the port must be a number from 1 to 65535", upstream)
 	}
-	if loops < 1 {
-		return fmt.Errorf("-loops %d: need at least one loop", loops)
+	if loops < 1 || loops > aio.MaxSystemsLimit {
+		return fmt.Errorf("-loops %d: need 1 to %d loops", loops, aio.MaxSystemsLimit)
 	}
 	if grace < 0 {
 		return fmt.Errorf("-grace %v: must not be negative", grace)

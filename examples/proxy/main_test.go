@@ -355,6 +355,11 @@ func testBadFlags(t *testing.T, bin string) {
 		{"-listen", "127.0.0.1:0", "-upstream", "127.0.0.1:1", "-grace", "-1s"},
 		{"-listen", "127.0.0.1:0", "-upstream", "127.0.0.1:1", "-dial-timeout", "0s"},
 		{"-listen", "127.0.0.1:0", "-upstream", "127.0.0.1:1", "stray"},
+		// More loops than a Runtime runs (the Go runtime would stop the
+		// process on threads or Ps long before they all start).
+		{"-listen", "127.0.0.1:0", "-upstream", "127.0.0.1:1", "-loops", "4097"},
+		{"-listen", "127.0.0.1:0", "-upstream", "127.0.0.1:1", "-loops", "2147483647"},
+		{"-listen", "127.0.0.1:0", "-upstream", "127.0.0.1:1", "-loops", "9223372036854775807"},
 	} {
 		code, stderr := blackbox.Refused(t, bin, 0, args...)
 		require.NotZero(t, code, "%v", args)

@@ -157,8 +157,8 @@ func parseFlags(args []string, out io.Writer) (options, error) {
 	switch {
 	case fs.NArg() > 0:
 		return o, fmt.Errorf("unexpected arguments: %q", fs.Args())
-	case o.loops < 1:
-		return o, fmt.Errorf("-loops %d: need at least one loop", o.loops)
+	case o.loops < 1 || o.loops > aio.MaxSystemsLimit:
+		return o, fmt.Errorf("-loops %d: need 1 to %d loops", o.loops, aio.MaxSystemsLimit)
 	case o.arenas < 1:
 		return o, fmt.Errorf("-arenas %d: need at least one arena per loop", o.arenas)
 	case o.arenaSize < minArenaSize:

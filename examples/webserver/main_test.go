@@ -563,6 +563,8 @@ func testBadFlags(t *testing.T, bin string) {
 		{"-tls-cert", "/nonexistent.pem", "-tls-key", "/nonexistent.pem"},
 		{"-nope"},
 		{"extra"},
+		{"-loops", "4097"}, // more than a Runtime runs
+		{"-loops", "2147483647"},
 	} {
 		code, stderr := blackbox.Refused(t, bin, 0, append([]string{"-addr", "127.0.0.1:0"}, args...)...)
 		assert.NotZero(t, code, "%v", args)
