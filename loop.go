@@ -141,11 +141,15 @@ type Loop struct {
 // Stats is a snapshot of a loop's counters.
 //
 // Iterations, Posted, Time, PostLag and TimerLag are kept by the loop in
-// fields of its own, and published for other goroutines at least every
-// millisecond while it runs, whenever it goes to sleep in the poller and when
-// it stops: off the loop they may be that much behind (Time.Idle includes a
-// sleep in progress), on the loop they are exact up to the loop's last clock
-// reading. Each of them only grows. The rest are read as they are.
+// fields of its own, and published for other goroutines between iterations:
+// at the start of one a millisecond or more after the last publication,
+// whenever the loop goes to sleep in the poller, and when it stops. Off the
+// loop they may be behind by that millisecond and the iteration in progress
+// (Time.Idle includes a sleep in progress): a loop stuck in a callback, or in
+// a long batch of them, publishes nothing until it returns, and Running is
+// what shows it. On the loop they are exact up to the loop's last clock
+// reading (Posted counts the callback running). Each of them only grows. The
+// rest are read as they are.
 type Stats struct {
 	Name       string
 	Iterations uint64 // loop iterations so far
@@ -157,9 +161,9 @@ type Stats struct {
 	// it is, but the loop takes the whole queue at once and then runs at
 	// most Config.PostBatch of those callbacks an iteration: what it took
 	// counts as it was when it took it (less the first one, which it runs
-	// at once), or as the loop last published its counters (every
-	// iteration that sleeps, and at least every millisecond), whichever
-	// is later. So a loop stuck in a callback shows its whole backlog.
+	// at once), or as the loop last published its counters (between
+	// iterations), whichever is later. So a loop stuck in a callback
+	// shows its whole backlog.
 	PostQueued int
 	Timers     int    // armed timers
 	Handles    int    // handles pinned to this loop from creation until their cleanups have run
@@ -193,6 +197,14 @@ type Stats struct {
 
 	// Loop health (loop_metrics.go).
 	Time LoopTime // where the loop's time went: busy by phase, and idle
+	// Running: how long the loop has been at work since its last clock
+	// reading, at the start of the iteration in progress or its wakeup in
+	// the poller; 0 while it sleeps there. It is the time Time has yet to
+	// count: a loop stuck in a callback (or spinning through a long batch
+	// of them) shows here, while its busy time stands still until the
+	// callback returns. It falls back at every iteration, so it is a gauge
+	// to alert on (a loop's iterations take microseconds), not a counter.
+	Running time.Duration
 	// PostLag: how long posted callbacks waited before the loop started on
 	// them. One sample each time the loop starts running posted callbacks
 	// (at most Config.PostBatch of them): the wait of the oldest, from its
@@ -576,12 +588,12 @@ func (l *Loop) runBatch() {
 		l.ready[l.readyPos] = nil // let fn be collected
 		l.readyPos++
 		l.postLeft--
+		l.m.posted++ // before fn: Stats on the loop counts the callback running
 		l.inCall = true
 		fn()
 		l.inCall = false
 		l.drain()
 	}
-	l.m.posted += uint64(l.postRun)
 	l.busy = true
 }
 

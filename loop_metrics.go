@@ -31,11 +31,14 @@ import (
 // Post.
 //
 // Publishing. The loop accumulates in plain fields of its own and copies them
-// to atomics (pub) under a sequence counter: at least every publishEvery
-// while it runs, before it blocks in the poller, and at Stop. Stats off the
-// loop reads a consistent copy, and adds the sleep in progress to Idle, so
-// that the counters of a sleeping loop still move and never go back. Stats
-// on the loop reads the loop's own fields.
+// to atomics (pub) under a sequence counter: at the start of an iteration
+// publishEvery or more after the last publication, before it blocks in the
+// poller, and at Stop. Nothing is published within an iteration, which
+// would cost a clock reading per callback; what the iteration in progress
+// has run so far shows as Stats.Running, from the reading cached as Now.
+// Stats off the loop reads a consistent copy, and adds the sleep in progress
+// to Idle, so that the counters of a sleeping loop still move and never go
+// back. Stats on the loop reads the loop's own fields.
 
 // phase is what a segment of a loop's time was spent on. The last three are
 // all reported as LoopTime.Other; they differ in what the next phase does
@@ -55,7 +58,7 @@ const (
 )
 
 // publishEvery is how stale the counters that Stats reads off the loop may
-// get while the loop is busy.
+// get, besides the iteration in progress, while the loop is busy.
 const publishEvery = time.Millisecond
 
 // LagBuckets is the number of buckets of a Lag histogram.
@@ -339,6 +342,7 @@ func (l *Loop) metrics(s *Stats) {
 		s.Iterations, s.Posted = m.iterations, m.posted
 		s.Time = loopTime(func(p phase) time.Duration { return m.times[p] })
 		s.PostLag, s.TimerLag = m.postLag.lag(), m.timerLag.lag()
+		s.Running = max(0, l.clock()-l.Now())
 		return
 	}
 	// Under postMu, so that a batch swapped out of the queue is counted
@@ -366,6 +370,8 @@ func (l *Loop) metrics(s *Stats) {
 		}
 		if since != 0 {
 			s.Time.Idle += max(0, now-time.Duration(since-1))
+		} else {
+			s.Running = max(0, l.clock()-l.Now()) // awake: at work since its last reading
 		}
 		return
 	}

@@ -280,3 +280,33 @@ func TestStatsPostQueued(t *testing.T) {
 	close(ran)
 	eventually(t, func() bool { return l.Stats().PostQueued == 0 }, "PostQueued stays at %d", l.Stats().PostQueued)
 }
+
+// Running shows a loop stuck in a callback, whose busy time off the loop
+// stands still until the callback returns; it is 0 while the loop sleeps.
+func TestStatsRunningShowsAStuckLoop(t *testing.T) {
+	l := startLoop(t)
+	eventually(t, func() bool { return l.Stats().Time.Idle > 0 && l.Stats().Running == 0 }, "the loop never sleeps")
+	release := holdLoop(t, l)
+	eventually(t, func() bool { return l.Stats().Running >= 50*time.Millisecond }, "a loop held in a callback: Running %v", l.Stats().Running)
+	release()
+	eventually(t, func() bool { return l.Stats().Running == 0 }, "asleep again: Running %v", l.Stats().Running)
+	st := statsOnLoop(t, l)
+	assert.GreaterOrEqual(t, st.Time.Posted, 50*time.Millisecond, "the hold counted once it returned")
+	assert.Less(t, st.Running, 50*time.Millisecond, "on the loop: the callback in progress")
+}
+
+// On the loop, Posted counts every callback run so far, the one running
+// included, also within a batch.
+func TestStatsPostedOnLoopWithinABatch(t *testing.T) {
+	l := startLoop(t)
+	release := holdLoop(t, l)
+	got := make(chan uint64, 10)
+	for range 10 {
+		require.NoError(t, l.Post(func() { got <- l.Stats().Posted }))
+	}
+	release()
+	first := recv(t, got)
+	for i := 1; i < 10; i++ {
+		assert.Equal(t, first+uint64(i), recv(t, got), "callback %d of the batch", i)
+	}
+}

@@ -215,7 +215,7 @@ func TestStatsCounts(t *testing.T) {
 	// A controlled workload, read on the loop at three points: a callback
 	// holding the loop (alone in its batch), n callbacks and a reader posted
 	// meanwhile (the next iteration's batch), and a reader the latter posts
-	// (the batch after). Posted counts a batch once it has run.
+	// (the batch after). Posted counts each callback as it starts.
 	const n = 10
 	var at [3]Stats // on the loop
 	held, hold, done := make(chan struct{}), make(chan struct{}), make(chan struct{})
@@ -231,10 +231,10 @@ func TestStatsCounts(t *testing.T) {
 	close(hold)
 	recv(t, done)
 	require.Equal(t, "stats", at[0].Name)
-	require.Equal(t, uint64(0), at[0].Posted, "nothing ran from Post before the first callback")
-	require.Equal(t, at[0].Posted+1, at[1].Posted, "the holding callback's batch")
+	require.Equal(t, uint64(1), at[0].Posted, "on the loop, the first callback counts itself")
+	require.Equal(t, at[0].Posted+n+1, at[1].Posted, "the batch of n callbacks and the reader, in progress")
 	require.Equal(t, at[0].Iterations+1, at[1].Iterations, "the posts made meanwhile ran in the next iteration")
-	require.Equal(t, at[1].Posted+n+1, at[2].Posted, "the batch of n callbacks and the reader")
+	require.Equal(t, at[1].Posted+1, at[2].Posted, "the reader of the next batch")
 	require.Equal(t, at[1].Iterations+1, at[2].Iterations, "a post from the loop runs in the next iteration")
 }
 

@@ -41,6 +41,9 @@
 //
 // The rest of aio.Stats (iterations, the post queue's backlog, handles,
 // timers, Work jobs, TCP, TLS handshakes) comes as counters and gauges of
-// the same names in snake case. Off the loop, the health counters are published by the loop at
-// least every millisecond, so a scrape sees them at most that much behind.
+// the same names in snake case. Off the loop, the health counters are published by the loop
+// between iterations, a millisecond apart at most while it is busy, so a
+// scrape sees them that much and the iteration in progress behind; a loop
+// stuck in one callback publishes nothing until it returns, and
+// aio_loop_running_seconds (aio.Stats.Running) is what shows it.
 package metrics

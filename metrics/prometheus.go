@@ -57,6 +57,7 @@ var families = []family{
 	{"aio_loop_posted_total", "counter", "Callbacks run from the post queue.", func(s *aio.Stats) float64 { return float64(s.Posted) }},
 	{"aio_loop_busy_seconds_total", "counter", "Time the loop spent running: every phase but idle.", func(s *aio.Stats) float64 { return seconds(s.Time.Busy()) }},
 	{"aio_loop_idle_seconds_total", "counter", "Time the loop spent waiting for work in the poller, or spinning for it.", func(s *aio.Stats) float64 { return seconds(s.Time.Idle) }},
+	{"aio_loop_running_seconds", "gauge", "How long the loop has been at work since its last clock reading (0 asleep): a loop stuck in a callback shows here before its busy time moves.", func(s *aio.Stats) float64 { return seconds(s.Running) }},
 	{"aio_loop_post_queued", "gauge", "Callbacks posted to the loop and not yet run: its backlog.", func(s *aio.Stats) float64 { return float64(s.PostQueued) }},
 	{"aio_loop_post_lag_max_seconds", "gauge", "The longest a batch of posted callbacks waited for the loop.", func(s *aio.Stats) float64 { return seconds(s.PostLag.Max) }},
 	{"aio_loop_timer_lag_max_seconds", "gauge", "The latest a timer fired after its deadline.", func(s *aio.Stats) float64 { return seconds(s.TimerLag.Max) }},

@@ -325,7 +325,7 @@ func TestEveryStatIsExported(t *testing.T) {
 	apart := map[string]bool{"Name": true, "Time": true, "PostLag": true, "TimerLag": true}
 	byField := map[string]string{
 		"Iterations": "aio_loop_iterations_total", "Posted": "aio_loop_posted_total",
-		"PostQueued": "aio_loop_post_queued", "Timers": "aio_loop_timers", "Handles": "aio_loop_handles",
+		"PostQueued": "aio_loop_post_queued", "Running": "aio_loop_running_seconds", "Timers": "aio_loop_timers", "Handles": "aio_loop_handles",
 		"Abandoned": "aio_loop_abandoned_total", "Panics": "aio_loop_panics_total",
 		"WorkQueued": "aio_work_queued", "WorkRunning": "aio_work_running",
 		"WorkCancelled": "aio_work_cancelled_total", "TCPListeners": "aio_tcp_listeners",
