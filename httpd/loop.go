@@ -119,6 +119,7 @@ func (ls *loopState) release(r *Request) {
 	if cap(r.stream.pend) > streamPendMax {
 		r.stream.pend = nil
 	}
+	r.forget()
 	if err := ls.slab.Release(r.idx); err != nil {
 		panic("httpd: " + err.Error()) // one owner, one release: a second one is a bug
 	}

@@ -95,6 +95,20 @@ func (r *Request) start(eng engine, seq uint64) {
 	r.stream = Stream{r: r, pend: r.stream.pend[:0]}
 }
 
+// forget drops what r's handler left in it, as its arena goes back: its
+// response (a body made on the heap), its body's reader, its stream's
+// callback, header and trailer. The slab keeps the Request until a request
+// takes its slot again, which, the free slots being taken last in first
+// out, a slot reached only at a peak of load may not see until the next
+// one. What start resets besides is the engine's, or views of the arena.
+func (r *Request) forget() {
+	r.resp = Response{}
+	r.body.fn = nil
+	r.matchH = nil
+	s := &r.stream
+	s.onDrain, s.hdr, s.trailer, s.refused = nil, nil, nil, nil
+}
+
 // live reports whether r is still the request numbered seq: it has not
 // ended, and its Request has not gone back to the slab or on to another
 // request. For work posted to the loop that may run after the end.

@@ -1,0 +1,105 @@
+package httpd
+
+import (
+	"io"
+	"net/http"
+	"runtime"
+	"strings"
+	"sync"
+	"sync/atomic"
+	"testing"
+
+	"github.com/stretchr/testify/assert"
+	"github.com/stretchr/testify/require"
+	"github.com/valkyria/aio"
+)
+
+// A request that has ended keeps nothing its handler made: the slab keeps
+// its Request, and the next request in the same slot may come only at the
+// next peak of load (free slots are taken last in first out), so a
+// response body made on the heap, a body reader's closure or a stream's
+// OnDrain callback left there would stay reachable until then. n requests
+// held at once take n slots; after them, everything they made is garbage.
+func TestEndedRequestKeepsNothing(t *testing.T) {
+	const n = 6
+	var made, freed atomic.Int32
+	track := func() *[]byte { // 1 MiB, reported when collected
+		b := make([]byte, 1<<20)
+		made.Add(1)
+		runtime.AddCleanup(&b, func(c *atomic.Int32) { c.Add(1) }, &freed)
+		return &b
+	}
+	var mu sync.Mutex
+	var held []func()
+	arrived := make(chan struct{}, 3*n)
+	// hold parks a request until all have arrived, so that each holds a
+	// slot of its own at the same time.
+	hold := func(r *Request, fn func()) {
+		mu.Lock()
+		held = append(held, fn)
+		mu.Unlock()
+		arrived <- struct{}{}
+	}
+	mux := NewMux()
+	mux.HandleFunc("GET /body", func(r *Request) Reply {
+		p := aio.NewPromise[Response](r.Loop())
+		hold(r, func() { p.Resolve(BytesResponse(200, *track())) })
+		return Later(p.Handle())
+	})
+	mux.HandleFunc("POST /reader", func(r *Request) Reply {
+		p := aio.NewPromise[Response](r.Loop())
+		big := track()
+		r.Body().OnData(func(_ []byte, end bool) {
+			if end && len(*big) > 0 {
+				hold(r, func() { p.Resolve(TextResponse(200, "read")) })
+			}
+		})
+		return Later(p.Handle())
+	})
+	mux.HandleFunc("GET /stream", func(r *Request) Reply {
+		s := r.Stream(200, nil)
+		big := track()
+		s.OnDrain(func() { _ = len(*big) })
+		hold(r, func() { _, _ = s.WriteString("streamed"); s.End() })
+		return s.Reply()
+	})
+	ts := startServer(t, mux, Config{Arenas: 64, MaxBodyBytes: 1 << 20})
+	var wg sync.WaitGroup
+	for i := range 3 * n {
+		wg.Add(1)
+		go func() {
+			defer wg.Done()
+			tr := &http.Transport{DisableKeepAlives: true} // a connection each, closed at the end
+			defer tr.CloseIdleConnections()
+			c := &http.Client{Transport: tr, Timeout: waitTimeout}
+			var resp *http.Response
+			var err error
+			switch i % 3 {
+			case 0:
+				resp, err = c.Get(ts.url + "/body")
+			case 1: // a body larger than the arena keeps: it streams to OnData
+				resp, err = c.Post(ts.url+"/reader", "text/plain", strings.NewReader(strings.Repeat("x", 256<<10)))
+			default:
+				resp, err = c.Get(ts.url + "/stream")
+			}
+			if assert.NoError(t, err) {
+				_, _ = io.Copy(io.Discard, resp.Body)
+				resp.Body.Close()
+				assert.Equal(t, 200, resp.StatusCode)
+			}
+		}()
+	}
+	for range 3 * n {
+		recvT(t, arrived)
+	}
+	require.NoError(t, ts.l.Post(func() {
+		for _, fn := range held {
+			fn()
+		}
+	}))
+	wg.Wait()
+	ts.atRest(t)
+	require.Equal(t, int32(3*n), made.Load())
+	eventually(t, func() bool { runtime.GC(); return freed.Load() == 3*n },
+		"what ended requests made is still reachable: %d of %d collected", freed.Load(), 3*n)
+}
