@@ -103,3 +103,59 @@ func TestEndedRequestKeepsNothing(t *testing.T) {
 	eventually(t, func() bool { runtime.GC(); return freed.Load() == 3*n },
 		"what ended requests made is still reachable: %d of %d collected", freed.Load(), 3*n)
 }
+
+// A request that streamed a large body (on either protocol) leaves its
+// slot with a small stream buffer at most: the large one goes to the
+// loop's pool, which the garbage collector empties, rather than stay with
+// the slot for good.
+func TestEndedStreamKeepsASmallBuffer(t *testing.T) {
+	const n = 6
+	var mu sync.Mutex
+	var held []func()
+	var reqs []*Request // their slots, looked at once they are free
+	arrived := make(chan struct{}, 2*n)
+	mux := NewMux()
+	mux.HandleFunc("GET /big", func(r *Request) Reply {
+		s := r.Stream(200, nil)
+		mu.Lock()
+		held = append(held, func() { _, _ = s.Write(make([]byte, 48<<10)); s.End() })
+		reqs = append(reqs, r)
+		mu.Unlock()
+		arrived <- struct{}{}
+		return s.Reply()
+	})
+	ts := startServer(t, mux, Config{Arenas: 64})
+	var wg sync.WaitGroup
+	for i := range 2 * n {
+		c := client(t)
+		if i%2 == 1 {
+			c = h2Client(t)
+		}
+		wg.Add(1)
+		go func() {
+			defer wg.Done()
+			resp, err := c.Get(ts.url + "/big")
+			if assert.NoError(t, err) {
+				b, _ := io.ReadAll(resp.Body)
+				resp.Body.Close()
+				assert.Len(t, b, 48<<10)
+			}
+		}()
+	}
+	for range 2 * n {
+		recvT(t, arrived)
+	}
+	ts.onLoop(t, func() { // all at once: each slot's buffer grows
+		for _, fn := range held {
+			fn()
+		}
+	})
+	wg.Wait()
+	ts.atRest(t)
+	ts.onLoop(t, func() {
+		for _, r := range reqs {
+			assert.True(t, r.released)
+			assert.LessOrEqual(t, cap(r.stream.pend), pendKeep, "slot %d", r.idx)
+		}
+	})
+}

@@ -965,6 +965,9 @@ func (h *h2conn) streamWrite(r *Request, p []byte) error {
 		return nil
 	}
 	if st.out == nil {
+		if s.pend == nil {
+			s.pend = h.ls.takePend()
+		}
 		st.out = s.pend[:0] // the Request's buffer, kept from stream to stream
 	} else if st.off > 0 {
 		st.out = st.out[:copy(st.out, st.out[st.off:])]

@@ -2,6 +2,7 @@ package httpd
 
 import (
 	"math"
+	"sync"
 	"sync/atomic"
 	"time"
 
@@ -32,6 +33,7 @@ type loopState struct {
 	tfields []h1.Field
 
 	h2free []*h2stream // closed HTTP/2 streams, for new ones (h2stream.go)
+	pends  sync.Pool   // stream buffers over pendKeep, of requests that ended (stream.go): *[]byte
 	// h2Streams is the HTTP/2 SETTINGS_MAX_CONCURRENT_STREAMS: h2MaxStreams,
 	// or Config.Arenas if fewer (more streams than arenas would only be
 	// refused). Immutable.
@@ -113,12 +115,7 @@ func (ls *loopState) acquire() *Request {
 // connection that has waited longest for one.
 func (ls *loopState) release(r *Request) {
 	ls.st.releases.Add(1)
-	// The stream buffer is kept for the next stream on this arena, but not
-	// one grown past what Full lets a writer queue: a handler that wrote on
-	// regardless would otherwise pin that much per arena for good.
-	if cap(r.stream.pend) > streamPendMax {
-		r.stream.pend = nil
-	}
+	r.stream.pend = ls.keepPend(r.stream.pend)
 	r.forget()
 	if err := ls.slab.Release(r.idx); err != nil {
 		panic("httpd: " + err.Error()) // one owner, one release: a second one is a bug

@@ -124,6 +124,40 @@ func (s *Stream) refuse(err error) {
 	}
 }
 
+// A stream's buffer (Stream.pend, and HTTP/2's h2stream.out, the same
+// bytes) grows up to streamPendMax with what the handler writes faster
+// than it goes out. A Request keeps a small one from stream to stream; a
+// larger one goes to a pool as its request ends, for the next stream that
+// needs one, rather than stay with its slab slot for good: the slots taken
+// at a peak of load would each keep 64 KiB more than their arena, long
+// after it (the garbage collector empties the pool of what stays unused).
+const pendKeep = 4 << 10
+
+// keepPend returns what a Request keeps of its stream buffer b as its
+// request ends: b, emptied, if it is small, else nothing (b goes to the
+// loop's pool, or to the garbage collector past streamPendMax: a handler
+// that wrote on regardless of Full made it). The bytes of b must all have
+// gone out. On the loop.
+func (ls *loopState) keepPend(b []byte) []byte {
+	switch c := cap(b); {
+	case c <= pendKeep:
+		return b[:0]
+	case c <= streamPendMax:
+		b = b[:0]
+		ls.pends.Put(&b)
+	}
+	return nil
+}
+
+// takePend returns a stream buffer from the loop's pool, or nil (append
+// makes one). On the loop.
+func (ls *loopState) takePend() []byte {
+	if p, ok := ls.pends.Get().(*[]byte); ok {
+		return *p
+	}
+	return nil
+}
+
 // errStatus is why a response whose status is not a final one is refused.
 var errStatus = errors.New("its status is not a final one (200 to 999)")
 
