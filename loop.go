@@ -199,7 +199,8 @@ type Stats struct {
 	Time LoopTime // where the loop's time went: busy by phase, and idle
 	// Running: how long the loop has been at work since its last clock
 	// reading, at the start of the iteration in progress or its wakeup in
-	// the poller; 0 while it sleeps there. It is the time Time has yet to
+	// the poller; 0 while it sleeps there or spins for work (Config.Spin),
+	// and once it has stopped. It is the time Time has yet to
 	// count: a loop stuck in a callback (or spinning through a long batch
 	// of them) shows here, while its busy time stands still until the
 	// callback returns. It falls back at every iteration, so it is a gauge

@@ -370,7 +370,7 @@ func (l *Loop) metrics(s *Stats) {
 		}
 		if since != 0 {
 			s.Time.Idle += max(0, now-time.Duration(since-1))
-		} else {
+		} else if !l.spinning.Load() && l.state.Load() != stateDead {
 			s.Running = max(0, l.clock()-l.Now()) // awake: at work since its last reading
 		}
 		return

@@ -310,3 +310,16 @@ func TestStatsPostedOnLoopWithinABatch(t *testing.T) {
 		assert.Equal(t, first+uint64(i), recv(t, got), "callback %d of the batch", i)
 	}
 }
+
+// Running is 0 for a loop that waits for work spinning (Config.Spin), and
+// for a loop that has stopped: neither is at work.
+func TestStatsRunningSpinningOrStopped(t *testing.T) {
+	l := startLoop(t, Config{Spin: time.Hour})
+	require.NoError(t, l.Post(func() {})) // work: the loop spins after it
+	eventually(t, func() bool { return l.spinning.Load() }, "the loop never spins")
+	require.Never(t, func() bool { return l.Stats().Running > 0 && l.spinning.Load() }, 50*time.Millisecond, time.Millisecond,
+		"a spinning loop is not at work")
+	_, err := wait(t, l.Stop())
+	require.NoError(t, err)
+	assert.Zero(t, l.Stats().Running, "a stopped loop")
+}

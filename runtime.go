@@ -17,9 +17,11 @@ type RuntimeConfig struct {
 // thread locked to its loop, with its poller. The Go runtime stops a
 // process that passes 10,000 threads (runtime/debug.SetMaxThreads) with a
 // fatal error, and a process with a P per loop (ReserveProcs) runs up to
-// one more thread per P; 4096 systems stay clear of it. (The slab's slots
-// are allocated up front too: math.MaxInt of them would ask for tens of
-// GiB at NewRuntime.)
+// one more thread per P: 4096 systems take about 8,200 at most, before
+// the threads of Work jobs blocked in system calls, one each, which a
+// process with that many loops must keep few or raise the limit for.
+// (The slab's slots are allocated up front too: math.MaxInt of them would
+// ask for tens of GiB at NewRuntime.)
 const MaxSystemsLimit = 1 << 12
 
 // Runtime owns a fixed number of system slots in a lock-free slab. Start takes
