@@ -26,6 +26,16 @@ const (
 	DefaultMaxPipeline   = 16
 )
 
+// Bounds of Config: a larger value is taken as the bound. Each loop makes
+// its Requests for all its arenas up front (about 1.3 KB each) and an
+// arena's block when the arena is first used, so a value past these would
+// ask for memory no machine has, at Serve or at the first request, where
+// the Go runtime stops the process rather than fail.
+const (
+	MaxArenas    = 1 << 16 // per loop: 65,536 requests in progress, some 85 MB of Requests
+	MaxArenaSize = 1 << 26 // 64 MiB
+)
+
 // Config holds a Server's limits. A zero field means its default.
 type Config struct {
 	// ArenaSize is the size of one request arena (the head, a buffered
@@ -42,7 +52,7 @@ type Config struct {
 	// server, not HeaderTimeout: for IdleTimeout at most, counted from the
 	// start of the wait, after which it closes unanswered. Arenas are held
 	// by bodies that arrive with their requests while the bodies arrive,
-	// which BodyTimeout bounds.
+	// which BodyTimeout bounds. At most MaxArenaSize and MaxArenas.
 	ArenaSize int
 	Arenas    int
 
@@ -180,7 +190,8 @@ func (c Config) withDefaults() Config {
 	def(&c.MaxURIBytes, DefaultMaxURIBytes)
 	def(&c.MaxFields, DefaultMaxFields)
 	def(&c.MaxPipeline, DefaultMaxPipeline)
-	c.ArenaSize = max(c.ArenaSize, 1024)
+	c.ArenaSize = min(max(c.ArenaSize, 1024), MaxArenaSize)
+	c.Arenas = min(c.Arenas, MaxArenas)
 	c.MaxHeadBytes = min(c.MaxHeadBytes, c.ArenaSize/2)
 	c.MaxURIBytes = min(c.MaxURIBytes, c.MaxHeadBytes)
 	if c.HeaderTimeout <= 0 {

@@ -4,6 +4,7 @@ import (
 	"bytes"
 	"context"
 	"io"
+	"math"
 	"net"
 	"net/http"
 	"net/http/httptrace"
@@ -321,4 +322,16 @@ func TestReplyHelpersHaveResponseTwins(t *testing.T) {
 			assert.Equal(t, "hi", string(got), path)
 		}
 	}
+}
+
+// Arenas and ArenaSize past their bounds are taken as the bounds: a loop
+// makes its Requests for every arena at Serve, and each arena's block at
+// its first request, so math.MaxInt would stop the process out of memory.
+func TestConfigBoundsArenas(t *testing.T) {
+	cfg := Config{Arenas: math.MaxInt, ArenaSize: math.MaxInt}.withDefaults()
+	assert.Equal(t, MaxArenas, cfg.Arenas)
+	assert.Equal(t, MaxArenaSize, cfg.ArenaSize)
+	cfg = Config{Arenas: MaxArenas, ArenaSize: MaxArenaSize}.withDefaults()
+	assert.Equal(t, MaxArenas, cfg.Arenas, "the bound itself is kept")
+	assert.Equal(t, MaxArenaSize, cfg.ArenaSize, "the bound itself is kept")
 }
