@@ -433,7 +433,8 @@ func (l *Loop) clock() time.Duration { return time.Since(l.base) }
 func (l *Loop) Name() string { return l.name }
 
 // Slot returns the index of the runtime slot the loop holds while it runs,
-// from 0 to RuntimeConfig.MaxSystems-1: loops of one runtime running at the
+// from 0 to the runtime's slot count less one (RuntimeConfig.MaxSystems, 16
+// if 0, at most MaxSystemsLimit): loops of one runtime running at the
 // same time have different slots, whatever their names, and a slot is given
 // to a later loop once this one has stopped. Any goroutine.
 func (l *Loop) Slot() int { return l.slot }

@@ -14,8 +14,10 @@ import (
 // empty). Every successful push or pop bumps the generation, so a head that was
 // popped and pushed back between another goroutine's load and its
 // compare-and-swap no longer compares equal: the ABA problem of a plain
-// pointer stack cannot happen (it would take 2^32 operations inside one CAS
-// window).
+// pointer stack needs the generation to wrap, 2^32 pushes and pops by others
+// while one goroutine stands between its load and its CAS (some two minutes
+// of nothing but Acquire and Release on a fast machine, while that goroutine
+// is not scheduled at all).
 //
 // Acquire, Release, InUse, Get and All are safe from any goroutine. The value
 // in a slot is owned by whoever acquired it until they release it.
@@ -32,7 +34,10 @@ type slabSlot[T any] struct {
 }
 
 // ErrSlabRelease is returned by Release for an index out of range or a slot
-// that is not in use (a double release).
+// that is not in use: a double release while the slot is free. A slot is
+// named by its index alone, so a second release by its former owner after
+// another has acquired it cannot be told from the new owner's, and frees
+// the slot under them: one owner, one release, is the caller's to keep.
 var ErrSlabRelease = errors.New("aio: slab release of a slot not in use")
 
 // maxSlabCapacity is the most slots a slab holds: a slot's index plus one must
