@@ -26,8 +26,21 @@ const MaxSystemsLimit = 1 << 12
 
 // Runtime owns a fixed number of system slots in a lock-free slab. Start takes
 // a slot, a stopped system gives it back; nothing else registers systems.
+// The zero Runtime is ready to use, as NewRuntime(RuntimeConfig{}) makes one.
 type Runtime struct {
-	slab *Slab[loopSlot]
+	once sync.Once       // makes the slab of a zero Runtime (slots)
+	slab *Slab[loopSlot] // made by NewRuntime, or once by slots; immutable after
+}
+
+// slots returns the runtime's slab, made on the first use of a zero Runtime
+// as NewRuntime would make it. Any goroutine.
+func (rt *Runtime) slots() *Slab[loopSlot] {
+	rt.once.Do(func() {
+		if rt.slab == nil {
+			rt.slab = NewRuntime(RuntimeConfig{}).slab
+		}
+	})
+	return rt.slab
 }
 
 // loopSlot is what the slab holds for a running system. The Loop itself is a
@@ -67,13 +80,13 @@ func startGoPoller() { time.AfterFunc(time.Hour, func() {}).Stop() }
 // OS thread. It returns ErrTooManySystems when every slot is taken, or the
 // poller's error (wrapped) when the kernel refuses one.
 func (rt *Runtime) Start(cfg Config) (*Loop, error) {
-	idx, slot, ok := rt.slab.Acquire()
+	idx, slot, ok := rt.slots().Acquire()
 	if !ok {
-		return nil, fmt.Errorf("%w: all %d slots in use", ErrTooManySystems, rt.slab.Cap())
+		return nil, fmt.Errorf("%w: all %d slots in use", ErrTooManySystems, rt.slots().Cap())
 	}
 	l, err := newLoop(rt, idx, cfg)
 	if err != nil {
-		_ = rt.slab.Release(idx)
+		_ = rt.slots().Release(idx)
 		return nil, err
 	}
 	slot.l.Store(l)
@@ -83,7 +96,7 @@ func (rt *Runtime) Start(cfg Config) (*Loop, error) {
 
 // Running returns the number of systems holding a slot: started, and not yet
 // through the teardown of Stop.
-func (rt *Runtime) Running() int { return rt.slab.InUse() }
+func (rt *Runtime) Running() int { return rt.slots().InUse() }
 
 // Loops returns the systems holding a slot now (started, and not yet through
 // the teardown of Stop), in slot order: for an exporter of their Stats, say.
@@ -91,7 +104,7 @@ func (rt *Runtime) Running() int { return rt.slab.InUse() }
 // goroutine.
 func (rt *Runtime) Loops() []*Loop {
 	var ls []*Loop
-	for _, s := range rt.slab.All() {
+	for _, s := range rt.slots().All() {
 		if l := s.l.Load(); l != nil { // nil while Start or finishStop is at it
 			ls = append(ls, l)
 		}

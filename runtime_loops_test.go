@@ -34,3 +34,17 @@ func TestRuntimeMaxSystemsLimit(t *testing.T) {
 	_, err = l.Stop().Wait(t.Context())
 	require.NoError(t, err)
 }
+
+// The zero Runtime is ready to use, with NewRuntime's default slots.
+func TestZeroRuntime(t *testing.T) {
+	var rt Runtime
+	require.Zero(t, rt.Running())
+	require.Empty(t, rt.Loops())
+	l, err := rt.Start(Config{Name: "zero"})
+	require.NoError(t, err)
+	require.Equal(t, []*Loop{l}, rt.Loops())
+	require.Equal(t, 1, rt.Running())
+	require.Equal(t, 16, rt.slots().Cap())
+	require.NoError(t, rt.Shutdown(t.Context()))
+	require.Zero(t, rt.Running())
+}
