@@ -64,13 +64,26 @@ func allSettled[T any](hs []*Handle[T], timed bool, d time.Duration) *Handle[[]O
 	for i, h := range hs {
 		n.links[i].init(h, n, &n.core, i)
 	}
-	if timed {
-		// Armed after the links are set (a Go timer may fire at once) and
-		// before the node is shared.
-		n.exp.arm(&n.core, n, d)
+	if !timed {
+		runInlineCall(n.loop, registerAll[T], &n.core, n.links)
+		return &n.Handle
 	}
-	runInlineCall(n.loop, registerAll[T], &n.core, n.links)
+	// Set after the links are (a Go timer may fire at once) and before the
+	// node is shared; the loop timer is armed after the inputs are looked
+	// at, in the same job (expiry.start).
+	n.exp.arm(&n.core, n, d)
+	if n.loop.OnLoop() {
+		n.register()
+	} else {
+		n.loop.post(n.register)
+	}
 	return &n.Handle
+}
+
+// register registers with the inputs, then arms the deadline. On the loop.
+func (n *settledNode[T]) register() {
+	registerAll(&n.core, n.links)
+	n.exp.start(&n.core)
 }
 
 func (n *settledNode[T]) onInput(i int) {

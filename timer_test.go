@@ -253,3 +253,38 @@ func TestHugeDelaysNeverFire(t *testing.T) {
 	require.Equal(t, int32(1), attempts.Load(), "the second attempt waits math.MaxInt64")
 	require.Equal(t, 1, l.Stats().TCPOpen, "a connection timed out")
 }
+
+// Within and AllSettledWithin of a handle that has ended end as it did,
+// whatever d, called from any goroutine: the deadline is armed after the
+// input is looked at, in the same job (two posts let the loop take them in
+// two batches, with the timers phase between them, or a dead loop's run
+// them in any order).
+func TestWithinOfAnEndedHandle(t *testing.T) {
+	rt := newRuntime(t, RuntimeConfig{})
+	l, other := startLoopOn(t, rt), startLoopOn(t, rt)
+	h := Pure(l, 1)
+	for i := 0; i < 100; i++ {
+		v, err := wait(t, Within(h, 0))
+		require.NoError(t, err, "off the loop, round %d", i)
+		require.Equal(t, 1, v)
+		outs, err := wait(t, AllSettledWithin(-time.Second, h))
+		require.NoError(t, err)
+		require.NoError(t, outs[0].Err, "off the loop, round %d", i)
+		var w *Handle[int]
+		onLoop(t, other, func() { w = Within(h, 0) })
+		v, err = wait(t, w)
+		require.NoError(t, err, "from another loop, round %d", i)
+		require.Equal(t, 1, v)
+	}
+	_, err := wait(t, l.Stop())
+	require.NoError(t, err)
+	for i := 0; i < 50; i++ { // its loop stopped: posts run on goroutines of their own
+		v, err := wait(t, Within(h, time.Hour))
+		require.NoError(t, err, "after Stop, round %d", i)
+		require.Equal(t, 1, v)
+		outs, err := wait(t, AllSettledWithin(time.Hour, h))
+		require.NoError(t, err, "after Stop, round %d", i)
+		require.Equal(t, 1, outs[0].Value)
+	}
+}
+

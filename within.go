@@ -29,13 +29,20 @@ func Within[T any](h *Handle[T], d time.Duration) *Handle[T] {
 	n.in.init(h, n, &n.core, 0)
 	n.exp.arm(&n.core, n, d)
 	// runInline, with the closure made only when it has to be posted (a
-	// method expression of a generic type allocates too).
+	// method expression of a generic type allocates too). One job: the
+	// timer is armed after the input is looked at (expiry.start).
 	if n.loop.OnLoop() {
-		n.in.registerLive(&n.core)
+		n.register()
 	} else {
-		n.loop.post(func() { n.in.registerLive(&n.core) })
+		n.loop.post(n.register)
 	}
 	return &n.Handle
+}
+
+// register registers with the input, then arms the deadline. On the loop.
+func (n *withinNode[T]) register() {
+	n.in.registerLive(&n.core)
+	n.exp.start(&n.core)
 }
 
 func (n *withinNode[T]) onInput(int) {
