@@ -115,6 +115,11 @@ func TestProducersRacingStopAllEnd(t *testing.T) {
 		"New":        func(l *Loop) *Handle[int] { return New(l, func(func(int), func(error)) {}) },
 		"NewPromise": func(l *Loop) *Handle[int] { return NewPromise[int](l).Handle() },
 		"Delay":      func(l *Loop) *Handle[int] { return Delay(l, time.Hour, func() (int, error) { return 0, nil }) },
+		// An attempt that fails where a dead loop's posts run armed its
+		// backoff in the dead loop's heap: Running for ever.
+		"Retry": func(l *Loop) *Handle[int] {
+			return Retry(l, 3, time.Hour, func() *Handle[int] { return Fail[int](l, errBoom) })
+		},
 	}
 	for name, mk := range makers {
 		t.Run(name, func(t *testing.T) { raceStop(t, 4, mk) })

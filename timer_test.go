@@ -288,3 +288,19 @@ func TestWithinOfAnEndedHandle(t *testing.T) {
 	}
 }
 
+// Cancelling a Retry waiting for its next attempt disarms its timer at
+// once: Stats.Timers drops in the same callback, as for Delay and Every.
+func TestRetryCancelDisarmsAtOnce(t *testing.T) {
+	l := startLoop(t)
+	var r *Handle[int]
+	onLoop(t, l, func() {
+		r = Retry(l, 5, time.Hour, func() *Handle[int] { return Fail[int](l, errBoom) })
+	})
+	onLoop(t, l, func() {
+		require.Equal(t, 1, l.Stats().Timers, "waiting for the second attempt")
+		r.Cancel()
+		assert.Equal(t, 0, l.Stats().Timers, "in the callback that cancelled it")
+	})
+	_, err := wait(t, r)
+	require.ErrorIs(t, err, ErrCancelled)
+}
