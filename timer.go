@@ -133,8 +133,9 @@ func (l *Loop) removeTimer(t *timer) {
 }
 
 // runTimers fires every timer whose deadline is not after the cached time, in
-// (deadline, creation) order. A timer armed by a callback for a deadline
-// already passed fires in this same phase, as in libuv.
+// (deadline, creation) order. A timer armed by a callback in this phase is due
+// from a reading taken after the cached time (deadline), so it waits for the
+// next iteration's timers phase, as libuv's do since 1.45.
 func (l *Loop) runTimers() {
 	now := l.Now()
 	for len(l.timers) > 0 {
@@ -312,7 +313,10 @@ func (n *everyNode) fire() {
 		return
 	}
 	next := later(n.t.when, n.period)
-	if now := n.loop.Now(); next <= now {
+	// A reading, not the cached time: a run that took longer than a period
+	// has put the loop behind by that much too, and the run it passed is
+	// skipped, not run late.
+	if now := n.loop.clock(); next <= now {
 		next = later(now, n.period-(now-n.t.when)%n.period)
 	}
 	n.t.when = next

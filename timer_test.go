@@ -288,6 +288,37 @@ func TestWithinOfAnEndedHandle(t *testing.T) {
 	}
 }
 
+// A run of Every that takes longer than a period puts the loop behind:
+// the run it passed is skipped, not run late, and the next is on the grid.
+func TestEverySkipsTheRunASlowOnePassed(t *testing.T) {
+	l := startLoop(t)
+	const p = 10 * time.Millisecond
+	var due []time.Duration // each run's deadline
+	var ran []time.Duration // and the clock when it ran
+	done := make(chan struct{})
+	var ev *Handle[struct{}]
+	onLoop(t, l, func() {
+		ev = Every(l, p, func() {
+			due = append(due, ev.core.prod.(*everyNode).t.when)
+			ran = append(ran, l.clock())
+			if len(due) == 2 {
+				time.Sleep(3*p + p/2) // a slow run
+			}
+			if len(due) == 4 {
+				ev.Cancel()
+				close(done)
+			}
+		})
+	})
+	recv(t, done)
+	_, _ = wait(t, ev)
+	onLoop(t, l, func() {
+		assert.Equal(t, due[1]+4*p, due[2], "the runs the slow one passed are skipped")
+		assert.Equal(t, due[2]+p, due[3])
+		assert.Less(t, ran[2]-due[2], p, "the run after the slow one is not a period late")
+	})
+}
+
 // Cancelling a Retry waiting for its next attempt disarms its timer at
 // once: Stats.Timers drops in the same callback, as for Delay and Every.
 func TestRetryCancelDisarmsAtOnce(t *testing.T) {
