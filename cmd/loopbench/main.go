@@ -9,11 +9,13 @@
 // Workloads (-workload takes a comma list; default all, in this order):
 //
 //	timers          1,000,000 one-shot timers, timer i due i/1000+1 ms after
-//	                creation starts (1000 per millisecond, spread over 1 s),
+//	                its creation (1000 per millisecond, spread over 1 s),
 //	                all created by one callback on the loop with aio.Delay; run
 //	                until every one fired. seconds = start of creation to the
-//	                last firing, so it has a floor of about 1 s. gostd:
-//	                time.AfterFunc with the same delays.
+//	                last firing: creation plus about 1 s. gostd:
+//	                time.AfterFunc with the same delays. (libuv counts every
+//	                delay from one cached time, so its creation hides under
+//	                the 1 s: compare its setup in the reference.)
 //	post            8 goroutines Post a callback that increments a counter on
 //	                the loop, for -duration (or -posts in all); the section
 //	                ends when the loop has run the last one. gostd: a

@@ -33,9 +33,12 @@ func runTimers(o options) ([]result, error) {
 	return append(rs, r), nil
 }
 
-// timersAIO creates every timer from one callback on the loop, so their
-// delays count from the same cached loop time, as uv_timer_start does: the
-// last deadline is about 1 s after creation started, whatever creation costs.
+// timersAIO creates every timer from one callback on the loop. Each delay
+// counts from a clock reading at its creation (aio's deadline, as
+// time.AfterFunc's), not from one cached loop time as uv_timer_start's:
+// the last deadline is about 1 s after the last timer was made, so seconds
+// is creation plus about 1 s, as for gostd, where libuv's creation hides
+// under its 1 s spread (compare the reference's setup).
 func timersAIO(o options) (result, error) {
 	rt, ls, err := startLoops(aio.Config{Name: "timers"})
 	if err != nil {
