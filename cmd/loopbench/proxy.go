@@ -27,6 +27,7 @@ package main
 
 import (
 	"bufio"
+	"bytes"
 	"errors"
 	"fmt"
 	"io"
@@ -91,7 +92,7 @@ func proxyPeer(in io.Reader, out io.Writer) int {
 	}
 	conns, size, d, limit := int(nums[0]), int(nums[1]), time.Duration(nums[2]), time.Duration(nums[3])
 	proxies := f[5:]
-	msg := make([]byte, size)
+	msg := patterned(size)
 	buf := make([]byte, size)
 	cs := make([]net.Conn, conns)
 	defer func() {
@@ -115,6 +116,9 @@ func proxyPeer(in io.Reader, out io.Writer) int {
 		}
 		if _, err := io.ReadFull(c, buf); err != nil {
 			return fail(err)
+		}
+		if !bytes.Equal(buf, msg) {
+			return fail(errBadEcho)
 		}
 	}
 	fmt.Fprintln(out, "ready")

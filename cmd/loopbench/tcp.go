@@ -43,6 +43,7 @@ package main
 //	              connection blocked in Read with a 4 KiB buffer.
 
 import (
+	"bytes"
 	"context"
 	"errors"
 	"fmt"
@@ -352,8 +353,8 @@ func (cl *poundClient) dialed() {
 	_ = c.OnClose(cl.onClosed)
 }
 
-func (cl *poundClient) read(c *aio.Conn, _ []byte) {
-	cl.echoed = true
+func (cl *poundClient) read(c *aio.Conn, b []byte) {
+	cl.echoed = bytes.HasPrefix(poundMsg, b) // the echo, or its first bytes: checked
 	c.Close()
 }
 
@@ -482,7 +483,7 @@ func tcpPoundGo(o options) (result, error) {
 				k, rerr := c.Read(buf[:])
 				inFlight[w].c.Store(nil)
 				c.Close()
-				if werr == nil && rerr == nil && k > 0 {
+				if werr == nil && rerr == nil && k > 0 && bytes.HasPrefix(poundMsg, buf[:k]) {
 					completed.Add(1)
 				} else {
 					failed.Add(1)
@@ -511,19 +512,35 @@ func runTCPEcho(o options) ([]result, error) {
 		workload string
 		lay      layout
 	}{{"tcp-echo", oneLoop}, {"tcp-echo-2loops", splitLoops}, {"tcp-echo-percore", perCore}} {
-		r, err := rallyAIO(o, v.workload, echoConns, make([]byte, echoMsg), v.lay)
+		r, err := rallyAIO(o, v.workload, echoConns, patterned(echoMsg), v.lay)
 		if err != nil {
 			return rs, fmt.Errorf("%s/aio: %w", v.workload, err)
 		}
 		r.Config = fmt.Sprintf("%s, %d conns, %d B msgs, %.0f MB/s", v.lay.describe(), echoConns, echoMsg, mbps(r))
 		rs = append(rs, r)
 	}
-	g, err := rallyGo(o, "tcp-echo", echoConns, make([]byte, echoMsg))
+	g, err := rallyGo(o, "tcp-echo", echoConns, patterned(echoMsg))
 	if err != nil {
 		return rs, fmt.Errorf("tcp-echo/gostd: %w", err)
 	}
 	g.Config = fmt.Sprintf("net: goroutine per conn + per client, %d conns, %d B msgs, %.0f MB/s", echoConns, echoMsg, mbps(g))
 	return append(rs, g), nil
+}
+
+// errBadEcho: an echo was not the bytes sent. Every workload that counts
+// echoes checks them, on both sides: a server (or a proxy) that answered
+// wrong bytes of the right length must fail its row, not get a ratio.
+var errBadEcho = errors.New("an echo differs from what was sent")
+
+// patterned returns a message of n bytes that are not all alike (a
+// period of 251, a prime, so that no power-of-two offset repeats it): an
+// echo made from a stale or shifted buffer differs from it.
+func patterned(n int) []byte {
+	b := make([]byte, n)
+	for i := range b {
+		b[i] = byte(i%251 + 1)
+	}
+	return b
 }
 
 // mbps is the echo throughput: message bytes that came back per second.
@@ -571,10 +588,20 @@ func rallyAIO(o options, workload string, conns int, msg []byte, lay layout) (re
 			for _, c := range s.cs {
 				got := 0 // this connection's bytes of the current echo, on its loop
 				err := c.OnRead(func(c *aio.Conn, b []byte) {
-					if got += len(b); got < len(msg) || s.done {
+					if s.done {
 						return
 					}
-					got -= len(msg)
+					// One message is in flight: what comes is the rest of
+					// its echo, checked byte for byte.
+					if got+len(b) > len(msg) || !bytes.Equal(b, msg[got:got+len(b)]) {
+						s.done = true
+						s.f.finish(errBadEcho)
+						return
+					}
+					if got += len(b); got < len(msg) {
+						return
+					}
+					got = 0
 					s.echoes++
 					if s.echoes&15 == 0 && time.Since(start) >= o.Duration {
 						s.done = true
@@ -659,6 +686,10 @@ func netRally(cs []net.Conn, msg []byte, start time.Time, d time.Duration) (int6
 				}
 				if _, err := io.ReadFull(c, buf); err != nil {
 					errs <- err
+					return
+				}
+				if !bytes.Equal(buf, msg) {
+					errs <- errBadEcho
 					return
 				}
 				if echoes.Add(1)&15 == 0 && time.Since(start) >= d {

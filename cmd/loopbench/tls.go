@@ -1,6 +1,7 @@
 package main
 
 import (
+	"bytes"
 	"crypto/tls"
 	"fmt"
 	"io"
@@ -73,8 +74,13 @@ func tlsClient(spec string) int {
 		if _, err := c.Write(msg); err != nil {
 			return err
 		}
-		_, err := io.ReadFull(c, buf[:len(msg)])
-		return err
+		if _, err := io.ReadFull(c, buf[:len(msg)]); err != nil {
+			return err
+		}
+		if !bytes.Equal(buf[:len(msg)], msg) {
+			return errBadEcho
+		}
+		return nil
 	}
 	switch mode {
 	case "idle":
@@ -122,7 +128,7 @@ func tlsClient(spec string) int {
 				return
 			}
 			var mine []time.Duration
-			msg, buf := make([]byte, tlsEchoMsg), make([]byte, tlsEchoMsg)
+			msg, buf := patterned(tlsEchoMsg), make([]byte, tlsEchoMsg)
 			var c *tls.Conn
 			for time.Since(start) < d {
 				t0 := time.Now()
