@@ -26,6 +26,7 @@ import (
 	"time"
 
 	"github.com/valkyria/aio"
+	"github.com/valkyria/aio/examples/internal/portcheck"
 )
 
 func main() {
@@ -33,8 +34,13 @@ func main() {
 	loops := flag.Int("loops", runtime.NumCPU(), "loops (one listener each, SO_REUSEPORT)")
 	grace := flag.Duration("grace", 5*time.Second, "how long open connections may take to finish after a signal")
 	flag.Parse()
-	if *loops < 1 || *loops > aio.MaxSystemsLimit {
+	switch {
+	case flag.NArg() > 0:
+		log.Fatalf("echo: unexpected arguments %q", flag.Args())
+	case *loops < 1 || *loops > aio.MaxSystemsLimit:
 		log.Fatalf("echo: -loops %d: need 1 to %d loops", *loops, aio.MaxSystemsLimit)
+	case *grace < 0:
+		log.Fatalf("echo: -grace %v: must not be negative", *grace)
 	}
 
 	ctx, stop := signal.NotifyContext(context.Background(), os.Interrupt, syscall.SIGTERM)
@@ -70,6 +76,9 @@ type server struct {
 func start(rt *aio.Runtime, addr string, loops int) (*server, error) {
 	if loops < 1 {
 		return nil, errors.New("echo: need at least one loop")
+	}
+	if err := portcheck.Free(addr); err != nil {
+		return nil, err // another server has the port: SO_REUSEPORT would share it in silence
 	}
 	srv := &server{addr: addr}
 	for i := 0; i < loops; i++ {

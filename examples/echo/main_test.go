@@ -10,6 +10,7 @@ import (
 
 	"github.com/stretchr/testify/require"
 	"github.com/valkyria/aio"
+	"github.com/valkyria/aio/examples/internal/blackbox"
 	"go.uber.org/goleak"
 )
 
@@ -180,4 +181,26 @@ func TestEchoBadAddress(t *testing.T) {
 	require.Zero(t, rt.Running())
 	_, err = start(rt, "127.0.0.1:0", 0)
 	require.Error(t, err)
+}
+
+// Bad flags, and a port another server has (SO_REUSEPORT would share it
+// in silence), are a clear error and a nonzero status before anything
+// listens.
+func TestRefusesToStart(t *testing.T) {
+	bin := blackbox.Build(t)
+	for _, args := range [][]string{
+		{"-addr", "127.0.0.1:0", "-loops", "0"},
+		{"-addr", "127.0.0.1:0", "-loops", "4097"},
+		{"-addr", "127.0.0.1:0", "-grace", "-1s"},
+		{"-addr", "127.0.0.1:0", "stray"},
+	} {
+		code, stderr := blackbox.Refused(t, bin, 0, args...)
+		require.NotZero(t, code, "%v", args)
+		require.NotEmpty(t, stderr, "%v", args)
+	}
+	rt := aio.NewRuntime(aio.RuntimeConfig{})
+	srv := startServer(t, rt, 1)
+	code, stderr := blackbox.Refused(t, bin, 0, "-addr", srv.addr, "-loops", "2")
+	require.NotZero(t, code)
+	require.Contains(t, stderr, "address already in use")
 }

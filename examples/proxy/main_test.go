@@ -369,4 +369,10 @@ func testBadFlags(t *testing.T, bin string) {
 	code, stderr := blackbox.Refused(t, bin, 64, "-listen", "127.0.0.1:0", "-upstream", "127.0.0.1:1", "-loops", "20")
 	require.NotZero(t, code)
 	require.Contains(t, stderr, "too many open files")
+	// A second proxy on a port the first has: refused, not a silent share
+	// of its connections (SO_REUSEPORT).
+	first := blackbox.Start(t, bin, "-listen", "127.0.0.1:0", "-upstream", "127.0.0.1:1", "-loops", "2")
+	code, stderr = blackbox.Refused(t, bin, 0, "-listen", first.Addr, "-upstream", "127.0.0.1:1", "-loops", "2")
+	require.NotZero(t, code)
+	require.Contains(t, stderr, "address already in use")
 }

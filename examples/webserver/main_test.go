@@ -574,6 +574,12 @@ func testBadFlags(t *testing.T, bin string) {
 	code, stderr := blackbox.Refused(t, bin, 64, "-addr", "127.0.0.1:0", "-loops", "20")
 	assert.NotZero(t, code)
 	assert.Contains(t, stderr, "too many open files")
+	// A second server on a port the first has: refused, not a silent share
+	// of its connections (SO_REUSEPORT).
+	first := run(t, bin, "-loops", "2")
+	code, stderr = blackbox.Refused(t, bin, 0, "-addr", strings.TrimPrefix(first.url, "http://"), "-loops", "2")
+	assert.NotZero(t, code)
+	assert.Contains(t, stderr, "address already in use")
 }
 
 // The routes answer over HTTP/2 by prior knowledge on the same port
