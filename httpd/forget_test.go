@@ -159,3 +159,49 @@ func TestEndedStreamKeepsASmallBuffer(t *testing.T) {
 		}
 	})
 }
+
+// A Stream kept past its request's end (a timer the handler did not adopt
+// into the request's Scope) is closed, also once its Request's slot serves
+// another request: its bytes must never reach that request's client.
+func TestStaleStreamWritesNowhere(t *testing.T) {
+	var stale *Stream
+	second := make(chan *Stream, 1)
+	mux := NewMux()
+	mux.HandleFunc("GET /first", func(r *Request) Reply {
+		stale = r.Stream(200, nil)
+		_, _ = stale.WriteString("first")
+		stale.End()
+		return stale.Reply()
+	})
+	mux.HandleFunc("GET /second", func(r *Request) Reply {
+		s := r.Stream(200, nil)
+		second <- s
+		return s.Reply()
+	})
+	ts := startServer(t, mux, Config{Arenas: 1}) // one slot: the second request takes the first's
+	code, body := get(t, client(t), ts.url+"/first")
+	require.Equal(t, 200, code)
+	require.Equal(t, "first", body)
+	ts.atRest(t)
+	done := make(chan string, 1)
+	go func() {
+		_, b := get(t, client(t), ts.url+"/second")
+		done <- b
+	}()
+	s := recvT(t, second)
+	ts.onLoop(t, func() {
+		n, err := stale.WriteString("stale")
+		assert.ErrorIs(t, err, ErrStreamClosed)
+		assert.Zero(t, n)
+		assert.False(t, stale.Full())
+		stale.OnDrain(func() { t.Error("a stale stream's OnDrain ran") })
+		assert.ErrorIs(t, stale.SetTrailer(nil), ErrStreamClosed)
+		stale.End() // nothing: the second stream goes on
+		assert.Equal(t, aio.Completed, stale.Handle().Status(), "its own handle, ended")
+		_, err = s.WriteString("second")
+		assert.NoError(t, err)
+		s.End()
+	})
+	assert.Equal(t, "second", recvT(t, done))
+	ts.atRest(t)
+}

@@ -76,9 +76,9 @@ func (o *streamOut) start(status int, header []Field, first []byte, trailer []Fi
 		return
 	}
 	s := r.Stream(status, header)
-	s.closeConn = closeConn
+	r.stream.closeConn = closeConn
 	_ = s.SetTrailer(trailer) // checked by responseWriter.trailer
-	o.p = s.p
+	o.p = r.stream.p
 	aio.Adopt(r.Scope(), s.Handle()) // cancelled when the request ends, if not ended
 	s.OnDrain(o.drained)
 	startHead(r)
@@ -162,9 +162,9 @@ func (o *streamOut) put(c []byte) {
 	case !o.current():
 		err = ErrStreamClosed
 	case len(c) > 0:
-		_, err = r.stream.Write(c)
+		_, err = r.stream.handle.Write(c)
 	}
-	full := err == nil && r.stream.Full()
+	full := err == nil && r.stream.handle.Full()
 	o.mu.Lock()
 	o.full = o.full || full
 	if cap(c) > 0 && len(o.free) < 4 {
@@ -219,8 +219,8 @@ func (o *streamOut) end(ctx context.Context, trailer []Field) {
 	ended := make(chan struct{})
 	if o.l.Post(func() {
 		if o.current() {
-			_ = o.r.stream.SetTrailer(trailer) // checked by responseWriter.trailer
-			o.r.stream.End()
+			_ = o.r.stream.handle.SetTrailer(trailer) // checked by responseWriter.trailer
+			o.r.stream.handle.End()
 		}
 		close(ended)
 	}) != nil {

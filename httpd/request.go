@@ -35,7 +35,7 @@ type Request struct {
 	params route.Params
 	hdr    [2]Field // the Mux's own answers' fields
 	body   Body
-	stream Stream
+	stream streamState
 	dec    h1.ChunkedDecoder // a chunked body's
 	routed bool              // params hold a Mux match
 	// The Mux that routed the request at its head (Mux.match), and what
@@ -92,7 +92,7 @@ func (r *Request) start(eng engine, seq uint64) {
 	r.body = Body{r: r}
 	clear(r.trailer)
 	r.trailer = r.trailer[:0]
-	r.stream = Stream{r: r, pend: r.stream.pend[:0]}
+	r.stream = streamState{r: r, pend: r.stream.pend[:0]}
 }
 
 // forget drops what r's handler left in it, as its arena goes back: its
@@ -106,7 +106,7 @@ func (r *Request) forget() {
 	r.body.fn = nil
 	r.matchH = nil
 	s := &r.stream
-	s.onDrain, s.hdr, s.trailer, s.refused = nil, nil, nil, nil
+	s.handle, s.onDrain, s.hdr, s.trailer, s.refused = nil, nil, nil, nil, nil
 }
 
 // live reports whether r is still the request numbered seq: it has not

@@ -32,8 +32,23 @@ var ErrContentLength = errors.New("httpd: wrote more than the declared Content-L
 // cancelled, and with it the request's Scope (a timer feeding the stream
 // stops if it was adopted there), and Write returns ErrStreamClosed.
 //
+// A Stream kept past the end of its request (by a timer or a goroutine's
+// Post the handler did not adopt into Request.Scope) is closed: its Write
+// returns ErrStreamClosed and End does nothing, whatever request the
+// Request's slot serves by then.
+//
 // On the loop.
 type Stream struct {
+	r   *Request
+	seq uint64                // the request it was made for (Request.live)
+	h   *aio.Handle[Response] // its handle, which outlives the request
+}
+
+// streamState is a Request's streamed response, in its slab slot: what
+// the engines read and write. The handler holds a Stream, which finds it
+// only while its request lives. Owned by the loop.
+type streamState struct {
+	handle  *Stream // the handler's, made by Request.Stream
 	r       *Request
 	p       *aio.Promise[Response]
 	status  int
@@ -88,13 +103,14 @@ func (r *Request) Stream(status int, header []Field) *Stream {
 	s := &r.stream
 	if s.p != nil { // a second call: the first stream stays, as net/http keeps a first WriteHeader
 		r.ls.srv.logf("httpd: %s %s: Request.Stream called again: the first stream is kept", r.Method(), r.Target())
-		return s
+		return s.handle
 	}
 	if status == 0 {
 		status = 200
 	}
-	*s = Stream{r: r, p: aio.NewPromise[Response](r.ls.l), status: status, hdr: header, length: -1,
-		pend: s.pend[:0], headOnly: r.isHead || !hasContent(status)}
+	p := aio.NewPromise[Response](r.ls.l)
+	*s = streamState{handle: &Stream{r: r, seq: r.seq, h: p.Handle()}, r: r, p: p, status: status,
+		hdr: header, length: -1, pend: s.pend[:0], headOnly: r.isHead || !hasContent(status)}
 	if !finalStatus(status) {
 		s.refuse(errStatus)
 	}
@@ -112,12 +128,23 @@ func (r *Request) Stream(status int, header []Field) *Stream {
 			s.declared = true
 		}
 	}
-	return s
+	return s.handle
+}
+
+// state returns the stream's state in its request, or nil once the
+// request has ended: its Request went back to the slab, and may serve
+// another request by now. On the loop.
+func (s *Stream) state() *streamState {
+	s.r.checkLoop()
+	if !s.r.live(s.seq) {
+		return nil
+	}
+	return &s.r.stream
 }
 
 // refuse marks the stream's head as one that cannot be sent: its handle
 // fails with err, and the engine answers 500 in its place (handleEnded).
-func (s *Stream) refuse(err error) {
+func (s *streamState) refuse(err error) {
 	if s.refused == nil {
 		s.refused = err
 		s.p.Reject(err)
@@ -166,11 +193,11 @@ var errStatus = errors.New("its status is not a final one (200 to 999)")
 func finalStatus(status int) bool { return status >= 200 && status <= 999 }
 
 // Reply returns the Reply of the stream, for the handler to return.
-func (s *Stream) Reply() Reply { return Reply{h: s.p.Handle()} }
+func (s *Stream) Reply() Reply { return Reply{h: s.h} }
 
 // Handle returns the stream's handle: it completes when End has written
 // the end of the body, and is cancelled when the client goes away.
-func (s *Stream) Handle() *aio.Handle[Response] { return s.p.Handle() }
+func (s *Stream) Handle() *aio.Handle[Response] { return s.h }
 
 // Write sends p as the next bytes of the body (copied: p may be reused at
 // once) and returns len(p), or 0 and ErrStreamClosed after End or once
@@ -179,11 +206,11 @@ func (s *Stream) Handle() *aio.Handle[Response] { return s.p.Handle() }
 // content (204, 304). An error of the connection closes it, as the
 // client going away does. On the loop.
 func (s *Stream) Write(p []byte) (int, error) {
-	s.r.checkLoop()
-	if s.closed() {
+	st := s.state()
+	if st == nil || st.closed() {
 		return 0, ErrStreamClosed
 	}
-	if !hasContent(s.status) {
+	if !hasContent(st.status) {
 		return 0, http.ErrBodyNotAllowed
 	}
 	if len(p) == 0 {
@@ -203,21 +230,28 @@ func (s *Stream) WriteString(str string) (int, error) { return s.Write(strBytes(
 // responses before its own (pipelining). OnDrain tells when it is over.
 // On the loop.
 func (s *Stream) Full() bool {
-	s.r.checkLoop()
-	return !s.closed() && s.r.eng.streamFull(s.r)
+	st := s.state()
+	return st != nil && !st.closed() && s.r.eng.streamFull(s.r)
 }
 
 // OnDrain sets fn to run on the loop each time the stream stops being
 // Full.
 func (s *Stream) OnDrain(fn func()) {
-	s.r.checkLoop()
-	s.onDrain = fn
+	if st := s.state(); st != nil {
+		st.onDrain = fn
+	}
 }
 
 // End ends the body (the last chunk) and completes the stream's handle.
 // Idempotent; after the client went away it does nothing. On the loop.
 func (s *Stream) End() {
-	s.r.checkLoop()
+	if st := s.state(); st != nil {
+		st.end()
+	}
+}
+
+// end is End for the engine and the request. On the loop.
+func (s *streamState) end() {
 	if s.closed() {
 		return
 	}
@@ -236,13 +270,13 @@ func (r *Request) endHeadStream() {
 	seq := r.seq
 	_ = r.ls.l.Post(func() {
 		if r.live(seq) && !r.stream.closed() {
-			r.stream.End()
+			r.stream.end()
 		}
 	})
 }
 
 // closed reports whether the stream takes no more bytes: also one the
 // engine dropped (its promise let go: it was not the handler's reply).
-func (s *Stream) closed() bool {
+func (s *streamState) closed() bool {
 	return s.ended || s.r.gone || s.p == nil || s.p.Handle().Status().Terminal()
 }

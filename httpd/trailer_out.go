@@ -40,8 +40,8 @@ var ErrTrailerField = errors.New("httpd: field not allowed in a trailer")
 //
 // On the loop.
 func (s *Stream) SetTrailer(fields []Field) error {
-	s.r.checkLoop()
-	if s.closed() {
+	st := s.state()
+	if st == nil || st.closed() {
 		return ErrStreamClosed
 	}
 	for _, f := range fields {
@@ -49,7 +49,7 @@ func (s *Stream) SetTrailer(fields []Field) error {
 			return err
 		}
 	}
-	s.trailer = fields
+	st.trailer = fields
 	return nil
 }
 
@@ -69,11 +69,11 @@ func checkTrailerField(f Field) error {
 
 // trailed reports whether the stream's body must be able to carry a
 // trailer: it has one, or its header declares one.
-func (s *Stream) trailed() bool { return s.declared || len(s.trailer) > 0 }
+func (s *streamState) trailed() bool { return s.declared || len(s.trailer) > 0 }
 
 // endTrailer is the trailer to send after the body, once End was called:
 // none for a response that is not the stream's.
-func (s *Stream) endTrailer() []Field {
+func (s *streamState) endTrailer() []Field {
 	if s.p == nil || !s.ended {
 		return nil
 	}
@@ -82,7 +82,7 @@ func (s *Stream) endTrailer() []Field {
 
 // writeLastChunk writes the end of a chunked stream: the last chunk with
 // the stream's trailer.
-func (hc *h1conn) writeLastChunk(s *Stream) {
+func (hc *h1conn) writeLastChunk(s *streamState) {
 	trailer := s.endTrailer()
 	if len(trailer) == 0 {
 		_, _ = hc.c.WriteString("0\r\n\r\n")
