@@ -18,7 +18,11 @@ import (
 // views into the request's Arena, not copies: they are valid until the
 // request ends (its response is written and its handle, if any, has
 // finished), after which the Request and its arena serve another request.
-// Copy what must live longer (strings.Clone).
+// Copy what must live longer (strings.Clone). The same holds for the
+// Request and its Body themselves: work that may outlive the request
+// (a timer, a goroutine's Post) must not use them, and is best adopted
+// into Scope, which cancels it when the request ends. Scope, Context and a
+// Stream are safe late: they are closed, done and closed by then.
 //
 // A Request belongs to its loop: call its methods on the loop (in the
 // handler, in continuations of handles on that loop), except Context,
