@@ -245,12 +245,15 @@
 // its certificate, so a client that the server rejects (mutual TLS: no
 // certificate, or one it does not trust) sees its Dial succeed, and the
 // rejection, the server's alert, as its first read's error: the
-// connection closes with it (Conn.Closed fails with it, a NetConn view's
-// Read returns it), and errors.As finds a *net.OpError whose Op is
-// "remote error" and whose Err names the alert: with a crypto/tls
-// server, "tls: certificate required" (none sent) or "tls: unknown
-// certificate authority" (one it does not trust). This is TLS 1.3's, as
-// with crypto/tls alone; under TLS 1.2 the Dial fails with the alert.
+// connection closes with it (Conn.Closed fails with it, and errors.As
+// finds a *net.OpError whose Op is "remote error" and whose Err names the
+// alert: with a crypto/tls server, "tls: certificate required" (none
+// sent) or "tls: unknown certificate authority" (one it does not trust).
+// A NetConn view's Read returns it wrapped in the view's own
+// *net.OpError, Op "read", as its errors are: errors.As finds that one
+// first, and errors.Unwrap of it leads to the alert's, where tls.Conn's
+// Read returns the alert's itself. This is TLS 1.3's, as with crypto/tls
+// alone; under TLS 1.2 the Dial fails with the alert.
 //
 // # Errors
 //

@@ -97,6 +97,12 @@ var netViews sync.Map // *Conn → *netConn
 // use the Conn's callbacks there. (On another loop they would block it:
 // don't.)
 //
+// The view of a TLS connection is a net.Conn, not a *tls.Conn: code that
+// asks for the latter sees plain bytes. net/http's Transport given one by
+// DialTLSContext leaves Response.TLS nil and cannot see that ALPN chose
+// h2, so a Dialer.TLS for it must not offer "h2" (it would speak HTTP/1.1
+// on an HTTP/2 connection); Conn.TLS has the handshake's state.
+//
 // The view is for compatibility, not speed: every hand-off between the
 // loop and a goroutine crosses threads, so a small request and its reply
 // cost four thread wakeups (a round trip of about 100 µs where two package
