@@ -170,8 +170,9 @@ func (ls *loopState) keepPend(b []byte) []byte {
 	case c <= pendKeep:
 		return b[:0]
 	case c <= streamPendMax:
-		b = b[:0]
-		ls.pends.Put(&b)
+		p := new([]byte) // here only: &b would move b to the heap on every call
+		*p = b[:0]
+		ls.pends.Put(p)
 	}
 	return nil
 }
