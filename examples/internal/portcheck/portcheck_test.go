@@ -2,6 +2,8 @@ package portcheck
 
 import (
 	"context"
+	"net"
+	"strconv"
 	"testing"
 	"time"
 
@@ -32,4 +34,21 @@ func TestFree(t *testing.T) {
 	_, err = ln.Close().Wait(t.Context())
 	require.NoError(t, err)
 	require.NoError(t, Free(addr), "free again once closed")
+}
+
+// Free checks what aio.Listen binds: 0.0.0.0 for an empty host, not the
+// dual-stack socket package net would make, so a port an IPv6 listener
+// alone holds is free for it; and no lookup for a host name aio refuses.
+func TestFreeChecksWhatAioBinds(t *testing.T) {
+	v6, err := net.Listen("tcp6", "[::1]:0")
+	if err != nil {
+		t.Skipf("no IPv6 loopback here: %v", err) // the IPv4 cases still run below
+	}
+	defer v6.Close()
+	port := strconv.Itoa(v6.Addr().(*net.TCPAddr).Port)
+	require.NoError(t, Free(":"+port), "only [::1] holds it")
+	require.NoError(t, Free("0.0.0.0:"+port), "only [::1] holds it")
+	require.ErrorContains(t, Free("[::1]:"+port), "address already in use")
+	require.NoError(t, Free("nowhere.invalid:"+port), "aio.Listen refuses the name: no lookup here")
+	require.NoError(t, Free("127.0.0.1:http"), "aio.Listen refuses the service name")
 }
