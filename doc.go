@@ -250,10 +250,11 @@
 // alert: with a crypto/tls server, "tls: certificate required" (none
 // sent) or "tls: unknown certificate authority" (one it does not trust).
 // A NetConn view's Read returns it wrapped in the view's own
-// *net.OpError, Op "read", as its errors are: errors.As finds that one
-// first, and errors.Unwrap of it leads to the alert's, where tls.Conn's
-// Read returns the alert's itself. This is TLS 1.3's, as with crypto/tls
-// alone; under TLS 1.2 the Dial fails with the alert.
+// *net.OpError, Op "read", as its errors are: errors.As for a
+// *net.OpError finds that one first, where on a tls.Conn's Read error it
+// finds the alert's; errors.Is and the text still show the alert. This is
+// TLS 1.3's, as with crypto/tls alone; under TLS 1.2 the Dial fails with
+// the alert.
 //
 // # Errors
 //

@@ -16,10 +16,11 @@ type AdoptTLSConfig struct {
 	// TLS is the connection's TLS configuration; nil is an error. Share
 	// one Config across connections so that sessions resume; do not
 	// change it once passed. A client's ServerName, when empty, is the
-	// peer's IP address (with InsecureSkipVerify too: it is also the SNI,
-	// and the key its sessions are cached under, where tls.Client keys
-	// them by the address with its port), and renegotiation stays off, as
-	// for Dialer.TLS.
+	// peer's IP address, with InsecureSkipVerify too: it is not sent as
+	// SNI (crypto/tls sends no IP address there), but verifies the
+	// certificate and keys the cached sessions (tls.Client keys them by
+	// the address with its port). Renegotiation stays off, as for
+	// Dialer.TLS.
 	TLS *tls.Config
 	// Server makes this end the TLS server; false makes it the client.
 	// Both occur, and the socket cannot tell which: an adopted
