@@ -142,13 +142,14 @@ func tlsClient(spec string) int {
 					}
 				} else {
 					if c == nil {
-						if c, err = dial(); err != nil {
-							break
+						if c, err = dial(); err == nil {
+							defer c.Close()
+							t0 = time.Now()
 						}
-						defer c.Close()
-						t0 = time.Now()
 					}
-					err = roundTrip(c, msg, buf)
+					if err == nil {
+						err = roundTrip(c, msg, buf)
+					}
 				}
 				if err != nil {
 					firstErr.CompareAndSwap(nil, &err)
