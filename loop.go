@@ -115,13 +115,12 @@ type Loop struct {
 	pollFailed bool    // the poller returned an error once (reported once)
 
 	// The posted batch runBatch is running, and its guard (see
-	// recoverBatch): its size, for Stats.Posted once it is done, and the
-	// callbacks of it still to start; inCall is true while one of them
-	// runs, so that the guard recovers their panics and no other (an
-	// internal panic stays fatal); resume says a callback's panic cut
-	// the batch short, to be picked up after it.
-	postRun, postLeft int
-	inCall, resume    bool
+	// recoverBatch): the callbacks of it still to start; inCall is true
+	// while one of them runs, so that the guard recovers their panics and
+	// no other (an internal panic stays fatal); resume says a callback's
+	// panic cut the batch short, to be picked up after it.
+	postLeft       int
+	inCall, resume bool
 
 	m loopMetrics // iterations, posted callbacks, time by phase, lag (loop_metrics.go)
 
@@ -582,8 +581,7 @@ func (l *Loop) runBatch() {
 		// loop appends to ready, or starts it over once this batch's
 		// last callback is the one running (enqueueOnLoop), and
 		// neither may run in this batch.
-		l.postRun = min(len(l.ready)-l.readyPos, l.cfg.PostBatch)
-		l.postLeft = l.postRun
+		l.postLeft = min(len(l.ready)-l.readyPos, l.cfg.PostBatch)
 	}
 	for l.postLeft > 0 {
 		fn := l.ready[l.readyPos]
