@@ -33,35 +33,19 @@ func (e *expiry) arm(c *core, owner timerOwner, d time.Duration) {
 		e.gt.Reset(max(d, 0))
 		return
 	}
-	e.t.owner, e.t.index, e.t.when = owner, -1, c.loop.deadline(d)
-	c.state.CompareAndSwap(uint32(Pending), uint32(Running))
+	c.setTimer(&e.t, owner, d)
 }
 
 // start arms the loop timer of arm, after the owner has registered with its
 // inputs, in the same job: an input that had ended has ended the owner, or
 // queued the job that ends it, and its deadline, even one passed already
-// (d <= 0), cannot win (the timers phase comes after the jobs). Not if the
-// owner has ended. If the loop is dead (the job raced with Stop, or came
-// after it), nobody would fire the timer: the owner is cancelled, after the
-// jobs its registration queued, unless they ended it. On c's loop, or where
-// a dead loop's posts run.
+// (d <= 0), cannot win (the timers phase comes after the jobs). On c's
+// loop, or where a dead loop's posts run (addTimerFor).
 func (e *expiry) start(c *core) {
-	switch {
-	case e.gt != nil || c.endedOrEnding():
-	case c.loop.state.Load() == stateDead:
-		c.loop.runLater(func() {
-			if !c.endedOrEnding() {
-				c.cancel()
-			}
-		})
-	default:
-		c.loop.addTimer(&e.t)
+	if e.gt == nil {
+		c.loop.addTimerFor(c, &e.t)
 	}
 }
-
-// endedOrEnding reports whether c has finished or reached its terminal
-// state (its finish may still be queued). On c's loop.
-func (c *core) endedOrEnding() bool { return c.finished || statusOf(c.state.Load()).Terminal() }
 
 // holds reports whether e is a loop timer, armed: it holds its owner's
 // handle (see timerHeld). A Go timer does not: the detached pseudo-loop

@@ -81,15 +81,11 @@ func (n *retryNode[T]) onInput(idx int) {
 		n.settle(zero, in.err)
 		return
 	}
-	if n.loop.state.Load() == stateDead {
-		// The attempt ended where a dead loop's posts run (it raced with
-		// Stop): nobody would fire the timer.
-		n.cancel()
-		return
-	}
 	n.t.when = n.loop.deadline(n.backoff)   // from now, as every timer
 	n.backoff = later(n.backoff, n.backoff) // doubled, saturated
-	n.loop.addTimer(&n.t)
+	// The attempt may have ended where a dead loop's posts run (it raced
+	// with Stop): addTimerFor cancels the retry then.
+	n.loop.addTimerFor(&n.core, &n.t)
 }
 
 // disarm disarms the backoff's timer at once when the retry is cancelled

@@ -162,29 +162,50 @@ func (l *Loop) runTimers() {
 }
 
 // armTimer arms t, the timer of handle c, from any goroutine: directly on the
-// loop, else by a posted job that skips it if c ended on the way.
+// loop, else by a posted job (addTimerFor).
 func (l *Loop) armTimer(c *core, t *timer) {
 	if l.OnLoop() {
 		l.addTimer(t)
 		return
 	}
-	l.runLater(func() {
-		switch {
-		case c.finished || statusOf(c.state.Load()).Terminal():
-		case l.state.Load() == stateDead:
-			c.cancel() // raced with Stop: nobody would ever fire it
-		default:
-			l.addTimer(t)
-		}
-	})
+	l.runLater(func() { l.addTimerFor(c, t) })
 }
 
-// startTimer makes c a running handle driven by its own timer t, due d from
-// now (see deadline) and armed from any goroutine; cancelling c disarms t at
-// once (its producer is a disarmer).
-func (c *core) startTimer(t *timer, owner timerOwner, d time.Duration) {
+// addTimerFor arms t, the timer of handle c, where l runs its jobs: on the
+// loop, or where a dead loop's posts run. Not if c has ended (its finish
+// may still be queued). On a dead loop nobody would fire it (a job that
+// raced with Stop, or came after it): c is cancelled instead, after the
+// jobs queued before, which may end it (an input registered in the same
+// job that had ended).
+func (l *Loop) addTimerFor(c *core, t *timer) {
+	switch {
+	case c.endedOrEnding():
+	case l.state.Load() == stateDead:
+		l.runLater(func() {
+			if !c.endedOrEnding() {
+				c.cancel()
+			}
+		})
+	default:
+		l.addTimer(t)
+	}
+}
+
+// endedOrEnding reports whether c has finished or reached its terminal
+// state (its finish may still be queued). On c's loop.
+func (c *core) endedOrEnding() bool { return c.finished || statusOf(c.state.Load()).Terminal() }
+
+// setTimer makes c a running handle driven by its own timer t, due d from
+// now (see deadline), not armed yet.
+func (c *core) setTimer(t *timer, owner timerOwner, d time.Duration) {
 	t.owner, t.index, t.when = owner, -1, c.loop.deadline(d)
 	c.state.CompareAndSwap(uint32(Pending), uint32(Running))
+}
+
+// startTimer sets t (setTimer) and arms it from any goroutine; cancelling c
+// disarms t at once (its producer is a disarmer).
+func (c *core) startTimer(t *timer, owner timerOwner, d time.Duration) {
+	c.setTimer(t, owner, d)
 	c.loop.armTimer(c, t)
 }
 
