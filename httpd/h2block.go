@@ -162,12 +162,25 @@ func (b *h2block) notePseudo(hf hpack.HeaderField) {
 	}
 }
 
+// connectionField reports whether lower, a lowercase field name, is one
+// of a connection's, which an HTTP/2 message may not carry (RFC 9113
+// §8.2.2) and an interim response neither (Request.Inform).
+func connectionField(lower string) bool {
+	switch lower {
+	case "connection", "proxy-connection", "keep-alive", "transfer-encoding", "upgrade":
+		return true
+	}
+	return false
+}
+
 // noteRegular checks a kept regular field as a request's (RFC 9113
 // §8.2.2, §8.6).
 func (b *h2block) noteRegular(hf hpack.HeaderField) {
-	switch hf.Name {
-	case "connection", "proxy-connection", "keep-alive", "transfer-encoding", "upgrade":
+	if connectionField(hf.Name) {
 		b.reqBad = true
+		return
+	}
+	switch hf.Name {
 	case "te":
 		if hf.Value != "trailers" {
 			b.reqBad = true

@@ -751,8 +751,7 @@ func (h *h2conn) writeHeaders(st *h2stream, status int, hdr []Field, clen int64,
 			return false
 		case name == "content-length" && (clen >= 0 || stream):
 			continue // checked (Request.length, Request.Stream): clen is its value
-		case name == "content-length", name == "date", name == "connection", name == "transfer-encoding",
-			name == "keep-alive", name == "proxy-connection", name == "upgrade":
+		case name == "content-length", name == "date", connectionField(name):
 			return false
 		}
 		h.field(name, f.Value)

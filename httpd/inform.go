@@ -4,6 +4,7 @@ import (
 	"errors"
 	"fmt"
 	"strconv"
+	"strings"
 
 	"github.com/valkyria/aio"
 	"github.com/valkyria/aio/httpd/internal/h1"
@@ -73,10 +74,8 @@ func checkInterimField(f Field) error {
 // interimOwned reports whether name is a field no interim response may
 // carry: one that frames a message, or one of its connection's.
 func interimOwned(name string) bool {
-	n := strBytes(name)
-	return h1.EqualFold(n, "Content-Length") || h1.EqualFold(n, "Transfer-Encoding") ||
-		h1.EqualFold(n, "Connection") || h1.EqualFold(n, "Keep-Alive") ||
-		h1.EqualFold(n, "Proxy-Connection") || h1.EqualFold(n, "Upgrade")
+	lower := strings.ToLower(name) // not a hot path: a copy only when name has capitals
+	return lower == "content-length" || connectionField(lower)
 }
 
 // inform writes r's interim response if its turn has come (Request.Inform
