@@ -32,10 +32,10 @@ const streamPostMax = 64 << 10
 // streamOut is a FromHTTP stream, between the handler's goroutine and the
 // loop.
 type streamOut struct {
-	l   *aio.Loop              // immutable
-	r   *Request               // used on the loop only, while the request of seq lives
-	seq uint64                 // immutable
-	p   *aio.Promise[Response] // the Stream's promise, once begun; owned by the loop
+	l   *aio.Loop // immutable
+	r   *Request  // used on the loop only, while the request of seq lives
+	seq uint64    // immutable
+	s   *Stream   // the Stream, once begun; owned by the loop
 
 	mu     sync.Mutex
 	cond   sync.Cond
@@ -78,7 +78,7 @@ func (o *streamOut) start(status int, header []Field, first []byte, trailer []Fi
 	s := r.Stream(status, header)
 	r.stream.closeConn = closeConn
 	_ = s.SetTrailer(trailer) // checked by responseWriter.trailer
-	o.p = r.stream.p
+	o.s = s
 	aio.Adopt(r.Scope(), s.Handle()) // cancelled when the request ends, if not ended
 	s.OnDrain(o.drained)
 	startHead(r)
@@ -156,15 +156,14 @@ func (o *streamOut) write(b []byte) (int, error) {
 
 // put writes c to the stream. On the loop.
 func (o *streamOut) put(c []byte) {
-	r := o.r
 	var err error
 	switch {
 	case !o.current():
 		err = ErrStreamClosed
 	case len(c) > 0:
-		_, err = r.stream.handle.Write(c)
+		_, err = o.s.Write(c)
 	}
-	full := err == nil && r.stream.handle.Full()
+	full := err == nil && o.s.Full()
 	o.mu.Lock()
 	o.full = o.full || full
 	if cap(c) > 0 && len(o.free) < 4 {
@@ -174,11 +173,14 @@ func (o *streamOut) put(c []byte) {
 	o.done(len(c), err)
 }
 
-// current reports whether r still lives and its stream is the one start
-// began. On the loop.
+// current reports whether the stream start began is still its request's
+// (the request lives: Stream.state) and was not dropped. On the loop.
 func (o *streamOut) current() bool {
-	r := o.r
-	return r.live(o.seq) && r.stream.p != nil && r.stream.p == o.p
+	if o.s == nil {
+		return false
+	}
+	st := o.s.state()
+	return st != nil && st.p != nil
 }
 
 // done accounts for n posted bytes the loop is through with, and records
@@ -219,8 +221,8 @@ func (o *streamOut) end(ctx context.Context, trailer []Field) {
 	ended := make(chan struct{})
 	if o.l.Post(func() {
 		if o.current() {
-			_ = o.r.stream.handle.SetTrailer(trailer) // checked by responseWriter.trailer
-			o.r.stream.handle.End()
+			_ = o.s.SetTrailer(trailer) // checked by responseWriter.trailer
+			o.s.End()
 		}
 		close(ended)
 	}) != nil {
