@@ -421,8 +421,9 @@ func (l *Loop) onLoopThread() bool { return l.loopG.Load() == getg() }
 
 // Now returns the loop's cached monotonic time (libuv's uv_now): the time
 // since the loop started, read once per iteration before timers run, and, as
-// libuv does, again when the loop returns from a poll that waited. Meant for
-// the loop; elsewhere it returns the last cached value.
+// libuv does, again when the loop returns from a poll that waited or from a
+// spin (Config.Spin) that found I/O. Meant for the loop; elsewhere it returns
+// the last cached value.
 func (l *Loop) Now() time.Duration { return time.Duration(l.now.Load()) }
 
 // clock reads the monotonic clock relative to the loop's origin.
@@ -661,6 +662,7 @@ func (l *Loop) pollIO(timeout time.Duration) {
 		}
 		if busy && l.cfg.Spin > 0 {
 			if n, found := l.spin(timeout); n > 0 {
+				l.spinWoke()
 				l.dispatch(n)
 				return
 			} else if found {
@@ -801,6 +803,15 @@ func (l *Loop) spin(timeout time.Duration) (events int, found bool) {
 			}
 		}
 	}
+}
+
+// spinWoke ends a spin that found I/O as wake ends a sleep: with a new
+// reading cached as Now, which the I/O callbacks would otherwise see as old
+// as the spin (up to cfg.Spin), and which the next iteration starts from.
+func (l *Loop) spinWoke() {
+	l.cutNow()
+	l.now.Store(int64(l.m.mark))
+	l.m.cur = phaseWoke
 }
 
 // runClosing runs the callbacks queued for after I/O dispatch.

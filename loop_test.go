@@ -319,3 +319,29 @@ func TestSpinPicksUpIOWithoutSleeping(t *testing.T) {
 	// only when the goroutine running the test is slow to be scheduled.
 	require.Less(t, after-before, uint64(rounds/4), "the loop slept for most messages")
 }
+
+// Now is refreshed when a spin finds I/O, as after a poll that waited: a
+// spin can last up to Config.Spin, and the I/O callbacks it runs saw the
+// reading from before it, a Now as old as the spin.
+func TestSpinRefreshesNowForIO(t *testing.T) {
+	l := startLoop(t, Config{Spin: time.Hour})
+	stale := make(chan time.Duration, 1)
+	ln, err := Listen(l, "127.0.0.1:0", ListenConfig{}, func(c *Conn) {
+		_ = c.OnRead(func(c *Conn, p []byte) {
+			select {
+			case stale <- l.clock() - l.Now():
+			default:
+			}
+		})
+	})
+	require.NoError(t, err)
+	client := netDial(t, ln)
+	// The accept was work: the loop spins after it, with its Now cached
+	// before the spin, until the client's byte arrives.
+	require.Eventually(t, func() bool { return l.spinning.Load() }, 5*time.Second, time.Millisecond)
+	const age = 30 * time.Millisecond
+	require.Eventually(t, func() bool { return l.clock()-l.Now() > age }, 5*time.Second, time.Millisecond)
+	_, err = client.Write([]byte("x"))
+	require.NoError(t, err)
+	require.Less(t, recv(t, stale), age, "the I/O callback saw the Now from before the spin")
+}
