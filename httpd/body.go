@@ -25,8 +25,23 @@ import (
 // the server for nothing it did not ask for). On HTTP/2 the stream ends
 // and the connection goes on.
 //
+// A Body kept past the end of its request (by a timer or a goroutine's
+// Post the handler did not adopt into Request.Scope) is empty, as a Stream
+// is closed then: Bytes returns nil and false, Length 0, OnData, Pause and
+// Resume do nothing and CopyTo fails with ErrBodyRead, whatever request
+// the Request's slot serves by then. (The Request itself is not guarded so:
+// see Request.)
+//
 // On the loop.
 type Body struct {
+	r   *Request
+	seq uint64 // the request it was made for (Request.live)
+}
+
+// bodyState is a Request's body, in its slab slot: what the engines read
+// and write. The handler holds a Body, which finds it only while its
+// request lives. Owned by the loop.
+type bodyState struct {
 	r        *Request
 	length   int64  // Content-Length; -1 for chunked; 0 for none
 	buffered bool   // the whole body is data
@@ -37,10 +52,28 @@ type Body struct {
 	prefix   bool // data still to be delivered before the live bytes
 }
 
+// state returns the body's state in its request, or nil once the request
+// has ended: its Request went back to the slab, and may serve another
+// request by now. On the loop.
+func (b *Body) state() *bodyState {
+	b.r.checkLoop()
+	if !b.r.live(b.seq) {
+		return nil
+	}
+	return &b.r.body
+}
+
 // Bytes returns the whole body and true when it arrived with the request
 // (an empty body too), or nil and false when it streams (OnData). The
 // bytes are in the arena: valid until the request ends.
 func (b *Body) Bytes() ([]byte, bool) {
+	if s := b.state(); s != nil {
+		return s.bytes()
+	}
+	return nil, false
+}
+
+func (b *bodyState) bytes() ([]byte, bool) {
 	if b.buffered {
 		return b.data, true
 	}
@@ -49,7 +82,12 @@ func (b *Body) Bytes() ([]byte, bool) {
 
 // Length returns the body's Content-Length: 0 without a body, -1 for a
 // chunked body (whose length is unknown until its end).
-func (b *Body) Length() int64 { return b.length }
+func (b *Body) Length() int64 {
+	if s := b.state(); s != nil {
+		return s.length
+	}
+	return 0
+}
 
 // OnData sets the function that receives the body, on the loop, in
 // order: p is the next piece (valid only until fn returns: copy what you
@@ -58,7 +96,12 @@ func (b *Body) Length() int64 { return b.length }
 // starts the body's flow (and sends "100 Continue" to a client waiting for
 // it). A second call replaces fn.
 func (b *Body) OnData(fn func(p []byte, end bool)) {
-	b.r.checkLoop()
+	if s := b.state(); s != nil {
+		s.onData(fn)
+	}
+}
+
+func (b *bodyState) onData(fn func(p []byte, end bool)) {
 	if fn == nil || b.done {
 		return
 	}
@@ -95,13 +138,19 @@ func (b *Body) OnData(fn func(p []byte, end bool)) {
 // reading. For a handler that sends the body on somewhere slower. On the
 // loop.
 func (b *Body) Pause() {
-	b.r.checkLoop()
-	b.paused = true
+	if s := b.state(); s != nil {
+		s.paused = true
+	}
 }
 
 // Resume resumes the delivery that Pause stopped. On the loop.
 func (b *Body) Resume() {
-	b.r.checkLoop()
+	if s := b.state(); s != nil {
+		s.resume()
+	}
+}
+
+func (b *bodyState) resume() {
 	if !b.paused {
 		return
 	}
@@ -112,10 +161,10 @@ func (b *Body) Resume() {
 }
 
 // ready reports whether the body can take live bytes now.
-func (b *Body) ready() bool { return b.fn != nil && !b.paused && !b.prefix }
+func (b *bodyState) ready() bool { return b.fn != nil && !b.paused && !b.prefix }
 
 // deliver passes live body bytes to the handler.
-func (b *Body) deliver(p []byte, end bool) {
+func (b *bodyState) deliver(p []byte, end bool) {
 	if end {
 		b.done = true
 	}
@@ -123,7 +172,7 @@ func (b *Body) deliver(p []byte, end bool) {
 }
 
 // ErrBodyRead is what CopyTo fails with when the body already has a
-// reader (OnData, or an earlier CopyTo).
+// reader (OnData, or an earlier CopyTo), or its request has ended.
 var ErrBodyRead = errors.New("httpd: the body already has a reader")
 
 // CopyTo copies the body to w on the loop's Work pool (a file, a
@@ -133,7 +182,7 @@ var ErrBodyRead = errors.New("httpd: the body already has a reader")
 // connection does not read, so a slow w holds the client back instead of
 // filling memory. The handle fails with w's first error (the rest of the
 // body is then dropped as it arrives), or at once with ErrBodyRead when
-// OnData or CopyTo was called before.
+// OnData or CopyTo was called before or the request has ended.
 //
 // The handle is in the request's scope: a client that goes away, or a
 // request that ends while the copy runs, cancels it. A cancelled copy
@@ -149,8 +198,8 @@ var ErrBodyRead = errors.New("httpd: the body already has a reader")
 // On the loop.
 func (b *Body) CopyTo(w io.Writer) *aio.Handle[int64] {
 	r := b.r
-	r.checkLoop()
-	if b.fn != nil || b.done {
+	s := b.state()
+	if s == nil || s.fn != nil || s.done {
 		return aio.Fail[int64](r.ls.l, ErrBodyRead)
 	}
 	p := newBodyPipe(r, nil)

@@ -8,6 +8,7 @@ import (
 	"sync"
 	"sync/atomic"
 	"testing"
+	"time"
 
 	"github.com/stretchr/testify/assert"
 	"github.com/stretchr/testify/require"
@@ -203,5 +204,54 @@ func TestStaleStreamWritesNowhere(t *testing.T) {
 		s.End()
 	})
 	assert.Equal(t, "second", recvT(t, done))
+	ts.atRest(t)
+}
+
+// A Body kept past its request's end is empty, also once its Request's
+// slot serves another request: it must neither show that request's body
+// nor take its delivery away (OnData) or pause it, which left that request
+// waiting for a body that went to the stale reader.
+func TestStaleBodyReadsNothing(t *testing.T) {
+	var stale *Body
+	mux := NewMux()
+	mux.HandleFunc("POST /first", func(r *Request) Reply {
+		stale = r.Body()
+		return Text(200, "first")
+	})
+	mux.HandleFunc("POST /small", func(r *Request) Reply {
+		b, ok := stale.Bytes()
+		assert.False(t, ok, "a stale Body showed another request's body: %q", b)
+		assert.Zero(t, stale.Length())
+		_, err := stale.CopyTo(io.Discard).Result()
+		assert.ErrorIs(t, err, ErrBodyRead)
+		own, _ := r.Body().Bytes()
+		return Bytes(200, own)
+	})
+	mux.HandleFunc("POST /big", func(r *Request) Reply {
+		p := aio.NewPromise[Response](r.Loop())
+		var n int
+		r.Body().OnData(func(b []byte, end bool) {
+			n += len(b)
+			if end {
+				p.Resolve(TextResponse(200, itoa(n)))
+			}
+		})
+		stale.OnData(func([]byte, bool) { t.Error("a stale Body's OnData got another request's body") })
+		stale.Pause()
+		return Later(p.Handle())
+	})
+	ts := startServer(t, mux, Config{Arenas: 1, ArenaSize: 4096}) // one slot: each request takes the first's
+	c := client(t)
+	c.Timeout = 10 * time.Second
+	resp, body := post(t, c, ts.url+"/first", strings.NewReader("mine"))
+	require.Equal(t, 200, resp.StatusCode)
+	require.Equal(t, "first", string(body))
+	resp, body = post(t, c, ts.url+"/small", strings.NewReader("secret"))
+	require.Equal(t, 200, resp.StatusCode)
+	require.Equal(t, "secret", string(body))
+	big := strings.Repeat("x", 1<<16) // streams: over the 4 KiB arena
+	resp, body = post(t, c, ts.url+"/big", strings.NewReader(big))
+	require.Equal(t, 200, resp.StatusCode)
+	require.Equal(t, itoa(len(big)), string(body))
 	ts.atRest(t)
 }

@@ -188,7 +188,7 @@ func httpRequest(r *Request) (*http.Request, error) {
 			}
 		}
 	}
-	if b, ok := r.Body().Bytes(); ok {
+	if b, ok := r.body.bytes(); ok {
 		req.Body = io.NopCloser(bytes.NewReader(bytes.Clone(b)))
 		req.Trailer = trailerOf(r, req.Trailer)
 	} else {
@@ -269,7 +269,7 @@ func (p *bodyPipe) startLocked() {
 // (else the request's end has closed the pipe, or will).
 func (p *bodyPipe) start() {
 	if p.r.live(p.seq) {
-		p.r.Body().OnData(p.onData)
+		p.r.body.onData(p.onData)
 	}
 }
 
@@ -287,7 +287,7 @@ func (p *bodyPipe) onData(b []byte, end bool) {
 	p.end = p.end || end
 	if p.n > pipeHigh && !p.end && !p.paused {
 		p.paused = true
-		p.r.Body().Pause()
+		p.r.body.paused = true
 	}
 	p.cond.Broadcast()
 }
@@ -388,7 +388,7 @@ func (p *bodyPipe) WriteTo(w io.Writer) (int64, error) {
 // resume resumes the body on the loop, if its request still lives.
 func (p *bodyPipe) resume() {
 	if p.r.live(p.seq) {
-		p.r.Body().Resume()
+		p.r.body.resume()
 	}
 }
 

@@ -19,10 +19,10 @@ import (
 // request ends (its response is written and its handle, if any, has
 // finished), after which the Request and its arena serve another request.
 // Copy what must live longer (strings.Clone). The same holds for the
-// Request and its Body themselves: work that may outlive the request
-// (a timer, a goroutine's Post) must not use them, and is best adopted
-// into Scope, which cancels it when the request ends. Scope, Context and a
-// Stream are safe late: they are closed, done and closed by then.
+// Request itself: work that may outlive the request (a timer, a
+// goroutine's Post) must not use it, and is best adopted into Scope, which
+// cancels it when the request ends. Scope, Context, a Body and a Stream
+// are safe late: they are closed, done, empty and closed by then.
 //
 // A Request belongs to its loop: call its methods on the loop (in the
 // handler, in continuations of handles on that loop), except Context,
@@ -38,10 +38,12 @@ type Request struct {
 	head   h1.Head // every slice points into buf
 	params route.Params
 	hdr    [2]Field // the Mux's own answers' fields
-	body   Body
+	body   bodyState
 	stream streamState
-	dec    h1.ChunkedDecoder // a chunked body's
-	routed bool              // params hold a Mux match
+	// The Body handle Body made for request seq: reused within it.
+	bodyHandle *Body
+	dec        h1.ChunkedDecoder // a chunked body's
+	routed     bool              // params hold a Mux match
 	// The Mux that routed the request at its head (Mux.match), and what
 	// it found; matchH and matchKind mean nothing while matchedBy is nil.
 	matchedBy *Mux
@@ -93,7 +95,7 @@ func (r *Request) start(eng engine, seq uint64) {
 	r.refusal = 0
 	r.bodyLimit = r.ls.maxBody
 	r.ctx, r.ctxEnd, r.why = nil, nil, nil
-	r.body = Body{r: r}
+	r.body = bodyState{r: r}
 	clear(r.trailer)
 	r.trailer = r.trailer[:0]
 	r.stream = streamState{r: r, pend: r.stream.pend[:0]}
@@ -108,6 +110,7 @@ func (r *Request) start(eng engine, seq uint64) {
 func (r *Request) forget() {
 	r.resp = Response{}
 	r.body.fn = nil
+	r.bodyHandle = nil
 	r.matchH = nil
 	s := &r.stream
 	s.handle, s.onDrain, s.hdr, s.trailer, s.refused = nil, nil, nil, nil, nil
@@ -255,8 +258,17 @@ func (r *Request) Loop() *aio.Loop { return r.ls.l }
 // Arena returns the request's arena, for building the response.
 func (r *Request) Arena() *Arena { return &r.arena }
 
-// Body returns the request's body.
-func (r *Request) Body() *Body { return &r.body }
+// Body returns the request's body. Made at the first call of each request
+// (one allocation, for the requests that read their body), so that one kept
+// past the request does not reach the next (see Body).
+func (r *Request) Body() *Body {
+	if b := r.bodyHandle; b != nil && b.seq == r.seq {
+		return b
+	}
+	b := &Body{r: r, seq: r.seq}
+	r.bodyHandle = b
+	return b
+}
 
 // Scope returns the request's scope: handles adopted into it are cancelled
 // when the request ends, or when the client goes away before (a timer
