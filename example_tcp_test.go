@@ -127,9 +127,11 @@ func ExampleConn_OnClose() {
 }
 
 // A TCP proxy: each client is piped to a connection dialed to the upstream
-// (here an echo server) on the same loop. The dial is adopted by the
-// client's scope, so a client that goes away first cancels it; the pipe
-// passes the client's FIN on and ends when both sides have.
+// (here an echo server) on the same loop. The dial's continuation is
+// adopted by the client's scope, so a client that goes away first cancels
+// it and the dial under it, and the scope is busy until Pipe, which adopts
+// its own handle, holds it; the pipe passes the client's FIN on and ends
+// when both sides have.
 func ExamplePipe() {
 	rt, l := start()
 	defer stop(rt)
@@ -142,11 +144,12 @@ func ExamplePipe() {
 	}
 	piped := make(chan *aio.Handle[aio.Piped], 1)
 	proxy, err := aio.Listen(l, "127.0.0.1:0", aio.ListenConfig{}, func(client *aio.Conn) {
-		up := aio.Adopt(client.Scope(), aio.Dial(l, upstream.Addr().String(), aio.ConnConfig{}))
-		aio.Then(up, func(u *aio.Conn) (struct{}, error) {
+		up := aio.Dial(l, upstream.Addr().String(), aio.ConnConfig{})
+		joined := aio.Then(up, func(u *aio.Conn) (struct{}, error) {
 			piped <- aio.Pipe(client, u)
 			return struct{}{}, nil
 		})
+		aio.Adopt(client.Scope(), joined)
 	})
 	if err != nil {
 		panic(err)
