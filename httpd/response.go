@@ -93,9 +93,15 @@ func Respond(resp Response) Reply { return Reply{resp: resp} }
 
 // Later returns a Reply that sends the response h completes with, once it
 // does. h is adopted into the connection's scope: a client that goes away
-// cancels it (and, through it, its timers, Work and nested handles), and a
-// cancelled h sends nothing. A failed h sends 500. h may live on another
-// loop. A nil h is a 500.
+// cancels it (and, through it, its timers, Work and nested handles). A
+// failed h sends 500. h may live on another loop. A nil h is a 500.
+//
+// A cancelled h sends nothing, whoever cancelled it: on HTTP/1.1 the
+// connection closes (the responses queued after it could not be sent in
+// order), on HTTP/2 the stream is reset (CANCEL). So a deadline meant to
+// answer the client must fail h, not cancel it: aio.Within(h, d) fails
+// with aio.ErrTimeout, which a Catch turns into a 504; a context bound
+// with Bind, or Cancel, cancels.
 func Later(h *aio.Handle[Response]) Reply {
 	if h == nil {
 		return Reply{resp: errResponse(500)}
