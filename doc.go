@@ -9,7 +9,11 @@
 //	if err != nil {
 //		return err
 //	}
-//	defer rt.Shutdown(ctx) // drains connections until ctx ends, then stops the loops
+//	defer func() { // a context of its own: one that ended already would not wait
+//		sctx, cancel := context.WithTimeout(context.Background(), 5*time.Second)
+//		defer cancel()
+//		rt.Shutdown(sctx) // drains connections for up to 5 s, then stops the loops
+//	}()
 //
 //	tick := aio.Then(aio.Sleep(l, 10*time.Millisecond), func(struct{}) (string, error) {
 //		return "tick", nil
