@@ -45,7 +45,13 @@ func (c *Conn) OnRead(fn func(c *Conn, b []byte)) error {
 // writes the reply) have finished and the write queue is flushed, it sends
 // FIN and closes. A peer that is really gone (a reset, or a write that
 // fails) closes the connection at once and cancels that work; a protocol
-// in which a FIN means the client is gone says so with OnEOF(Close). Any
+// in which a FIN means the client is gone says so with OnEOF(Close).
+//
+// A connection reads, and so sees its peer's FIN, only once it has a reader
+// (OnRead, OnFrame) and while reading is not paused. A dialed connection
+// kept idle for reuse (a pool) keeps a reader (one that treats bytes it
+// did not ask for as an error) and OnEOF(Close), and watches Closed, so
+// that one its peer closed while it was idle is noticed, not reused. Any
 // goroutine; ErrNilFunc for nil.
 func (c *Conn) OnEOF(fn func(c *Conn)) error {
 	if fn == nil {
