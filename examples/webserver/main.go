@@ -160,10 +160,11 @@ func parseFlags(args []string, out io.Writer) (options, error) {
 		return o, fmt.Errorf("unexpected arguments: %q", fs.Args())
 	case o.loops < 1 || o.loops > aio.MaxSystemsLimit:
 		return o, fmt.Errorf("-loops %d: need 1 to %d loops", o.loops, aio.MaxSystemsLimit)
-	case o.arenas < 1:
-		return o, fmt.Errorf("-arenas %d: need at least one arena per loop", o.arenas)
-	case o.arenaSize < minArenaSize:
-		return o, fmt.Errorf("-arena-size %d: need at least %d bytes", o.arenaSize, minArenaSize)
+	case o.arenas < 1 || o.arenas > httpd.MaxArenas:
+		// httpd would cap a larger count silently, and the log say it.
+		return o, fmt.Errorf("-arenas %d: need 1 to %d arenas per loop", o.arenas, httpd.MaxArenas)
+	case o.arenaSize < minArenaSize || o.arenaSize > httpd.MaxArenaSize:
+		return o, fmt.Errorf("-arena-size %d: need %d to %d bytes", o.arenaSize, minArenaSize, httpd.MaxArenaSize)
 	case o.tlsSelfSigned && (o.tlsCert != "" || o.tlsKey != ""), (o.tlsCert == "") != (o.tlsKey == ""):
 		return o, errors.New("-tls-cert and -tls-key go together, and exclude -tls-self-signed")
 	case o.grace < 0, o.headerTimeout <= 0, o.bodyTimeout <= 0, o.idleTimeout <= 0, o.apiTimeout <= 0:

@@ -552,6 +552,8 @@ func testBadFlags(t *testing.T, bin string) {
 		{"-loops", "0"},
 		{"-arenas", "0"},
 		{"-arena-size", "100"},
+		{"-arenas", "99999999999"},        // past httpd.MaxArenas, which would cap it
+		{"-arena-size", "99999999999999"}, // past httpd.MaxArenaSize
 		{"-grace", "-1s"},
 		{"-api-timeout", "0s"},
 		{"-header-timeout", "-1s"},
