@@ -158,8 +158,11 @@ type Config struct {
 	// Listen configures the listeners (SO_REUSEPORT is always set). It is
 	// where TLS goes: Listen.TLS (aio.ListenConfig.TLS) makes every
 	// listener serve HTTPS with crypto/tls on the loops, the handshake
-	// bounded by Listen.HandshakeTimeout. ALPN then picks the engine:
-	// unless the tls.Config lists NextProtos itself, the server offers h2
+	// bounded by Listen.HandshakeTimeout, by default HeaderTimeout or
+	// aio.DefaultHandshakeTimeout, whichever is shorter (net/http bounds it
+	// by its ReadHeaderTimeout); the head's time starts after it. ALPN then
+	// picks the engine: unless the tls.Config lists NextProtos itself, the
+	// server offers h2
 	// and http/1.1 (from a clone: the caller's tls.Config is not changed,
 	// and may be shared), and a client that negotiates h2 is served
 	// HTTP/2, any other (http/1.1, or no ALPN) HTTP/1.1, whatever its
@@ -212,6 +215,11 @@ func (c Config) withDefaults() Config {
 	c.IdleTimeout = min(c.IdleTimeout, maxTimeout)
 	c.WriteTimeout = min(c.WriteTimeout, maxTimeout)
 	c.BodyTimeout = min(c.BodyTimeout, maxTimeout)
+	if c.Listen.HandshakeTimeout == 0 {
+		// The handshake is part of the time a client has to send its
+		// head, as net/http bounds it by its ReadHeaderTimeout.
+		c.Listen.HandshakeTimeout = min(c.HeaderTimeout, aio.DefaultHandshakeTimeout)
+	}
 	c.Listen.ReusePort = true
 	c.Listen.TLS = withALPN(c.Listen.TLS) // tls.go
 	if c.Listen.TLS != nil && c.Listen.NotTLS == nil {

@@ -5,6 +5,7 @@ import (
 	"crypto/tls"
 	"crypto/x509"
 	"io"
+	"net"
 	"net/http"
 	"strings"
 	"testing"
@@ -121,4 +122,30 @@ func TestTLSALPNDecidesTheProtocol(t *testing.T) {
 		assert.Equal(t, "HTTP/1.1", body)
 	})
 	ts.atRest(t)
+}
+
+// A client that opens a TLS connection and sends nothing is closed after
+// HeaderTimeout, not aio.DefaultHandshakeTimeout: as net/http bounds the
+// handshake by its ReadHeaderTimeout, the handshake is part of the time a
+// client has to send its head. A HandshakeTimeout set is kept.
+func TestTLSHandshakeWithinHeaderTimeout(t *testing.T) {
+	cert, _, err := selfsigned.Cert("localhost")
+	require.NoError(t, err)
+	cfg := Config{HeaderTimeout: 200 * time.Millisecond, Listen: aio.ListenConfig{TLS: &tls.Config{
+		Certificates: []tls.Certificate{cert},
+	}}}
+	ts := startServer(t, HandlerFunc(func(r *Request) Reply { return Text(200, "ok") }), cfg)
+	c, err := net.Dial("tcp", ts.addr)
+	require.NoError(t, err)
+	defer c.Close()
+	require.NoError(t, c.SetReadDeadline(time.Now().Add(aio.DefaultHandshakeTimeout/2)))
+	_, err = c.Read(make([]byte, 1))
+	require.ErrorIs(t, err, io.EOF, "the silent client was not closed within half the default handshake timeout")
+
+	set := Config{HeaderTimeout: time.Second, Listen: aio.ListenConfig{HandshakeTimeout: time.Minute}}.withDefaults()
+	assert.Equal(t, time.Minute, set.Listen.HandshakeTimeout)
+	none := Config{Listen: aio.ListenConfig{HandshakeTimeout: -1}}.withDefaults()
+	assert.Equal(t, time.Duration(-1), none.Listen.HandshakeTimeout)
+	long := Config{HeaderTimeout: time.Hour}.withDefaults()
+	assert.Equal(t, aio.DefaultHandshakeTimeout, long.Listen.HandshakeTimeout)
 }
