@@ -6,6 +6,7 @@ import (
 	"errors"
 	"io"
 	"net"
+	"sync/atomic"
 	"testing"
 	"time"
 
@@ -448,4 +449,27 @@ func TestH2BufferedBodyTimeouts(t *testing.T) {
 	after := ts.Stats()
 	assert.Equal(t, before.BadRequests+2, after.BadRequests)
 	assert.Equal(t, before.Requests+1, after.Requests, "only /health's handler started")
+}
+
+// A :path that HTTP/1.1 would refuse as a request-target (a bad
+// %-escape, a space, no leading slash, "*" without OPTIONS) gets 400 over
+// HTTP/2 too, not a handler that sees it; the connection goes on.
+func TestH2BadPathAs400(t *testing.T) {
+	var handled atomic.Int32
+	ts := startServer(t, HandlerFunc(func(r *Request) Reply {
+		handled.Add(1)
+		return Text(200, r.Path())
+	}), Config{})
+	c := dialH2(t, ts.addr)
+	id := uint32(1)
+	for _, path := range []string{"/users/%", "/users/%u2028", "/a b", "users", "*", "http://x/y"} {
+		c.get(id, path)
+		s, _ := c.response(id)
+		assert.Equal(t, "400", s, "%q", path)
+		id += 2
+	}
+	c.get(id, "/users/%E2%80%A8")
+	c.expect(id, "200", "/users/%E2%80%A8")
+	assert.Equal(t, int32(1), handled.Load())
+	ts.atRest(t)
 }

@@ -167,6 +167,9 @@ func (h *h2conn) onHeaders(f *h2block) {
 	case len(r.head.Target) > ls.cfg.MaxURIBytes:
 		h.refuseHead(st, 414)
 		return
+	case r.head.Form != h1.FormAuthority && h1.CheckPath(r.head.Method, r.head.Target) != 0:
+		h.refuseHead(st, 400) // as HTTP/1.1 refuses the same target
+		return
 	}
 	if limit := ls.cfg.MaxBodyBytes; limit > 0 && clen > limit {
 		h.refuseBody(st)
@@ -227,7 +230,7 @@ func (h *h2conn) overflow(st *h2stream) {
 
 // refuseHead answers a request whose head is over a limit with status,
 // before any handler: as on HTTP/1.1, 431 for the head, 414 for the
-// target. A body still to come is dropped, and reset (NO_ERROR) once the
+// target, 400 for a target HTTP/1.1 refuses (h1.CheckPath). A body still to come is dropped, and reset (NO_ERROR) once the
 // answer is out, as a refused body is (refuseBody).
 func (h *h2conn) refuseHead(st *h2stream, status int) {
 	h.ls.st.badRequests.Add(1)

@@ -68,6 +68,31 @@ func checkTarget(method, t []byte, off int) (target, Reason) {
 	return tg, tg.pathQuery(t, off, j)
 }
 
+// CheckPath checks an HTTP/2 :path (RFC 9113 §8.3.1) as checkTarget
+// checks an HTTP/1.1 request-target, in the forms HTTP/2 has for it: an
+// origin-form target, or "*" with OPTIONS. Its bytes are those a request
+// line carries (no control byte, no space) and its %-escapes are well
+// formed, so that the same target is taken or refused over both
+// protocols. It returns 0 when path is taken.
+func CheckPath(method, path []byte) Reason {
+	switch {
+	case len(path) == 1 && path[0] == '*':
+		if string(method) != "OPTIONS" {
+			return ReasonTargetForm
+		}
+		return 0
+	case len(path) == 0 || path[0] != '/':
+		return ReasonTargetForm
+	}
+	for _, c := range path {
+		if c <= ' ' || c == 0x7f {
+			return ReasonTarget
+		}
+	}
+	var tg target
+	return tg.pathQuery(path, 0, 0)
+}
+
 // pathQuery records the path, t[from:] up to the first '?', and the query
 // after it; the path's %-escapes must be well formed, as net/url wants.
 //
