@@ -30,7 +30,8 @@ import (
 // is closed then: Bytes returns nil and false, Length 0, OnData, Pause and
 // Resume do nothing and CopyTo fails with ErrBodyRead, whatever request
 // the Request's slot serves by then. (The Request itself is not guarded so:
-// see Request.)
+// see Request.) A Body is a small value that names its request: copies
+// are the same body, and the zero Body is empty.
 //
 // On the loop.
 type Body struct {
@@ -55,7 +56,10 @@ type bodyState struct {
 // state returns the body's state in its request, or nil once the request
 // has ended: its Request went back to the slab, and may serve another
 // request by now. On the loop.
-func (b *Body) state() *bodyState {
+func (b Body) state() *bodyState {
+	if b.r == nil {
+		return nil // the zero Body
+	}
 	b.r.checkLoop()
 	if !b.r.live(b.seq) {
 		return nil
@@ -66,7 +70,7 @@ func (b *Body) state() *bodyState {
 // Bytes returns the whole body and true when it arrived with the request
 // (an empty body too), or nil and false when it streams (OnData). The
 // bytes are in the arena: valid until the request ends.
-func (b *Body) Bytes() ([]byte, bool) {
+func (b Body) Bytes() ([]byte, bool) {
 	if s := b.state(); s != nil {
 		return s.bytes()
 	}
@@ -82,7 +86,7 @@ func (b *bodyState) bytes() ([]byte, bool) {
 
 // Length returns the body's Content-Length: 0 without a body, -1 for a
 // chunked body (whose length is unknown until its end).
-func (b *Body) Length() int64 {
+func (b Body) Length() int64 {
 	if s := b.state(); s != nil {
 		return s.length
 	}
@@ -95,7 +99,7 @@ func (b *Body) Length() int64 {
 // buffered body comes in one call. fn never runs inside OnData. Setting it
 // starts the body's flow (and sends "100 Continue" to a client waiting for
 // it). A second call replaces fn.
-func (b *Body) OnData(fn func(p []byte, end bool)) {
+func (b Body) OnData(fn func(p []byte, end bool)) {
 	if s := b.state(); s != nil {
 		s.onData(fn)
 	}
@@ -137,14 +141,14 @@ func (b *bodyState) onData(fn func(p []byte, end bool)) {
 // Pause stops the delivery of the body until Resume: the connection stops
 // reading. For a handler that sends the body on somewhere slower. On the
 // loop.
-func (b *Body) Pause() {
+func (b Body) Pause() {
 	if s := b.state(); s != nil {
 		s.paused = true
 	}
 }
 
 // Resume resumes the delivery that Pause stopped. On the loop.
-func (b *Body) Resume() {
+func (b Body) Resume() {
 	if s := b.state(); s != nil {
 		s.resume()
 	}
@@ -196,11 +200,15 @@ var ErrBodyRead = errors.New("httpd: the body already has a reader")
 // progress at once, as for FromHTTP's handlers.
 //
 // On the loop.
-func (b *Body) CopyTo(w io.Writer) *aio.Handle[int64] {
+func (b Body) CopyTo(w io.Writer) *aio.Handle[int64] {
 	r := b.r
 	s := b.state()
 	if s == nil || s.fn != nil || s.done {
-		return aio.Fail[int64](r.ls.l, ErrBodyRead)
+		var l *aio.Loop // the zero Body's handle has none
+		if r != nil {
+			l = r.ls.l
+		}
+		return aio.Fail[int64](l, ErrBodyRead)
 	}
 	p := newBodyPipe(r, nil)
 	p.started = true

@@ -212,7 +212,7 @@ func TestStaleStreamWritesNowhere(t *testing.T) {
 // nor take its delivery away (OnData) or pause it, which left that request
 // waiting for a body that went to the stale reader.
 func TestStaleBodyReadsNothing(t *testing.T) {
-	var stale *Body
+	var stale Body
 	mux := NewMux()
 	mux.HandleFunc("POST /first", func(r *Request) Reply {
 		stale = r.Body()

@@ -40,10 +40,8 @@ type Request struct {
 	hdr    [2]Field // the Mux's own answers' fields
 	body   bodyState
 	stream streamState
-	// The Body handle Body made for request seq: reused within it.
-	bodyHandle *Body
-	dec        h1.ChunkedDecoder // a chunked body's
-	routed     bool              // params hold a Mux match
+	dec    h1.ChunkedDecoder // a chunked body's
+	routed bool              // params hold a Mux match
 	// The Mux that routed the request at its head (Mux.match), and what
 	// it found; matchH and matchKind mean nothing while matchedBy is nil.
 	matchedBy *Mux
@@ -110,7 +108,6 @@ func (r *Request) start(eng engine, seq uint64) {
 func (r *Request) forget() {
 	r.resp = Response{}
 	r.body.fn = nil
-	r.bodyHandle = nil
 	r.matchH = nil
 	s := &r.stream
 	s.handle, s.onDrain, s.hdr, s.trailer, s.refused = nil, nil, nil, nil, nil
@@ -258,17 +255,9 @@ func (r *Request) Loop() *aio.Loop { return r.ls.l }
 // Arena returns the request's arena, for building the response.
 func (r *Request) Arena() *Arena { return &r.arena }
 
-// Body returns the request's body. Made at the first call of each request
-// (one allocation, for the requests that read their body), so that one kept
-// past the request does not reach the next (see Body).
-func (r *Request) Body() *Body {
-	if b := r.bodyHandle; b != nil && b.seq == r.seq {
-		return b
-	}
-	b := &Body{r: r, seq: r.seq}
-	r.bodyHandle = b
-	return b
-}
+// Body returns the request's body: a value naming this request, so that
+// one kept past it does not reach the next request in its slot (see Body).
+func (r *Request) Body() Body { return Body{r: r, seq: r.seq} }
 
 // Scope returns the request's scope: handles adopted into it are cancelled
 // when the request ends, or when the client goes away before (a timer
