@@ -4,6 +4,7 @@ import (
 	"context"
 	"io"
 	"net"
+	"sync"
 	"testing"
 	"time"
 
@@ -285,16 +286,21 @@ func TestShutdownDoesNotWaitForAConnDialedDuringIt(t *testing.T) {
 	l := startLoopOn(t, rt)
 	backend, err := net.Listen("tcp", "127.0.0.1:0")
 	require.NoError(t, err)
+	// Its connections are closed before the test ends: a socket closed
+	// late by a goroutine of this test frees an fd under the next one
+	// (TestTCPAcceptEMFILE counts on a full fd table).
+	var served sync.WaitGroup
+	defer served.Wait()
 	defer backend.Close()
-	go func() { // keeps its connections open until their client closes
+	served.Go(func() { // keeps its connections open until their client closes
 		for {
 			c, err := backend.Accept()
 			if err != nil {
 				return
 			}
-			go func() { _, _ = io.Copy(io.Discard, c); c.Close() }()
+			served.Go(func() { _, _ = io.Copy(io.Discard, c); c.Close() })
 		}
-	}()
+	})
 	ln, pending := replyLater(t, l, ListenConfig{})
 	nc := netDial(t, ln)
 	netWrite(t, nc, []byte("q"))
