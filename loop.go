@@ -661,12 +661,15 @@ func (l *Loop) pollIO(timeout time.Duration) {
 			l.yieldP()
 		}
 		if busy && l.cfg.Spin > 0 {
-			if n, found := l.spin(timeout); n > 0 {
-				l.spinWoke()
+			n, found := l.spin(timeout)
+			switch {
+			case n > 0:
 				l.dispatch(n)
 				return
-			} else if found {
+			case found:
 				timeout = 0
+			case timeout > 0:
+				timeout = l.pollTimeout() // what the spin left of it
 			}
 		}
 		if timeout != 0 {
@@ -787,27 +790,34 @@ func (l *Loop) spin(timeout time.Duration) (events int, found bool) {
 	l.enter(phaseIdle)
 	deadline := l.m.mark + d
 	l.spinning.Store(true)
-	defer l.spinning.Store(false)
 	for i := 1; ; i++ {
 		if l.qlen.Load() > 0 || l.state.Load() != stateRunning {
-			return 0, true
+			found = true
+			break
 		}
 		if i%spinPollEvery == 0 {
 			if l.poller.Registered() > 0 {
 				if n, err := l.poll(0); n > 0 || err != nil {
-					return n, err != nil
+					events, found = n, err != nil
+					break
 				}
 			}
 			if l.clock() >= deadline {
-				return 0, false
+				break
 			}
 		}
 	}
+	l.spinWoke()
+	l.spinning.Store(false)
+	return events, found
 }
 
-// spinWoke ends a spin that found I/O as wake ends a sleep: with a new
-// reading cached as Now, which the I/O callbacks would otherwise see as old
-// as the spin (up to cfg.Spin), and which the next iteration starts from.
+// spinWoke ends a spin as wake ends a sleep: with a new reading cached as
+// Now, which what runs next (the I/O it found, the posts it saw, the timers
+// due) would otherwise see as old as the spin (up to cfg.Spin), and which
+// the next iteration starts from. Before the loop stops counting as
+// spinning, so that a post stamped with the cached time (postStamp) does
+// not count the spin.
 func (l *Loop) spinWoke() {
 	l.cutNow()
 	l.now.Store(int64(l.m.mark))

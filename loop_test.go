@@ -345,3 +345,44 @@ func TestSpinRefreshesNowForIO(t *testing.T) {
 	require.NoError(t, err)
 	require.Less(t, recv(t, stale), age, "the I/O callback saw the Now from before the spin")
 }
+
+// A spin takes its time out of the poll that follows it: a timer due
+// within the spin window fired after the spin and then a whole poll
+// timeout more, twice its delay.
+func TestSpinDoesNotDelayTimers(t *testing.T) {
+	l := startLoop(t, Config{Spin: time.Second})
+	const d = 200 * time.Millisecond
+	fired := make(chan time.Duration, 1)
+	require.NoError(t, l.Post(func() { // work: the loop spins after it
+		start := l.clock()
+		Delay(l, d, func() (struct{}, error) {
+			fired <- l.clock() - start
+			return struct{}{}, nil
+		})
+	}))
+	require.Less(t, recv(t, fired), d+d/2, "the timer waited for the spin and then its whole delay")
+}
+
+// Now is refreshed however a spin ends: one that ends because a post
+// arrived polls the fds at once, and the I/O it finds ran with the Now
+// from before the spin.
+func TestSpinEndedByPostRefreshesNow(t *testing.T) {
+	l := startLoop(t, Config{Spin: time.Hour})
+	stale := make(chan time.Duration, 1)
+	ln, err := Listen(l, "127.0.0.1:0", ListenConfig{}, func(c *Conn) {
+		_ = c.OnRead(func(c *Conn, p []byte) { stale <- l.clock() - l.Now() })
+	})
+	require.NoError(t, err)
+	client := netDial(t, ln)
+	// Whether the post or the byte ends the spin is a race; the post does
+	// in about one round in five (a reviewer's count): 30 rounds.
+	const age = 20 * time.Millisecond
+	for range 30 {
+		require.Eventually(t, func() bool { return l.spinning.Load() && l.clock()-l.Now() > age },
+			5*time.Second, 100*time.Microsecond)
+		require.NoError(t, l.Post(func() {}))
+		_, err = client.Write([]byte("x"))
+		require.NoError(t, err)
+		require.Less(t, recv(t, stale), age, "an I/O callback saw the Now from before the spin")
+	}
+}
