@@ -3,6 +3,7 @@ package httpd
 import (
 	"context"
 	"strings"
+	"sync/atomic"
 	"testing"
 	"time"
 
@@ -511,5 +512,34 @@ func TestH2ZeroWindowUpdateOnIdleStream(t *testing.T) {
 	c.expectReset(1, http2.ErrCodeProtocol)
 	c.get(3, "/health")
 	c.expect(3, "200", "ok")
+	ts.atRest(t)
+}
+
+// A CONNECT carries :authority and neither :scheme nor :path (RFC 9113
+// §8.5); one that breaks that is malformed and reset, not served with a
+// :path nobody checked (HTTP/1.1 answers 400 to "CONNECT /users/%"). A
+// well-formed one reaches the handler, which sees its authority.
+func TestH2ConnectPseudoHeaders(t *testing.T) {
+	var seen atomic.Value
+	ts := startServer(t, HandlerFunc(func(r *Request) Reply {
+		seen.Store(r.Method() + " " + r.Target())
+		return Text(405, "")
+	}), Config{})
+	c := dialH2(t, ts.addr)
+	send := func(id uint32, fields ...string) {
+		require.NoError(t, c.fr.WriteHeaders(http2.HeadersFrameParam{StreamID: id,
+			BlockFragment: c.block(fields...), EndStream: true, EndHeaders: true}))
+	}
+	c.open(1, "CONNECT", "/users/%", true) // :scheme and :path besides :authority
+	c.expectReset(1, http2.ErrCodeProtocol)
+	send(3, ":method", "CONNECT", ":path", "/x", ":authority", "x:443")
+	c.expectReset(3, http2.ErrCodeProtocol)
+	send(5, ":method", "CONNECT") // no :authority
+	c.expectReset(5, http2.ErrCodeProtocol)
+	assert.Nil(t, seen.Load(), "a malformed CONNECT reached the handler")
+	send(7, ":method", "CONNECT", ":authority", "x:443")
+	s, _ := c.response(7)
+	assert.Equal(t, "405", s)
+	assert.Equal(t, "CONNECT x:443", seen.Load())
 	ts.atRest(t)
 }

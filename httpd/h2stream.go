@@ -260,6 +260,9 @@ func h2CheckRequest(f *h2block) (int64, bool) {
 	if f.method != "CONNECT" && (f.path == "" || f.scheme == "") {
 		return 0, false
 	}
+	if f.method == "CONNECT" && (f.pseudo&(pseudoPath|pseudoScheme) != 0 || f.pseudo&pseudoAuthority == 0) {
+		return 0, false // §8.5: :authority, and neither :scheme nor :path
+	}
 	return f.clen, true
 }
 
@@ -304,7 +307,9 @@ func h2SetHead(r *Request, f *h2block) bool {
 	}
 	h.Fields = fields
 	if string(h.Method) == "CONNECT" {
-		h.Form = h1.FormAuthority
+		// The target is the authority, as an HTTP/1.1 CONNECT's (and
+		// net/http's RequestURI for an HTTP/2 one).
+		h.Form, h.Target = h1.FormAuthority, h.Host
 		return true
 	}
 	h.Path = h.Target
