@@ -117,14 +117,11 @@ func FromHTTP(h http.Handler) Handler {
 // httpRequest makes the *http.Request of r, with copies of everything.
 func httpRequest(r *Request) (*http.Request, error) {
 	target := strings.Clone(r.Target())
-	// A CONNECT's authority form (RFC 9112 §3.2.3: "host:port") is the
-	// URL's Host, as net/http reads it, not a scheme and an opaque part;
-	// on HTTP/2 it is the :authority, and the target is empty (RFC 9113
-	// §8.5).
+	// A CONNECT's authority form (RFC 9112 §3.2.3: "host:port"; on HTTP/2
+	// its :authority, RFC 9113 §8.5, both checked by the engines) is the
+	// URL's Host, as net/http reads it, not a scheme and an opaque part.
+	// A CONNECT with a path (net/rpc's) is an origin-form request.
 	connect := r.Method() == "CONNECT" && !strings.HasPrefix(target, "/")
-	if connect && target == "" {
-		target = strings.Clone(r.Host())
-	}
 	rawURL := target
 	if connect {
 		rawURL = "http://" + target

@@ -50,14 +50,15 @@ type h2block struct {
 	size        int  // the kept fields' names and values, in bytes
 
 	// What the kept fields say, for the request checks (h2CheckRequest).
-	pseudo  uint8 // the pseudo-headers seen, by bit (pseudoBit)
-	method  string
-	path    string
-	scheme  string
-	proto   string // :protocol
-	reqBad  bool   // a field a request may not have (RFC 9113 §8.2.2), or a bad content-length
-	clen    int64  // content-length; -1: none
-	npseudo int    // the kept pseudo-headers
+	pseudo    uint8 // the pseudo-headers seen, by bit (pseudoBit)
+	method    string
+	path      string
+	scheme    string
+	authority string
+	proto     string // :protocol
+	reqBad    bool   // a field a request may not have (RFC 9113 §8.2.2), or a bad content-length
+	clen      int64  // content-length; -1: none
+	npseudo   int    // the kept pseudo-headers
 }
 
 // Pseudo-header bits in h2block.pseudo.
@@ -144,7 +145,7 @@ func (b *h2block) notePseudo(hf hpack.HeaderField) {
 	case ":scheme":
 		bit, b.scheme = pseudoScheme, hf.Value
 	case ":authority":
-		bit = pseudoAuthority
+		bit, b.authority = pseudoAuthority, hf.Value
 	case ":protocol":
 		bit, b.proto = pseudoProtocol, hf.Value
 	case ":status":
@@ -289,5 +290,5 @@ func (h *h2conn) fragment(frag []byte, ended bool) {
 func (b *h2block) done() {
 	clear(b.fields)
 	b.fields = b.fields[:0]
-	b.method, b.path, b.scheme, b.proto = "", "", "", ""
+	b.method, b.path, b.scheme, b.authority, b.proto = "", "", "", "", ""
 }

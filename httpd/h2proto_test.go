@@ -536,9 +536,19 @@ func TestH2ConnectPseudoHeaders(t *testing.T) {
 	c.expectReset(3, http2.ErrCodeProtocol)
 	send(5, ":method", "CONNECT") // no :authority
 	c.expectReset(5, http2.ErrCodeProtocol)
+	send(7, ":method", "CONNECT", ":authority", "")
+	c.expectReset(7, http2.ErrCodeProtocol)
+	id := uint32(9)
+	// Authorities an HTTP/1.1 CONNECT is refused with 400.
+	for _, a := range []string{"/users/%", "x", "user@x:443", "x:", "x%41:443"} {
+		send(id, ":method", "CONNECT", ":authority", a)
+		s, _ := c.response(id)
+		assert.Equal(t, "400", s, "%q", a)
+		id += 2
+	}
 	assert.Nil(t, seen.Load(), "a malformed CONNECT reached the handler")
-	send(7, ":method", "CONNECT", ":authority", "x:443")
-	s, _ := c.response(7)
+	send(id, ":method", "CONNECT", ":authority", "x:443")
+	s, _ := c.response(id)
 	assert.Equal(t, "405", s)
 	assert.Equal(t, "CONNECT x:443", seen.Load())
 	ts.atRest(t)

@@ -167,7 +167,7 @@ func (h *h2conn) onHeaders(f *h2block) {
 	case len(r.head.Target) > ls.cfg.MaxURIBytes:
 		h.refuseHead(st, 414)
 		return
-	case r.head.Form != h1.FormAuthority && h1.CheckPath(r.head.Method, r.head.Target) != 0:
+	case !h2TargetOK(&r.head):
 		h.refuseHead(st, 400) // as HTTP/1.1 refuses the same target
 		return
 	}
@@ -260,10 +260,19 @@ func h2CheckRequest(f *h2block) (int64, bool) {
 	if f.method != "CONNECT" && (f.path == "" || f.scheme == "") {
 		return 0, false
 	}
-	if f.method == "CONNECT" && (f.pseudo&(pseudoPath|pseudoScheme) != 0 || f.pseudo&pseudoAuthority == 0) {
-		return 0, false // §8.5: :authority, and neither :scheme nor :path
+	if f.method == "CONNECT" && (f.pseudo&(pseudoPath|pseudoScheme) != 0 || f.authority == "") {
+		return 0, false // §8.5: an :authority, and neither :scheme nor :path
 	}
 	return f.clen, true
+}
+
+// h2TargetOK reports whether HTTP/1.1 takes the target of h, an HTTP/2
+// request's head: a CONNECT's authority, or anything else's :path.
+func h2TargetOK(h *h1.Head) bool {
+	if h.Form == h1.FormAuthority {
+		return h1.CheckAuthority(h.Target) == 0
+	}
+	return h1.CheckPath(h.Method, h.Target) == 0
 }
 
 // proto20 is the Proto of every HTTP/2 request.

@@ -93,6 +93,17 @@ func CheckPath(method, path []byte) Reason {
 	return tg.pathQuery(path, 0, 0)
 }
 
+// CheckAuthority checks an HTTP/2 CONNECT's :authority (RFC 9113 §8.5) as
+// checkTarget checks an HTTP/1.1 CONNECT's authority-form target: host and
+// port, the host a reg-name without %-escapes or an IPv6 literal, no
+// userinfo. It returns 0 when a is taken.
+func CheckAuthority(a []byte) Reason {
+	if !validAuthority(a, true) {
+		return ReasonTargetForm
+	}
+	return 0
+}
+
 // pathQuery records the path, t[from:] up to the first '?', and the query
 // after it; the path's %-escapes must be well formed, as net/url wants.
 //

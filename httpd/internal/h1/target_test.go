@@ -43,3 +43,32 @@ func TestCheckPathAsRequestLine(t *testing.T) {
 		assert.Equal(t, c.ok, err == nil, "HTTP/1.1 %s %q: %v", c.method, c.path, err)
 	}
 }
+
+// CheckAuthority takes an HTTP/2 CONNECT's :authority exactly when the
+// parser takes it as an HTTP/1.1 CONNECT's target.
+func TestCheckAuthorityAsRequestLine(t *testing.T) {
+	for _, c := range []struct {
+		a  string
+		ok bool
+	}{
+		{"x:443", true},
+		{"example.com:8080", true},
+		{"[::1]:443", true},
+		{"x", false}, // a CONNECT needs a port
+		{"x:", false},
+		{"user@x:443", false},
+		{"x%41:443", false},
+		{"[::1%25eth0]:443", false},
+		{"", false},
+	} {
+		got := CheckAuthority([]byte(c.a))
+		assert.Equal(t, c.ok, got == 0, "%q: %v", c.a, got)
+		if c.a == "" {
+			continue // no target at all: not a request line
+		}
+		p := Parser{Limits: testLimits}
+		var h Head
+		_, err := p.Parse([]byte("CONNECT "+c.a+" HTTP/1.1\r\nHost: x\r\n\r\n"), &h)
+		assert.Equal(t, c.ok, err == nil, "HTTP/1.1 CONNECT %q: %v", c.a, err)
+	}
+}
