@@ -4,6 +4,7 @@ import (
 	"errors"
 	"fmt"
 	"net/netip"
+	"reflect"
 	"syscall"
 
 	"github.com/valkyria/aio/internal/sock"
@@ -155,8 +156,8 @@ func AdoptListenerFrom(l *Loop, from syscall.Conn, cfg ListenConfig, onConn func
 
 // dupSocket returns a close-on-exec duplicate of from's fd.
 func dupSocket(from syscall.Conn) (int, error) {
-	if from == nil {
-		return -1, errors.New("nil socket")
+	if v := reflect.ValueOf(from); from == nil || v.Kind() == reflect.Pointer && v.IsNil() {
+		return -1, errors.New("nil socket") // a typed nil's SyscallConn may panic
 	}
 	rc, err := from.SyscallConn()
 	if err != nil {

@@ -224,6 +224,12 @@ func TestTCPAdoptRefuses(t *testing.T) {
 	require.ErrorContains(t, err, "negative water mark")
 	_, err = AdoptConnFrom(l, nil, ConnConfig{})
 	require.ErrorContains(t, err, "nil socket")
+	// A typed nil, which an interface holding it does not show as nil:
+	// its SyscallConn panicked.
+	_, err = AdoptConnFrom(l, (*net.TCPConn)(nil), ConnConfig{})
+	require.ErrorContains(t, err, "nil socket")
+	_, err = AdoptListenerFrom(l, (*net.TCPListener)(nil), ListenConfig{}, func(*Conn) {})
+	require.ErrorContains(t, err, "nil socket")
 	fds := fdCount(t)
 	gone, err := net.Dial("tcp", boundAddr(t, listening))
 	require.NoError(t, err)
