@@ -229,7 +229,11 @@
 // A [Dialer] dials with a local address and a context ([Dialer.DialContext]).
 // [AdoptConn] and [AdoptListener] take over sockets made elsewhere (a
 // parent process, systemd socket activation), and [AdoptConnFrom] and
-// [AdoptListenerFrom] duplicates of package net's. [Conn.SyscallConn] runs
+// [AdoptListenerFrom] duplicates of package net's. Hand each fd to one
+// loop: an fd another loop owns is not detected, and would be closed twice.
+// Adoption waits for its loop; a loop handing a socket to another posts
+// the adoption there rather than calling it (two loops adopting onto each
+// other at once would wait for each other for ever). [Conn.SyscallConn] runs
 // code with the fd on the loop. For goroutine code and the libraries that
 // take a net.Conn, [Conn.NetConn] is a blocking view of a connection, with
 // deadlines, whose Write waits while the write queue is full.

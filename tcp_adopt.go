@@ -19,6 +19,17 @@ import (
 // before anything about it changes. From then on the Conn or Listener owns
 // it as it owns the sockets it accepts or dials: one owner, one release
 // path (its close), counted in Stats, closed by Loop.Stop.
+//
+// Hand each fd to one loop. The checks refuse an fd the loop owns already,
+// but not one another loop owns (each loop keeps its fds to itself): that
+// fd would have two owners, each closing it, the second close hitting
+// whatever file took its number meanwhile. The From forms adopt a
+// duplicate, which is never that.
+//
+// Off the loop, adoption waits for the loop to take the socket over, and on
+// another loop's goroutine that loop waits too: two loops adopting onto each
+// other at once wait for each other for ever. A loop hands a socket to
+// another with Post, adopting on the receiving loop.
 
 // AdoptConn makes a Conn of fd, a connected TCP socket (IPv4 or IPv6) made
 // elsewhere, as if l had accepted it: it is made non-blocking and
@@ -37,7 +48,8 @@ import (
 // TLS.
 //
 // Any goroutine. Off the loop it waits until the loop has taken the
-// socket over (so that the error is known when it returns).
+// socket over (so that the error is known when it returns), blocking the
+// caller's loop if it runs on another one (see above).
 func AdoptConn(l *Loop, fd int, cfg ConnConfig) (*Conn, error) {
 	if err := checkProducer(l, false); err != nil {
 		return nil, err
