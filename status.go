@@ -78,7 +78,8 @@ var (
 	// ErrInvalidArgument is wrapped by the error of a call given an argument
 	// out of its range (Retry with fewer than one attempt, Every with a period
 	// that is not positive, OnFrame with a negative bound, Pipe of a nil
-	// connection, an adoption without a TLS config); the text says which.
+	// connection, an adoption without a TLS config, a ConnConfig or
+	// ListenConfig with a negative field); the text says which.
 	ErrInvalidArgument = errors.New("aio: invalid argument")
 )
 

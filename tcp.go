@@ -170,16 +170,16 @@ type ConnConfig struct {
 func (c ConnConfig) withDefaults() (ConnConfig, error) {
 	switch {
 	case c.KeepAlive < 0:
-		return c, fmt.Errorf("aio: tcp: negative KeepAlive %v", c.KeepAlive)
+		return c, fmt.Errorf("%w: tcp: negative KeepAlive %v", ErrInvalidArgument, c.KeepAlive)
 	case c.HighWater < 0 || c.LowWater < 0:
-		return c, fmt.Errorf("aio: tcp: negative water mark (high %d, low %d)",
-			c.HighWater, c.LowWater)
+		return c, fmt.Errorf("%w: tcp: negative water mark (high %d, low %d)",
+			ErrInvalidArgument, c.HighWater, c.LowWater)
 	case c.ReadTimeout < 0 || c.IdleTimeout < 0 || c.WriteTimeout < 0:
-		return c, fmt.Errorf("aio: tcp: negative timeout (read %v, idle %v, write %v)",
-			c.ReadTimeout, c.IdleTimeout, c.WriteTimeout)
+		return c, fmt.Errorf("%w: tcp: negative timeout (read %v, idle %v, write %v)",
+			ErrInvalidArgument, c.ReadTimeout, c.IdleTimeout, c.WriteTimeout)
 	case c.ReadBuffer < 0 || c.WriteBuffer < 0:
-		return c, fmt.Errorf("aio: tcp: negative buffer size (read %d, write %d)",
-			c.ReadBuffer, c.WriteBuffer)
+		return c, fmt.Errorf("%w: tcp: negative buffer size (read %d, write %d)",
+			ErrInvalidArgument, c.ReadBuffer, c.WriteBuffer)
 	}
 	if c.HighWater == 0 {
 		c.HighWater = DefaultHighWater
@@ -188,7 +188,7 @@ func (c ConnConfig) withDefaults() (ConnConfig, error) {
 		c.LowWater = c.HighWater / 4
 	}
 	if c.LowWater > c.HighWater {
-		return c, fmt.Errorf("aio: tcp: LowWater %d above HighWater %d", c.LowWater, c.HighWater)
+		return c, fmt.Errorf("%w: tcp: LowWater %d above HighWater %d", ErrInvalidArgument, c.LowWater, c.HighWater)
 	}
 	return c, nil
 }
@@ -255,9 +255,11 @@ type ListenConfig struct {
 }
 
 func (c ListenConfig) withDefaults() (ListenConfig, error) {
-	if c.Backlog < 0 || c.AcceptBatch < 0 {
-		return c, fmt.Errorf("aio: tcp listen: negative Backlog %d or AcceptBatch %d",
-			c.Backlog, c.AcceptBatch)
+	switch {
+	case c.Backlog < 0:
+		return c, fmt.Errorf("%w: tcp listen: negative Backlog %d", ErrInvalidArgument, c.Backlog)
+	case c.AcceptBatch < 0:
+		return c, fmt.Errorf("%w: tcp listen: negative AcceptBatch %d", ErrInvalidArgument, c.AcceptBatch)
 	}
 	if c.Backlog == 0 {
 		c.Backlog = DefaultBacklog

@@ -76,9 +76,9 @@ func TestTCPConnMisuse(t *testing.T) {
 	require.ErrorIs(t, c.OnRead(nil), ErrNilFunc)
 	require.ErrorIs(t, c.OnEOF(nil), ErrNilFunc)
 	require.ErrorIs(t, c.OnDrain(nil), ErrNilFunc)
-	require.Error(t, c.SetReadTimeout(-1))
-	require.Error(t, c.SetIdleTimeout(-time.Second))
-	require.Error(t, c.SetKeepAlive(-1))
+	require.ErrorIs(t, c.SetReadTimeout(-1), ErrInvalidArgument)
+	require.ErrorIs(t, c.SetIdleTimeout(-time.Second), ErrInvalidArgument)
+	require.ErrorIs(t, c.SetKeepAlive(-1), ErrInvalidArgument)
 	require.NoError(t, c.SetKeepAlive(30*time.Second))
 	require.NoError(t, c.SetNoDelay(false))
 	require.Zero(t, onLoopValue(t, l, func() int { // posted, applied in order

@@ -30,12 +30,12 @@ func TestTCPListenErrors(t *testing.T) {
 		{Conn: ConnConfig{HighWater: 10, LowWater: 20}}, {Conn: ConnConfig{ReadTimeout: -1}}, {Conn: ConnConfig{KeepAlive: -1}},
 		{Conn: ConnConfig{ReadBuffer: -1}}, {Conn: ConnConfig{WriteBuffer: -1}}} {
 		_, err := Listen(l, "127.0.0.1:0", cfg, func(*Conn) {})
-		require.Error(t, err, "%+v", cfg)
+		require.ErrorIs(t, err, ErrInvalidArgument, "%+v", cfg)
 	}
 	_, err = wait(t, Dial(l, "nope", ConnConfig{}))
 	require.Error(t, err)
 	_, err = wait(t, Dial(l, "127.0.0.1:1", ConnConfig{LowWater: -1}))
-	require.Error(t, err)
+	require.ErrorIs(t, err, ErrInvalidArgument)
 	_, err = wait(t, Dial(nil, "127.0.0.1:1", ConnConfig{}))
 	require.ErrorIs(t, err, ErrNilLoop)
 	_, err = wait(t, ln.Close())

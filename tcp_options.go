@@ -107,7 +107,7 @@ func (c *Conn) SetNoDelay(on bool) error {
 // goroutine; an error for negative d.
 func (c *Conn) SetKeepAlive(d time.Duration) error {
 	if d < 0 {
-		return fmt.Errorf("aio: tcp: negative KeepAlive %v", d)
+		return fmt.Errorf("%w: tcp: negative KeepAlive %v", ErrInvalidArgument, d)
 	}
 	return c.sockopt(func() error { return sock.SetKeepAlive(c.fd, d) })
 }
@@ -210,7 +210,7 @@ func (c *Conn) SetWriteTimeout(d time.Duration) error {
 func (c *Conn) setTimeout(what string, d time.Duration,
 	set func(to *connTimeouts, now time.Duration)) error {
 	if d < 0 {
-		return fmt.Errorf("aio: tcp: negative %s timeout %v", what, d)
+		return fmt.Errorf("%w: tcp: negative %s timeout %v", ErrInvalidArgument, what, d)
 	}
 	return c.runInlineIfOpen(func() {
 		if d == 0 && c.to == nil {

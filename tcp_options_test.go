@@ -338,7 +338,7 @@ func TestTCPSetWriteTimeout(t *testing.T) {
 	on := recv(t, conns)
 	_ = netDial(t, ln)
 	off := recv(t, conns)
-	require.Error(t, on.SetWriteTimeout(-1))
+	require.ErrorIs(t, on.SetWriteTimeout(-1), ErrInvalidArgument)
 	require.NoError(t, on.SetWriteTimeout(100*time.Millisecond))
 	require.NoError(t, off.SetWriteTimeout(50*time.Millisecond))
 	require.NoError(t, off.SetWriteTimeout(0))
