@@ -152,8 +152,9 @@ func drainHandle(l *Loop, job **drainJob, start func() *drainJob) *Handle[struct
 }
 
 // Drain stops accepting and ends the listener's connections gracefully: it
-// closes the listening socket at once (new connections are refused, or go
-// to another listener on the port), then each connection it accepted ends
+// closes the listening socket first (on the loop at once, elsewhere in a
+// posted job; Closed completes then), so that new connections are refused
+// or go to another listener on the port, then each connection it accepted ends
 // as soon as it is idle, that is when its scope holds no running handle
 // (adopt into Conn.Scope the handle that writes a reply, so that the reply
 // is written first): it flushes its queue, sends FIN, drops what the peer
