@@ -83,6 +83,7 @@ func FromHTTP(h http.Handler) Handler {
 			return Reply{resp: errResponse(400)}
 		}
 		out := newStreamOut(r) // used only if the response streams
+		h2 := r.h2s != nil     // the response goes out on HTTP/2, an upgraded request's too
 		// The handler's context is done when the Work is cancelled, and
 		// tells why.
 		ctx, end := causeContext(r.cause())
@@ -97,7 +98,7 @@ func FromHTTP(h http.Handler) Handler {
 				stop := context.AfterFunc(ctx, p.endHere)
 				defer func() { stop(); _ = p.Close() }()
 			}
-			w := &responseWriter{header: make(http.Header), ctx: ctx, out: out, head: req.Method == "HEAD", h2: req.ProtoMajor == 2}
+			w := &responseWriter{header: make(http.Header), ctx: ctx, out: out, head: req.Method == "HEAD", h2: h2}
 			h.ServeHTTP(w, req.WithContext(ctx))
 			trailer := w.trailer()
 			if !w.streaming && (trailer != nil || w.short()) {
@@ -148,7 +149,9 @@ func httpRequest(r *Request) (*http.Request, error) {
 		// never on HTTP/2, which has no Connection field.
 		Close: r.h2s == nil && r.head.Close,
 	}
-	if r.h2s != nil {
+	if r.h2s != nil && string(r.head.Proto) == string(proto20) {
+		// Not the request of an Upgrade: h2c, which was made over
+		// HTTP/1.1 (net/http's h2c says HTTP/1.1 of it too).
 		req.ProtoMajor = 2 // ProtoMinor 0
 	}
 	if st, ok := r.eng.tlsState(); ok {

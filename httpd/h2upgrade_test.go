@@ -4,7 +4,9 @@ import (
 	"bufio"
 	"encoding/base64"
 	"encoding/binary"
+	"fmt"
 	"io"
+	"net/http"
 	"slices"
 	"strings"
 	"testing"
@@ -203,4 +205,22 @@ func TestH2UpgradeStreamPooled(t *testing.T) {
 	ts.onLoop(t, func() {
 		assert.Equal(t, pooled, ts.loopStates()[0].h2free, "the pool's stream served the upgrade")
 	})
+}
+
+// FromHTTP gives the request of an Upgrade: h2c the version it was sent
+// with, HTTP/1.1, as net/http's h2c does: it said 2.1 (ProtoMajor 2 from
+// the stream it is answered on, ProtoMinor 1 from its head).
+func TestH2UpgradeFromHTTPProto(t *testing.T) {
+	ts := startServer(t, FromHTTP(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		fmt.Fprintf(w, "%s %d.%d", r.Proto, r.ProtoMajor, r.ProtoMinor)
+	})), Config{})
+	c, _ := upgradeH2(t, ts.addr, upgradeReq("GET", "/", "", ""))
+	_, err := io.WriteString(c.nc, http2.ClientPreface)
+	require.NoError(t, err)
+	require.NoError(t, c.fr.WriteSettings())
+	_, body := c.responseOf(1)
+	assert.Equal(t, "HTTP/1.1 1.1", body)
+	c.get(3, "/") // a request of the HTTP/2 connection itself
+	_, body = c.responseOf(3)
+	assert.Equal(t, "HTTP/2.0 2.0", body)
 }
