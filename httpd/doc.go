@@ -105,7 +105,8 @@
 // small bodies that trickle in for longer than Config.BodyTimeout in all
 // (408), and idle connections (Config.IdleTimeout); HeaderTimeout and
 // IdleTimeout are swept by a ticker of each loop (an aio.Every from Serve
-// to Shutdown, one timer and one handle in each loop's aio.Stats), so they
+// to Shutdown: with the listener's, one timer and two handles in each
+// loop's aio.Stats while the loop serves), so they
 // may run up to a quarter of the shorter one (at most a second) late. A client that stops reading its responses is
 // closed once the kernel has taken none of the bytes waiting for it, and
 // the client has acknowledged none of those the kernel holds, for
