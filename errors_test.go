@@ -1,7 +1,9 @@
 package aio
 
 import (
+	"context"
 	"errors"
+	"fmt"
 	"net"
 	"strings"
 	"testing"
@@ -33,4 +35,22 @@ func TestErrorTextsSayAioOnce(t *testing.T) {
 	var ne net.Error
 	assert.True(t, errors.As(ErrIdleTimeout, &ne) && ne.Timeout())
 	assert.False(t, errors.As(ErrConnClosed, &ne) && ne.Timeout())
+}
+
+// An argument out of range is ErrInvalidArgument, however deep in the
+// error that names the call, whose text says "aio:" once.
+func TestInvalidArgumentsSayAioOnce(t *testing.T) {
+	l := startLoop(t)
+	_, lerr := Listen(l, "127.0.0.1:99999", ListenConfig{}, func(*Conn) {})
+	_, herr := Listen(l, "example.com:80", ListenConfig{}, func(*Conn) {})
+	_, merr := Listen(l, "127.0.0.1", ListenConfig{}, func(*Conn) {})
+	_, aerr := AdoptConn(l, -1, ConnConfig{})
+	_, nerr := AdoptConnFrom(l, nil, ConnConfig{})
+	_, cerr := AdoptConn(l, 0, ConnConfig{KeepAlive: -1})
+	var nilCtx context.Context
+	_, derr := (&Dialer{}).DialContext(nilCtx, l, "127.0.0.1:1").Wait(context.Background())
+	for _, err := range []error{lerr, herr, merr, aerr, nerr, cerr, derr, errPipeLoops} {
+		assert.ErrorIs(t, err, ErrInvalidArgument, "%v", err)
+		assert.Equal(t, 1, strings.Count(fmt.Sprint(err), "aio:"), "%q", err)
+	}
 }

@@ -78,10 +78,20 @@ var (
 	// ErrInvalidArgument is wrapped by the error of a call given an argument
 	// out of its range (Retry with fewer than one attempt, Every with a period
 	// that is not positive, OnFrame with a negative bound, Pipe of a nil
-	// connection, an adoption without a TLS config, a ConnConfig or
-	// ListenConfig with a negative field); the text says which.
+	// connection or of connections on two loops, an adoption without a TLS
+	// config, of a negative fd or of a nil socket, a ConnConfig or
+	// ListenConfig with a negative field, an address that is not host:port
+	// with a numeric port, a nil context); the text says which.
 	ErrInvalidArgument = errors.New("aio: invalid argument")
 )
+
+// invalid is the error of an argument out of range inside an error that
+// says "aio:" already (a listen's, an adoption's): errors.Is(err,
+// ErrInvalidArgument) holds, and so does it for cause, if any, without
+// either text repeated.
+func invalid(text string, cause ...error) error {
+	return &kindError{text, append([]error{ErrInvalidArgument}, cause...)}
+}
 
 // PanicError is the error of a handle whose user callback panicked. The loop
 // recovers the panic, so one bad callback fails its handle instead of killing

@@ -19,11 +19,11 @@ func splitAddr(addr string, listen bool) (ap netip.AddrPort, name string, err er
 	}
 	host, port, err := net.SplitHostPort(addr)
 	if err != nil {
-		return ap, "", err
+		return ap, "", invalid(err.Error(), err)
 	}
 	p, err := strconv.ParseUint(port, 10, 16)
 	if err != nil {
-		return ap, "", fmt.Errorf("port %q: not a number from 0 to 65535", port)
+		return ap, "", invalid(fmt.Sprintf("port %q: not a number from 0 to 65535", port))
 	}
 	var ip netip.Addr
 	switch host {
@@ -38,13 +38,13 @@ func splitAddr(addr string, listen bool) (ap netip.AddrPort, name string, err er
 		ip, err = netip.ParseAddr(host)
 		if err != nil {
 			if listen {
-				return ap, "", fmt.Errorf("host %q: not an IP address (resolve names before Listen)", host)
+				return ap, "", invalid(fmt.Sprintf("host %q: not an IP address (resolve names before Listen)", host))
 			}
 			return netip.AddrPortFrom(netip.Addr{}, uint16(p)), host, nil // the port, for after resolving
 		}
 		if z := ip.Zone(); z != "" {
 			if _, err := strconv.ParseUint(z, 10, 32); err != nil {
-				return ap, "", fmt.Errorf("zone %q: only numeric zones are supported", z)
+				return ap, "", invalid(fmt.Sprintf("zone %q: only numeric zones are supported", z))
 			}
 		}
 		ip = ip.Unmap()

@@ -40,6 +40,7 @@ func TestSplitAddr(t *testing.T) {
 		got, name, err := splitAddr(tc.addr, tc.listen)
 		if tc.err != "" {
 			require.ErrorContains(t, err, tc.err, "%q", tc.addr)
+			require.ErrorIs(t, err, ErrInvalidArgument, "%q", tc.addr)
 			continue
 		}
 		require.NoError(t, err, "%q", tc.addr)

@@ -167,17 +167,28 @@ func AdoptListenerFrom(l *Loop, from syscall.Conn, cfg ListenConfig, onConn func
 }
 
 // dupSocket returns a close-on-exec duplicate of from's fd.
-func dupSocket(from syscall.Conn) (int, error) {
+func dupSocket(from syscall.Conn) (fd int, err error) {
 	if v := reflect.ValueOf(from); from == nil || v.Kind() == reflect.Pointer && v.IsNil() {
-		return -1, errors.New("nil socket") // a typed nil's SyscallConn may panic
+		return -1, invalid("nil socket")
 	}
+	// A nil hidden deeper (a value embedding a nil *net.TCPConn, a nil
+	// RawConn) panics in from's methods: the caller's mistake, said as
+	// one rather than a crash of its goroutine.
+	defer func() {
+		if recover() != nil {
+			fd, err = -1, invalid(fmt.Sprintf("nil socket (%T)", from))
+		}
+	}()
 	rc, err := from.SyscallConn()
 	if err != nil {
 		return -1, err
 	}
-	fd := -1
+	fd = -1
 	var derr error
 	if err := rc.Control(func(s uintptr) { fd, derr = sock.Dup(int(s)) }); err != nil {
+		if fd >= 0 {
+			unix.Close(fd)
+		}
 		return -1, err
 	}
 	if derr != nil {
@@ -191,7 +202,7 @@ func dupSocket(from syscall.Conn) (int, error) {
 // connected, its peer's. It changes nothing.
 func checkAdoptable(fd int, listening bool) (local, peer netip.AddrPort, err error) {
 	if fd < 0 {
-		return local, peer, errors.New("negative fd")
+		return local, peer, invalid("negative fd")
 	}
 	typ, err := unix.GetsockoptInt(fd, unix.SOL_SOCKET, unix.SO_TYPE)
 	switch {

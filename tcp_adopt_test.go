@@ -225,11 +225,15 @@ func TestTCPAdoptRefuses(t *testing.T) {
 	_, err = AdoptConnFrom(l, nil, ConnConfig{})
 	require.ErrorContains(t, err, "nil socket")
 	// A typed nil, which an interface holding it does not show as nil:
-	// its SyscallConn panicked.
-	_, err = AdoptConnFrom(l, (*net.TCPConn)(nil), ConnConfig{})
-	require.ErrorContains(t, err, "nil socket")
+	// its SyscallConn panicked; and one a value hides, or a nil RawConn.
+	for _, from := range []syscall.Conn{(*net.TCPConn)(nil), struct{ *net.TCPConn }{}, nilRawConn{}} {
+		_, err = AdoptConnFrom(l, from, ConnConfig{})
+		require.ErrorIs(t, err, ErrInvalidArgument, "%T", from)
+		require.ErrorContains(t, err, "nil socket", "%T", from)
+	}
 	_, err = AdoptListenerFrom(l, (*net.TCPListener)(nil), ListenConfig{}, func(*Conn) {})
 	require.ErrorContains(t, err, "nil socket")
+	require.ErrorIs(t, adoptConn(-1), ErrInvalidArgument)
 	fds := fdCount(t)
 	gone, err := net.Dial("tcp", boundAddr(t, listening))
 	require.NoError(t, err)
@@ -280,3 +284,8 @@ func boundAddr(t *testing.T, fd int) string {
 	a := sa.(*unix.SockaddrInet4)
 	return (&net.TCPAddr{IP: a.Addr[:], Port: a.Port}).String()
 }
+
+// nilRawConn is a syscall.Conn whose SyscallConn gives a nil RawConn.
+type nilRawConn struct{}
+
+func (nilRawConn) SyscallConn() (syscall.RawConn, error) { return nil, nil }

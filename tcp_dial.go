@@ -109,7 +109,7 @@ func (d *Dialer) DialContext(ctx context.Context, l *Loop, addr string) *Handle[
 	}
 	switch {
 	case ctx == nil:
-		return Fail[*Conn](l, fmt.Errorf("aio: dial tcp %q: nil context", addr))
+		return Fail[*Conn](l, fmt.Errorf("%w: dial tcp %q: nil context", ErrInvalidArgument, addr))
 	case l != nil && ctx.Err() != nil:
 		return Fail[*Conn](l, dialCtxError(ctx, addr))
 	}

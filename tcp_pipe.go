@@ -11,7 +11,7 @@ type Piped struct {
 }
 
 // errPipeLoops is Pipe's refusal of connections on two loops.
-var errPipeLoops = errors.New("aio: Pipe of connections on different loops (dial the second on the first's loop)")
+var errPipeLoops = fmt.Errorf("%w: Pipe of connections on different loops (dial the second on the first's loop)", ErrInvalidArgument)
 
 // Pipe copies the bytes each connection reads to the other until both
 // directions have ended, as a proxy or a tunnel does, with flow control per
