@@ -14,9 +14,10 @@ type allNode[T any] struct {
 // input cancelled cancels it. Cancelling the result withdraws from every input
 // still running. Values All collected but never delivers, as it fails or is
 // cancelled, are declined: a connection no other dependent took is closed
-// (see Dial). The result is pinned to the first input's loop; inputs may
-// live on any loop. All of no inputs is completed with an empty slice and has
-// no loop; a nil input fails it with ErrNilHandle.
+// (see Dial). The result is pinned to the first input's loop (or, if that
+// loop has stopped, to the loop of the first input whose loop still runs);
+// inputs may live on any loop. All of no inputs is completed with an empty
+// slice and has no loop; a nil input fails it with ErrNilHandle.
 func All[T any](hs ...*Handle[T]) *Handle[[]T] {
 	if len(hs) == 0 {
 		return Pure[[]T](nil, []T{})
@@ -25,7 +26,7 @@ func All[T any](hs ...*Handle[T]) *Handle[[]T] {
 		return Fail[[]T](nil, err)
 	}
 	n := &allNode[T]{links: make([]link[T], len(hs)), vals: make([]T, len(hs)), left: len(hs)}
-	n.init(hs[0].loop)
+	n.init(sinkLoop(hs))
 	n.prod = n
 	attachInputs(&n.core, n, n.links, hs)
 	return &n.Handle

@@ -27,9 +27,10 @@ type settledNode[T any] struct {
 // every input still running (cancelling those nobody else wants), as All
 // does, and declines the values it collected (a connection no other
 // dependent took is closed, see Dial). The result is pinned to the first
-// input's loop; inputs may live on any loop. AllSettled of no inputs is
-// completed with an empty slice and has no loop; a nil input fails it with
-// ErrNilHandle.
+// input's loop (or, if that loop has stopped, to the loop of the first input
+// whose loop still runs); inputs may live on any loop. AllSettled of no
+// inputs is completed with an empty slice and has no loop; a nil input fails
+// it with ErrNilHandle.
 //
 // A deadline on the whole is AllSettledWithin, not Within(AllSettled(...)),
 // which at the deadline discards the outcomes of the inputs that did end.
@@ -59,7 +60,7 @@ func allSettled[T any](hs []*Handle[T], timed bool, d time.Duration) *Handle[[]O
 		outs:  make([]Outcome[T], len(hs)),
 		left:  len(hs),
 	}
-	n.init(hs[0].loop)
+	n.init(sinkLoop(hs))
 	n.prod = n
 	for i, h := range hs {
 		n.links[i].init(h, n, &n.core, i)

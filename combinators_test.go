@@ -523,3 +523,32 @@ func TestScope(t *testing.T) {
 		require.ErrorIs(t, err, ErrNilHandle)
 	})
 }
+
+// A stopped loop among the inputs does not decide a combinator's result by
+// being first: the result was pinned to the first input's loop, and one
+// pinned to a stopped loop is cancelled at once, so Race(gone, ok) was
+// cancelled where Race(ok, gone) completed, and AllSettled(gone, ok)
+// failed where it never fails because of an input.
+func TestCombinatorFirstInputOnStoppedLoop(t *testing.T) {
+	rt := newRuntime(t, RuntimeConfig{})
+	live, dead := startLoopOn(t, rt), startLoopOn(t, rt)
+	gone := NewPromise[int](dead).Handle()
+	_, err := wait(t, dead.Stop())
+	require.NoError(t, err)
+	ok := Pure(live, 3)
+	for _, h := range []*Handle[int]{Race(gone, ok), Race(ok, gone), Any(gone, ok), Any(ok, gone)} {
+		v, err := wait(t, h)
+		require.NoError(t, err)
+		require.Equal(t, 3, v)
+		require.Same(t, live, h.Loop())
+	}
+	outs, err := wait(t, AllSettled(gone, ok))
+	require.NoError(t, err)
+	require.ErrorIs(t, outs[0].Err, ErrCancelled)
+	require.Equal(t, Outcome[int]{Value: 3}, outs[1])
+	outs, err = wait(t, AllSettledWithin(time.Minute, gone, ok))
+	require.NoError(t, err)
+	require.Equal(t, 3, outs[1].Value)
+	_, err = wait(t, All(gone, ok))
+	require.ErrorIs(t, err, ErrCancelled, "an input was cancelled: All is")
+}

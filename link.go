@@ -121,6 +121,27 @@ func forward[T any](h *Handle[T], in *Handle[T]) {
 	}
 }
 
+// sinkLoop is the loop a combinator's result is pinned to: the first
+// input's, or, when that loop has stopped (or is stopping), the first
+// input's whose loop still runs. A result pinned to a stopped loop is
+// cancelled at once (see adoptProducer), which made the outcome depend on
+// the order of the inputs: Race(gone, ok) was cancelled where Race(ok,
+// gone) completed. A first input on no loop (detached) keeps the result
+// there, as before: no Stop cancels it, and its inputs' loops do when they
+// stop. With no input's loop running, the first input's.
+func sinkLoop[T any](hs []*Handle[T]) *Loop {
+	first := hs[0].loop
+	if first == detached || first.state.Load() == stateRunning {
+		return first
+	}
+	for _, h := range hs[1:] {
+		if l := h.loop; l != detached && l.state.Load() == stateRunning {
+			return l
+		}
+	}
+	return first
+}
+
 // ended reports whether the handle's outcome is decided. Sinks ignore inputs
 // that arrive after that.
 func (c *core) ended() bool { return c.finished || c.state.Load() >= uint32(Completed) }

@@ -16,7 +16,9 @@ type raceNode[T any] struct {
 // does; the others are withdrawn from (and so cancelled, unless another
 // dependent wants them). An input cancelled does not decide the race; if all
 // of them end cancelled, so does the result. Race of no inputs fails with
-// ErrNoInputs and has no loop. The result is pinned to the first input's loop.
+// ErrNoInputs and has no loop. The result is pinned to the first input's loop
+// (or, if that loop has stopped, to the loop of the first input whose loop
+// still runs), as All's.
 func Race[T any](hs ...*Handle[T]) *Handle[T] { return race(hs, false) }
 
 // Any returns a handle that completes with the value of the first of hs to
@@ -37,7 +39,7 @@ func race[T any](hs []*Handle[T], anyMode bool) *Handle[T] {
 	if anyMode {
 		n.errs = make([]error, len(hs))
 	}
-	n.init(hs[0].loop)
+	n.init(sinkLoop(hs))
 	n.prod = n
 	attachInputs(&n.core, n, n.links, hs)
 	return &n.Handle
