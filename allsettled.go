@@ -43,7 +43,9 @@ func AllSettled[T any](hs ...*Handle[T]) *Handle[[]Outcome[T]] {
 // in them (cancelling those nobody else wants) and completes at once, with
 // an error matching ErrTimeout as their outcome and the outcomes of the
 // others as they ended. d <= 0 times out on the next iteration: only the
-// inputs that have ended by then give their own outcomes.
+// inputs whose end has reached the result by then give their own outcomes
+// (an input on another loop reaches it through a post from its loop, so one
+// that ended just before the call may not have yet).
 func AllSettledWithin[T any](d time.Duration, hs ...*Handle[T]) *Handle[[]Outcome[T]] {
 	return allSettled(hs, true, d)
 }
