@@ -15,9 +15,10 @@ type allNode[T any] struct {
 // still running. Values All collected but never delivers, as it fails or is
 // cancelled, are declined: a connection no other dependent took is closed
 // (see Dial). The result is pinned to the first input's loop (or, if that
-// loop has stopped, to the loop of the first input whose loop still runs);
-// inputs may live on any loop. All of no inputs is completed with an empty
-// slice and has no loop; a nil input fails it with ErrNilHandle.
+// loop has stopped, to that of the first input whose loop still runs or
+// which has no loop); inputs may live on any loop. All of no inputs is
+// completed with an empty slice and has no loop; a nil input fails it with
+// ErrNilHandle.
 func All[T any](hs ...*Handle[T]) *Handle[[]T] {
 	if len(hs) == 0 {
 		return Pure[[]T](nil, []T{})

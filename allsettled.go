@@ -27,10 +27,10 @@ type settledNode[T any] struct {
 // every input still running (cancelling those nobody else wants), as All
 // does, and declines the values it collected (a connection no other
 // dependent took is closed, see Dial). The result is pinned to the first
-// input's loop (or, if that loop has stopped, to the loop of the first input
-// whose loop still runs); inputs may live on any loop. AllSettled of no
-// inputs is completed with an empty slice and has no loop; a nil input fails
-// it with ErrNilHandle.
+// input's loop (or, if that loop has stopped, to that of the first input
+// whose loop still runs or which has no loop); inputs may live on any loop.
+// AllSettled of no inputs is completed with an empty slice and has no loop;
+// a nil input fails it with ErrNilHandle.
 //
 // A deadline on the whole is AllSettledWithin, not Within(AllSettled(...)),
 // which at the deadline discards the outcomes of the inputs that did end.

@@ -551,4 +551,16 @@ func TestCombinatorFirstInputOnStoppedLoop(t *testing.T) {
 	require.Equal(t, 3, outs[1].Value)
 	_, err = wait(t, All(gone, ok))
 	require.ErrorIs(t, err, ErrCancelled, "an input was cancelled: All is")
+
+	// An input on no loop after the stopped one takes the result as a running
+	// loop would: no Stop cancels it.
+	r := Race(gone, Pure[int](nil, 4))
+	v, err := wait(t, r)
+	require.NoError(t, err)
+	require.Equal(t, 4, v)
+	require.Nil(t, r.Loop())
+	outs, err = wait(t, AllSettled(gone, Pure[int](nil, 4)))
+	require.NoError(t, err, "AllSettled never fails because of an input")
+	require.ErrorIs(t, outs[0].Err, ErrCancelled)
+	require.Equal(t, Outcome[int]{Value: 4}, outs[1])
 }

@@ -122,24 +122,20 @@ func forward[T any](h *Handle[T], in *Handle[T]) {
 }
 
 // sinkLoop is the loop a combinator's result is pinned to: the first
-// input's, or, when that loop has stopped (or is stopping), the first
-// input's whose loop still runs. A result pinned to a stopped loop is
-// cancelled at once (see adoptProducer), which made the outcome depend on
-// the order of the inputs: Race(gone, ok) was cancelled where Race(ok,
-// gone) completed. A first input on no loop (detached) keeps the result
-// there, as before: no Stop cancels it, and its inputs' loops do when they
-// stop. With no input's loop running, the first input's.
+// input's, or, when that loop has stopped (or is stopping), the loop of the
+// first input whose loop still runs or who has none (detached). A result
+// pinned to a stopped loop is cancelled at once (see adoptProducer), which
+// made the outcome depend on the order of the inputs: Race(gone, ok) was
+// cancelled where Race(ok, gone) completed. A detached result is cancelled
+// by no Stop; its inputs' loops cancel their inputs when they stop. With
+// every input on a stopped loop, the first input's.
 func sinkLoop[T any](hs []*Handle[T]) *Loop {
-	first := hs[0].loop
-	if first == detached || first.state.Load() == stateRunning {
-		return first
-	}
-	for _, h := range hs[1:] {
-		if l := h.loop; l != detached && l.state.Load() == stateRunning {
+	for _, h := range hs {
+		if l := h.loop; l == detached || l.state.Load() == stateRunning {
 			return l
 		}
 	}
-	return first
+	return hs[0].loop
 }
 
 // ended reports whether the handle's outcome is decided. Sinks ignore inputs

@@ -17,8 +17,8 @@ type raceNode[T any] struct {
 // dependent wants them). An input cancelled does not decide the race; if all
 // of them end cancelled, so does the result. Race of no inputs fails with
 // ErrNoInputs and has no loop. The result is pinned to the first input's loop
-// (or, if that loop has stopped, to the loop of the first input whose loop
-// still runs), as All's.
+// (or, if that loop has stopped, to that of the first input whose loop still
+// runs or which has no loop), as All's.
 func Race[T any](hs ...*Handle[T]) *Handle[T] { return race(hs, false) }
 
 // Any returns a handle that completes with the value of the first of hs to
