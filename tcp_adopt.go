@@ -4,6 +4,7 @@ import (
 	"errors"
 	"fmt"
 	"net/netip"
+	"os"
 	"reflect"
 	"syscall"
 
@@ -180,6 +181,11 @@ func dupSocket(from syscall.Conn) (fd int, err error) {
 		}
 	}()
 	rc, err := from.SyscallConn()
+	if errors.Is(err, syscall.EINVAL) || errors.Is(err, os.ErrInvalid) {
+		// What net's and os's nil receivers say, where they do not panic
+		// (a value hiding a nil *net.TCPListener or *os.File).
+		return -1, invalid(fmt.Sprintf("nil socket (%T)", from), err)
+	}
 	if err != nil {
 		return -1, err
 	}

@@ -3,6 +3,7 @@ package aio
 import (
 	"io"
 	"net"
+	"os"
 	"syscall"
 	"testing"
 
@@ -233,6 +234,12 @@ func TestTCPAdoptRefuses(t *testing.T) {
 	}
 	_, err = AdoptListenerFrom(l, (*net.TCPListener)(nil), ListenConfig{}, func(*Conn) {})
 	require.ErrorContains(t, err, "nil socket")
+	// Nils whose SyscallConn returns an error rather than panicking.
+	for _, from := range []syscall.Conn{struct{ *net.TCPListener }{}, struct{ *os.File }{}} {
+		_, err = AdoptListenerFrom(l, from, ListenConfig{}, func(*Conn) {})
+		require.ErrorIs(t, err, ErrInvalidArgument, "%T", from)
+		require.ErrorContains(t, err, "nil socket", "%T", from)
+	}
 	require.ErrorIs(t, adoptConn(-1), ErrInvalidArgument)
 	fds := fdCount(t)
 	gone, err := net.Dial("tcp", boundAddr(t, listening))
