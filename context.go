@@ -90,7 +90,7 @@ func (a *ctxAfter) stop() bool {
 // Context returns a context for the body's goroutine-minded code (a
 // library call that takes a context, a deadline over several Awaits): it
 // is cancelled with cause ErrCancelled as soon as the Do handle is
-// cancelled, before the Await the body is suspended in returns, and
+// cancelled (by its loop's Stop: a cause matching ErrStopped too), before the Await the body is suspended in returns, and
 // cancelled (context.Canceled) when the body returns. A deadline over the
 // rest of the body is context.WithTimeout(co.Context(), d) with each
 // awaited handle tied to it by Handle.Bind. Made on first use. In co's body
@@ -103,7 +103,7 @@ func (co *Co) Context() context.Context {
 	if co.ctx == nil {
 		co.ctx, co.endCtx = context.WithCancelCause(context.Background())
 		if co.cancelled {
-			co.endCtx(ErrCancelled)
+			co.endCtx(cancelCause(co.core.loop))
 		}
 	}
 	return co.ctx

@@ -178,7 +178,7 @@ func (n *doNode[T]) resume() {
 // awaits and let it run on with ErrCancelled.
 func (n *doNode[T]) stop() {
 	n.co.cancelled = true
-	n.co.endContext(ErrCancelled)
+	n.co.endContext(cancelCause(n.loop))
 	if w := n.co.waiting; w != nil {
 		n.co.waiting = nil
 		w.withdraw()

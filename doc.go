@@ -281,7 +281,10 @@
 // and a NetConn view give for a connection that Stop closed matches
 // ErrConnClosed, ErrStopped and ErrCancelled; its Closed handle ends
 // cancelled, as every handle Stop ends), [ErrListenerClosed] (net.ErrClosed
-// too) for listeners. Socket errors wrap their errno, so errors.Is(err,
+// too) for listeners. The context of a Work function or of a Do body
+// (Co.Context) is cancelled with cause ErrCancelled, or, by Stop, with a
+// cause that matches ErrStopped as well, so that goroutine code can tell a
+// shutdown from a cancel. Socket errors wrap their errno, so errors.Is(err,
 // unix.ECONNREFUSED) works. A panic in a callback that has no handle to fail
 // (a posted one, a connection's) goes to Config.OnPanic.
 //

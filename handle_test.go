@@ -550,22 +550,57 @@ func TestWorkRunsOffLoopAndCancelsContext(t *testing.T) {
 	require.True(t, offLoop.Load())
 
 	started := make(chan struct{})
-	ctxErr := make(chan error, 1)
+	ctxErr, ctxCause := make(chan error, 1), make(chan error, 1)
 	h = Work(l, func(ctx context.Context) (int, error) {
 		close(started)
 		<-ctx.Done()
 		ctxErr <- ctx.Err()
+		ctxCause <- context.Cause(ctx)
 		return 0, ctx.Err()
 	})
 	recv(t, started)
 	require.True(t, h.Cancel())
 	_, err = wait(t, h)
 	require.ErrorIs(t, err, ErrCancelled)
-	select {
-	case err := <-ctxErr:
-		require.ErrorIs(t, err, context.Canceled)
-	case <-time.After(waitTimeout):
-		t.Fatal("Work's context was not cancelled")
+	require.ErrorIs(t, recv(t, ctxErr), context.Canceled)
+	cause := recv(t, ctxCause)
+	require.ErrorIs(t, cause, ErrCancelled)
+	require.NotErrorIs(t, cause, ErrStopped, "a cancel of the handle is not a stop")
+}
+
+// The contexts aio gives goroutine-minded code (a Work function's, a Do
+// body's) tell a shutdown from a cancel: Stop cancels them with a cause that
+// matches ErrStopped as well as ErrCancelled.
+func TestContextCauseOfStop(t *testing.T) {
+	l := startLoop(t)
+	causes := make(chan error, 2)
+	ready := make(chan struct{}, 2)
+	w := Work(l, func(ctx context.Context) (int, error) {
+		ready <- struct{}{}
+		<-ctx.Done()
+		causes <- context.Cause(ctx)
+		return 0, ctx.Err()
+	})
+	d := Do(l, func(co *Co) (int, error) {
+		ctx := co.Context()
+		ready <- struct{}{}
+		_, err := Await(co, NewPromise[int](l).Handle())
+		causes <- context.Cause(ctx)
+		return 0, err
+	})
+	recv(t, ready)
+	recv(t, ready)
+	_, err := wait(t, l.Stop())
+	require.NoError(t, err)
+	for range 2 {
+		cause := recv(t, causes)
+		require.ErrorIs(t, cause, ErrStopped)
+		require.ErrorIs(t, cause, ErrCancelled)
+		require.EqualError(t, cause, "aio: cancelled: loop stopped")
+	}
+	for _, h := range []*Handle[int]{w, d} {
+		_, err := h.Result()
+		require.ErrorIs(t, err, ErrCancelled)
 	}
 }
 

@@ -123,8 +123,9 @@ func (rt *Runtime) Loops() []*Loop {
 // its peer still sends is dropped), so adopt into its Scope the handle
 // that waits for a reply; a NetConn view holds its connection until the
 // view's Close. Once none of those is open on any system, or when ctx
-// ends, every system is stopped (Stop: what is still pending, connections
-// included, is cancelled, and their errors match ErrStopped). Shutdown
+// ends, every system is stopped (Stop: what is still pending is cancelled;
+// handles end with ErrCancelled, while a connection's error and the context
+// cause of a Work function or Do body also match ErrStopped). Shutdown
 // returns nil once every Stop handle completed, or ctx's error as soon as
 // ctx ends (the systems go on stopping). To wait for their end then, as
 // net/http's Close follows a Shutdown that timed out, call Shutdown again

@@ -93,6 +93,21 @@ func invalid(text string, cause ...error) error {
 	return &kindError{text, append([]error{ErrInvalidArgument}, cause...)}
 }
 
+// errCancelledByStop is the cause a context of aio's (a Work function's, a
+// Do body's) is cancelled with when its loop stops: it matches ErrCancelled,
+// as every cancellation, and ErrStopped, so goroutine code can tell a
+// shutdown from a cancel of the handle.
+var errCancelledByStop error = &kindError{"aio: cancelled: loop stopped", []error{ErrCancelled, ErrStopped}}
+
+// cancelCause is the context cause of a cancellation on l: errCancelledByStop
+// once l is stopping, ErrCancelled otherwise.
+func cancelCause(l *Loop) error {
+	if l.Stopping() {
+		return errCancelledByStop
+	}
+	return ErrCancelled
+}
+
 // PanicError is the error of a handle whose user callback panicked. The loop
 // recovers the panic, so one bad callback fails its handle instead of killing
 // the loop and every other handle on it.

@@ -113,7 +113,7 @@ type workNode[T any] struct {
 	Handle[T]
 	fn        func(ctx context.Context) (T, error) // read by the pool goroutine; immutable
 	ctx       context.Context                      // immutable
-	ctxCancel context.CancelFunc                   // cancels ctx (not the handle: that is Cancel)
+	ctxCancel context.CancelCauseFunc              // cancels ctx (not the handle: that is Cancel)
 }
 
 // Work runs fn on the loop's work pool (Config.WorkPool goroutines, 4 unless
@@ -121,8 +121,11 @@ type workNode[T any] struct {
 // with its result on the loop. Jobs beyond the pool's size wait in a queue,
 // first in first out; Stats.WorkQueued and Stats.WorkRunning show both, and
 // Stats.WorkCancelled the jobs cancelled (work thrown away). ctx
-// is cancelled when the handle is cancelled (or the loop stops); fn should
-// return soon after. A job cancelled before a worker picked it up never
+// is cancelled when the handle is cancelled, with cause (context.Cause)
+// ErrCancelled, or when the loop stops, with a cause matching both
+// ErrCancelled and ErrStopped; fn should return soon after. (A Within or a
+// Race that gives the job up cancels it: the cause is ErrCancelled; ctx is
+// also cancelled, context.Canceled, once fn has returned.) A job cancelled before a worker picked it up never
 // runs; one cancelled while fn runs ends cancelled at once, and what fn
 // returns then is dropped. A panic in fn fails the handle with a
 // *PanicError, a runtime.Goexit with ErrGoexit. Stop waits for running fns
@@ -143,11 +146,11 @@ func Work[T any](l *Loop, fn func(ctx context.Context) (T, error)) *Handle[T] {
 	n := &workNode[T]{fn: fn}
 	n.init(l)
 	n.prod = n
-	n.ctx, n.ctxCancel = context.WithCancel(context.Background())
+	n.ctx, n.ctxCancel = context.WithCancelCause(context.Background())
 	n.state.Store(uint32(Running))
 	n.adoptSelf()
 	if !l.pool.submit(n) {
-		n.ctxCancel()
+		n.ctxCancel(ErrStopped)
 		var zero T
 		n.settle(zero, ErrStopped)
 	}
@@ -156,7 +159,7 @@ func Work[T any](l *Loop, fn func(ctx context.Context) (T, error)) *Handle[T] {
 
 // runWork runs on a pool goroutine.
 func (n *workNode[T]) runWork() {
-	defer n.ctxCancel() // release the context's resources in every path
+	defer n.ctxCancel(nil) // release the context's resources in every path
 	if n.state.Load() != uint32(Running) {
 		return
 	}
@@ -176,7 +179,7 @@ func (n *workNode[T]) runWork() {
 // started or not.
 func (n *workNode[T]) stop() {
 	n.loop.pool.cancelled.Add(1)
-	n.ctxCancel()
+	n.ctxCancel(cancelCause(n.loop))
 }
 
 // callCtx calls fn(ctx), turning a panic into a *PanicError.
