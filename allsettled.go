@@ -43,9 +43,14 @@ func AllSettled[T any](hs ...*Handle[T]) *Handle[[]Outcome[T]] {
 // in them (cancelling those nobody else wants) and completes at once, with
 // an error matching ErrTimeout as their outcome and the outcomes of the
 // others as they ended. d <= 0 times out on the next iteration: only the
-// inputs whose end has reached the result by then give their own outcomes
-// (an input on another loop reaches it through a post from its loop, so one
-// that ended just before the call may not have yet).
+// inputs whose end has reached the result by then give their own outcomes.
+// The deadline is the result loop's: an input on another loop (or on a
+// stopped one) reaches the result through a post, so one that ends less
+// than a cross-loop wake-up before the deadline is given ErrTimeout though
+// its own handle completed (Result tells). With d <= 0 such an input times
+// out even if it ended long before the call: its end reaches the result by
+// a round trip of posts between the loops, which the next iteration does
+// not wait for.
 func AllSettledWithin[T any](d time.Duration, hs ...*Handle[T]) *Handle[[]Outcome[T]] {
 	return allSettled(hs, true, d)
 }

@@ -41,8 +41,9 @@ func (w *settleWatch[T]) inputDone() { w.s.deliver(w.in) }
 // interest (like Done): it keeps no input from being cancelled when its
 // other dependents withdraw, and it cancels nothing; to give up the rest,
 // cancel them. It holds one slot per input and starts no goroutine, but for
-// an input whose loop has stopped: what reaches a dead loop runs on a
-// short-lived goroutine of its own, and watching that input does. A nil
+// an input whose loop has stopped or which has no loop (Pure(nil, v), a
+// Stop's handle): what reaches no running loop runs on a short-lived
+// goroutine of its own, and watching that input does. A nil
 // input is delivered at once as a handle failed with ErrNilHandle. Any
 // goroutine.
 func Settled[T any](hs ...*Handle[T]) *Settling[T] {
