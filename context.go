@@ -90,8 +90,13 @@ func (a *ctxAfter) stop() bool {
 // Context returns a context for the body's goroutine-minded code (a
 // library call that takes a context, a deadline over several Awaits): it
 // is cancelled with cause ErrCancelled as soon as the Do handle is
-// cancelled (by its loop's Stop: a cause matching ErrStopped too), before the Await the body is suspended in returns, and
-// cancelled (context.Canceled) when the body returns. A deadline over the
+// cancelled, before the Await the body is suspended in returns, and
+// cancelled (context.Canceled) when the body returns. While the loop stops,
+// the cause matches ErrStopped too, and the context ends before the body
+// goes on from an Await that Stop cancelled: what the body awaits is
+// cancelled first. The cause says whether the loop was stopping when the
+// cancellation reached it (a Cancel made off the loop just before Stop may
+// read as the stop's). A deadline over the
 // rest of the body is context.WithTimeout(co.Context(), d) with each
 // awaited handle tied to it by Handle.Bind. Made on first use. In co's body
 // only, as Await: elsewhere it returns a context already cancelled with
@@ -102,8 +107,8 @@ func (co *Co) Context() context.Context {
 	}
 	if co.ctx == nil {
 		co.ctx, co.endCtx = context.WithCancelCause(context.Background())
-		if co.cancelled {
-			co.endCtx(cancelCause(co.core.loop))
+		if co.cause != nil {
+			co.endCtx(co.cause)
 		}
 	}
 	return co.ctx
@@ -115,6 +120,15 @@ var notInBody = func() context.Context {
 	cancel(ErrNotInBody)
 	return ctx
 }()
+
+// cancelContext ends the body's context early, with cause, now or as it is
+// made: the first cause given is the one it keeps. On the loop.
+func (co *Co) cancelContext(cause error) {
+	if co.cause == nil {
+		co.cause = cause
+	}
+	co.endContext(co.cause)
+}
 
 // endContext cancels the body's context, if it made one, with cause (nil:
 // context.Canceled). On the loop.

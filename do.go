@@ -30,6 +30,7 @@ type Co struct {
 
 	ctx    context.Context         // Context, once the body asked for it
 	endCtx context.CancelCauseFunc // cancels ctx: at cancellation, or when the body returns
+	cause  error                   // why ctx ends before the body returns (see cancelContext); nil until then
 }
 
 // pendingAwait is an await in progress (an *awaitLink), seen untyped: all
@@ -178,7 +179,7 @@ func (n *doNode[T]) resume() {
 // awaits and let it run on with ErrCancelled.
 func (n *doNode[T]) stop() {
 	n.co.cancelled = true
-	n.co.endContext(cancelCause(n.loop))
+	n.co.cancelContext(cancelCause(n.loop))
 	if w := n.co.waiting; w != nil {
 		n.co.waiting = nil
 		w.withdraw()
@@ -253,6 +254,13 @@ func (a *awaitLink) wakeBody() {
 	a.done = true
 	a.co.waiting = nil
 	a.co.wake = true
+	if a.co.l.Stopping() && statusOf(a.in.state.Load()) == Cancelled {
+		// Stop cancels what a body awaits (its timers first) before
+		// the Do handle itself: the body, woken by that, learns of the
+		// stop from its context before it goes on, as it would once
+		// its own handle is cancelled.
+		a.co.cancelContext(errCancelledByStop)
+	}
 	a.co.node.resume()
 }
 

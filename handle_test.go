@@ -570,38 +570,93 @@ func TestWorkRunsOffLoopAndCancelsContext(t *testing.T) {
 
 // The contexts aio gives goroutine-minded code (a Work function's, a Do
 // body's) tell a shutdown from a cancel: Stop cancels them with a cause that
-// matches ErrStopped as well as ErrCancelled.
+// matches ErrStopped as well as ErrCancelled. A Do body learns it from its
+// context whatever it awaits, though Stop cancels what it awaits (timers
+// first, young handles next) before the Do handle.
 func TestContextCauseOfStop(t *testing.T) {
 	l := startLoop(t)
-	causes := make(chan error, 2)
-	ready := make(chan struct{}, 2)
-	w := Work(l, func(ctx context.Context) (int, error) {
-		ready <- struct{}{}
-		<-ctx.Done()
-		causes <- context.Cause(ctx)
-		return 0, ctx.Err()
+	const n = 4
+	causes := make(chan error, n)
+	ready := make(chan struct{}, n)
+	watch := func(ctx context.Context) {
+		go func() { <-ctx.Done(); causes <- context.Cause(ctx) }()
+	}
+	work := func() *Handle[int] {
+		return Work(l, func(ctx context.Context) (int, error) {
+			watch(ctx)
+			ready <- struct{}{}
+			<-ctx.Done()
+			return 0, ctx.Err()
+		})
+	}
+	var hs []*Handle[int]
+	onLoop(t, l, func() {
+		hs = append(hs, work())
+		hs = append(hs, Do(l, func(co *Co) (int, error) {
+			watch(co.Context())
+			ready <- struct{}{}
+			return Await(co, NewPromise[int](l).Handle())
+		}))
+		hs = append(hs, Do(l, func(co *Co) (int, error) {
+			watch(co.Context())
+			ready <- struct{}{}
+			_, err := Await(co, Sleep(l, time.Hour))
+			return 0, err
+		}))
+		hs = append(hs, Do(l, func(co *Co) (int, error) {
+			watch(co.Context())
+			if _, err := Await(co, Sleep(l, 50*time.Millisecond)); err != nil {
+				return 0, err // aged past the young handles Stop cancels first
+			}
+			// The Work reports ready, and watches its own context: one
+			// cause more.
+			return Await(co, work())
+		}))
 	})
-	d := Do(l, func(co *Co) (int, error) {
-		ctx := co.Context()
-		ready <- struct{}{}
-		_, err := Await(co, NewPromise[int](l).Handle())
-		causes <- context.Cause(ctx)
-		return 0, err
-	})
-	recv(t, ready)
-	recv(t, ready)
+	for range n {
+		recv(t, ready)
+	}
 	_, err := wait(t, l.Stop())
 	require.NoError(t, err)
-	for range 2 {
+	for range n + 1 {
 		cause := recv(t, causes)
 		require.ErrorIs(t, cause, ErrStopped)
 		require.ErrorIs(t, cause, ErrCancelled)
 		require.EqualError(t, cause, "aio: cancelled: loop stopped")
 	}
-	for _, h := range []*Handle[int]{w, d} {
+	for _, h := range hs {
 		_, err := h.Result()
 		require.ErrorIs(t, err, ErrCancelled)
 	}
+}
+
+// A Do body cancelled while its loop runs keeps ErrCancelled as its
+// context's cause, even if it makes the context only after the loop began
+// stopping.
+func TestCoContextMadeAfterCancelKeepsItsCause(t *testing.T) {
+	l := startLoop(t)
+	ready, stopping := make(chan struct{}), make(chan struct{})
+	causes := make(chan error, 2)
+	var h *Handle[int]
+	onLoop(t, l, func() {
+		h = Do(l, func(co *Co) (int, error) {
+			close(ready)
+			_, err := Await(co, NewPromise[int](l).Handle())
+			causes <- err
+			<-stopping // holds the loop while Stop is called
+			causes <- context.Cause(co.Context())
+			return 0, err
+		})
+	})
+	recv(t, ready)
+	require.True(t, h.Cancel())
+	require.ErrorIs(t, recv(t, causes), ErrCancelled)
+	l.Stop()
+	require.True(t, l.Stopping())
+	close(stopping)
+	cause := recv(t, causes)
+	require.ErrorIs(t, cause, ErrCancelled)
+	require.NotErrorIs(t, cause, ErrStopped, "cancelled while the loop ran")
 }
 
 // A pending promise with no cleanups that is dropped is collected too: it has

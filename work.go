@@ -123,15 +123,18 @@ type workNode[T any] struct {
 // Stats.WorkCancelled the jobs cancelled (work thrown away). ctx
 // is cancelled when the handle is cancelled, with cause (context.Cause)
 // ErrCancelled, or when the loop stops, with a cause matching both
-// ErrCancelled and ErrStopped; fn should return soon after. (A Within or a
-// Race that gives the job up cancels it: the cause is ErrCancelled; ctx is
-// also cancelled, context.Canceled, once fn has returned.) A job cancelled before a worker picked it up never
-// runs; one cancelled while fn runs ends cancelled at once, and what fn
-// returns then is dropped. A panic in fn fails the handle with a
-// *PanicError, a runtime.Goexit with ErrGoexit. Stop waits for running fns
-// to return: so an fn that waits for its own loop's Stop (Stop().Wait,
-// Runtime.Shutdown) waits for itself, until its context ends. Start the
-// shutdown from elsewhere (post it to a goroutine of its own).
+// ErrCancelled and ErrStopped; fn should return soon after. A Within or a
+// Race that gives the job up cancels it: the cause is ErrCancelled. The
+// cause says whether the loop was stopping when the cancellation reached
+// it (a Cancel made off the loop just before Stop may read as the stop's).
+// ctx is also cancelled, context.Canceled, once fn has returned. A job
+// cancelled before a worker picked it up never runs; one cancelled while
+// fn runs ends cancelled at once, and what fn returns then is dropped. A
+// panic in fn fails the handle with a *PanicError, a runtime.Goexit with
+// ErrGoexit. Stop waits for running fns to return: so an fn that waits for
+// its own loop's Stop (Stop().Wait, Runtime.Shutdown) waits for itself,
+// until its context ends. Start the shutdown from elsewhere (post it to a
+// goroutine of its own).
 //
 // The pool's goroutines share Go's Ps (GOMAXPROCS) with the loops: while
 // CPU-bound fns hold every P, a loop whose events arrive waits for one, and
@@ -150,7 +153,7 @@ func Work[T any](l *Loop, fn func(ctx context.Context) (T, error)) *Handle[T] {
 	n.state.Store(uint32(Running))
 	n.adoptSelf()
 	if !l.pool.submit(n) {
-		n.ctxCancel(ErrStopped)
+		n.ctxCancel(errCancelledByStop)
 		var zero T
 		n.settle(zero, ErrStopped)
 	}
