@@ -80,7 +80,11 @@
 // releases; a cancelled handle sends nothing (Stats.Cancelled,
 // Stats.ResponsesSuppressed). A failed handle is answered with 500, and so
 // is a panicking handler, after which the loop goes on; the panic, with
-// its stack, goes to Server.ErrorLog (the standard logger by default).
+// its stack, goes to Server.ErrorLog (the standard logger by default). A
+// panic with http.ErrAbortHandler (in the handler, a continuation or a
+// FromHTTP handler) aborts the response as net/http does, unlogged: over
+// HTTP/1.1 the connection closes, over HTTP/2 the stream is reset
+// (INTERNAL_ERROR), so the client sees it cut rather than a 500.
 // Request.Scope is the request's own scope, closed when it ends: a timer
 // that feeds a Stream belongs there. Request.Context is the same as a
 // context, for goroutine code, and context.Cause tells why it ended: the

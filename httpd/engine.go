@@ -53,9 +53,13 @@ func (ls *loopState) serve(r *Request) (reply Reply) {
 	defer func() {
 		if v := recover(); v != nil {
 			ls.st.panics.Add(1)
-			if v != http.ErrAbortHandler { // net/http's way to cut a response in silence
-				ls.logPanic(r, v, debug.Stack())
+			if v == http.ErrAbortHandler {
+				// net/http's way to cut a response in silence: no log,
+				// no 500, the response aborted (endHandle).
+				reply = Reply{h: aio.Fail[Response](r.Loop(), http.ErrAbortHandler)}
+				return
 			}
+			ls.logPanic(r, v, debug.Stack())
 			reply = Reply{resp: errResponse(500)}
 		}
 	}()
@@ -76,6 +80,12 @@ func (ls *loopState) logFailure(r *Request, err error) {
 		ls.logPanic(r, pe.Value, pe.Stack)
 	}
 }
+
+// aborted reports whether err, a handle's failure, is a panic with
+// http.ErrAbortHandler: net/http's handlers (httputil.ReverseProxy when
+// its backend breaks off) panic with it to abort the response, and the
+// client must see it cut, not a whole 500 (or a body that just ends).
+func aborted(err error) bool { return err != nil && errors.Is(err, http.ErrAbortHandler) }
 
 // logPanic logs a panic of r's handler, or of work it started, with the
 // stack it happened on. On the loop.

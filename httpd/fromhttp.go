@@ -53,7 +53,9 @@ import (
 // (http.ErrContentLength), and a body short of it is cut (the client sees
 // it end early, not a whole response of another length). The Content-Type
 // h leaves unset is sniffed from the body's first bytes. A panic in h
-// answers 500, or cuts a response that is already streaming. The answer
+// answers 500, or cuts a response that is already streaming; a panic with
+// http.ErrAbortHandler (httputil.ReverseProxy's when its backend breaks
+// off) cuts it in every case, as net/http does. The answer
 // to HEAD has the Content-Length h set (http.ServeContent sets the length
 // of the body it does not write). A trailer, as net/http has it (the
 // fields the Trailer header declares, set after the body, and those named

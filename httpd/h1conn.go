@@ -615,12 +615,13 @@ func (hc *h1conn) dispatch(r *Request) {
 // is sent (in its turn) before the arena is released; a cancelled handle
 // sends nothing. The arena goes back here unless the response still waits
 // for its turn (then its write releases it): one release, whichever of the
-// two comes last. On the loop.
+// two comes last. An aborted handler (http.ErrAbortHandler) closes the
+// connection as a cancelled one does, and its response is cut. On the loop.
 func (hc *h1conn) handleEnded(r *Request, v Response, err error, cancelled bool) {
 	switch {
 	case r.written: // the connection is gone
 	case r.refusal != 0: // refused: the refusal is its answer (pump)
-	case cancelled:
+	case cancelled, aborted(err):
 		r.gone = true
 	case r.stream.p != nil:
 		if !r.stream.ended {

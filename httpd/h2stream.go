@@ -549,6 +549,8 @@ func (h *h2conn) handleEnded(r *Request, v Response, err error, cancelled bool) 
 		h.answerRefused(st, r.refusal)
 	case cancelled:
 		h.resetStream(st.id, http2.ErrCodeCancel)
+	case aborted(err): // http.ErrAbortHandler: reset as net/http's server does
+		h.resetStream(st.id, http2.ErrCodeInternal)
 	case r.stream.p != nil && r.stream.refused != nil && !st.headersSent:
 		// Its head could not go out, ended or not: a 500 in its place.
 		r.stream.p = nil

@@ -244,7 +244,8 @@ type Server struct {
 	// ErrorLog receives what the server cannot tell a client, each of
 	// which also answers 500 or cuts the response: a handler's panic, or
 	// one in a continuation of its handle or in a FromHTTP handler (with
-	// its stack; not http.ErrAbortHandler, as net/http); a response
+	// its stack; not http.ErrAbortHandler, which cuts the response
+	// unlogged, as net/http); a response
 	// refused because it cannot be sent as made (a field that would split
 	// it, a Content-Length its body does not have); a reply dropped
 	// because a Stream the handler began went out first; a second
