@@ -5,6 +5,7 @@ import (
 	"context"
 	"io"
 	"iter"
+	"net"
 	"net/http"
 	"net/url"
 	"strconv"
@@ -26,7 +27,11 @@ import (
 // clients unanswered; size the pool for them. The *http.Request's context
 // is cancelled by the same events as a native handler's handle: the
 // client going away, Shutdown's deadline; context.Cause tells which, as
-// for Request.Context (ErrClientGone, ErrServerClosed...). Its body is
+// for Request.Context (ErrClientGone, ErrServerClosed...). It holds, as
+// net/http's, the connection's local address under http.LocalAddrContextKey
+// and under http.ServerContextKey an *http.Server that describes the
+// Server (Addr, timeouts, ErrorLog) but serves nothing: its methods do
+// not reach this Server. Its body is
 // the request's: buffered, or streamed from the connection with flow
 // control (reading pauses while h does not read; it starts, and "100
 // Continue" goes to a client that waits for it, when h first reads). On
@@ -89,6 +94,9 @@ func FromHTTP(h http.Handler) Handler {
 		// The handler's context is done when the Work is cancelled, and
 		// tells why.
 		ctx, end := causeContext(r.cause())
+		// As net/http's: the values handlers look up in it.
+		ctx = context.WithValue(ctx, http.ServerContextKey, r.ls.srv.stdServer())
+		ctx = context.WithValue(ctx, http.LocalAddrContextKey, net.TCPAddrFromAddrPort(r.eng.conn().LocalAddr()))
 		return Later(aio.Work(r.Loop(), func(context.Context) (Response, error) {
 			defer end(context.Canceled)
 			if p, ok := req.Body.(*bodyPipe); ok {

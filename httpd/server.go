@@ -4,6 +4,7 @@ import (
 	"context"
 	"errors"
 	"log"
+	"net/http"
 	"net/netip"
 	"sync"
 	"sync/atomic"
@@ -266,6 +267,28 @@ type Server struct {
 	left    atomic.Int32 // loops not drained yet, during Shutdown
 	doneCh  chan struct{}
 	cut     atomic.Bool // Shutdown's deadline closed a connection
+	stdOnce sync.Once
+	std     *http.Server // stdServer's, made once
+}
+
+// stdServer is the *http.Server a FromHTTP handler finds in its context
+// under http.ServerContextKey, as under net/http: code written for
+// net/http asks for it (httputil.ReverseProxy aborts a response whose
+// backend broke off only when it is there, and otherwise ends it as if
+// whole). It describes s (Addr, the timeouts, ErrorLog) and serves
+// nothing. Any goroutine.
+func (s *Server) stdServer() *http.Server {
+	s.stdOnce.Do(func() {
+		s.std = &http.Server{
+			Addr:              s.Addr().String(),
+			ReadHeaderTimeout: s.cfg.HeaderTimeout,
+			IdleTimeout:       s.cfg.IdleTimeout,
+			WriteTimeout:      s.cfg.WriteTimeout,
+			MaxHeaderBytes:    s.cfg.MaxHeadBytes,
+			ErrorLog:          s.ErrorLog,
+		}
+	})
+	return s.std
 }
 
 // logf logs what ErrorLog is for. Any goroutine.
