@@ -8,13 +8,15 @@ import (
 	"testing"
 
 	"github.com/stretchr/testify/assert"
+	"github.com/stretchr/testify/require"
+	"golang.org/x/net/http2"
+	"golang.org/x/net/http2/hpack"
 )
 
-// A net/http handler that refuses a request without reading its body
-// gets no "100 Continue" sent for it, as net/http sends none: the client
-// that asked (Expect: 100-continue) is spared the upload. One that reads
-// the body gets it sent when it starts.
-func TestFromHTTPExpectContinue(t *testing.T) {
+// expectMux serves PUT /refuse, a net/http handler that answers 401
+// without reading the body, and PUT /take, one that reads it all and
+// answers with its length.
+func expectMux() *Mux {
 	m := NewMux()
 	m.Handle("PUT /refuse", FromHTTP(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
 		http.Error(w, "no", 401)
@@ -23,6 +25,15 @@ func TestFromHTTPExpectContinue(t *testing.T) {
 		n, err := io.Copy(io.Discard, r.Body)
 		fmt.Fprint(w, n, err)
 	})))
+	return m
+}
+
+// A net/http handler that refuses a request without reading its body
+// gets no "100 Continue" sent for it, as net/http sends none: the client
+// that asked (Expect: 100-continue) is spared the upload. One that reads
+// the body gets it sent when it starts.
+func TestFromHTTPExpectContinue(t *testing.T) {
+	m := expectMux()
 	ts := startServer(t, m, Config{})
 	const n = 1 << 20 // streams: more than half an arena
 	head := "Host: x\r\nExpect: 100-continue\r\nContent-Length: " + itoa(n) + "\r\n\r\n"
@@ -40,5 +51,56 @@ func TestFromHTTPExpectContinue(t *testing.T) {
 	resp = raw.read("PUT")
 	assert.Equal(t, 200, resp.status)
 	assert.Equal(t, itoa(n)+" <nil>", resp.body)
+	ts.atRest(t)
+}
+
+// putExpecting opens stream id with a PUT of path, a body of clen bytes to
+// follow, and "expect: 100-continue".
+func (c *h2Raw) putExpecting(id uint32, path string, clen int) {
+	c.t.Helper()
+	c.hb.Reset()
+	for _, f := range [][2]string{{":method", "PUT"}, {":scheme", "http"}, {":authority", "x"},
+		{":path", path}, {"content-length", itoa(clen)}, {"expect", "100-continue"}} {
+		require.NoError(c.t, c.he.WriteField(hpack.HeaderField{Name: f[0], Value: f[1]}))
+	}
+	require.NoError(c.t, c.fr.WriteHeaders(http2.HeadersFrameParam{StreamID: id,
+		BlockFragment: c.hb.Bytes(), EndHeaders: true}))
+}
+
+// Over HTTP/2 as over HTTP/1.1, a client that waits for "100 Continue"
+// (Go's with ExpectContinueTimeout, curl) is asked for its body: at once
+// for a body buffered before the handler starts, when the handler first
+// reads for one that streams to it, and never for a handler that answers
+// without reading. Before, no 100 went out on HTTP/2, and such a client
+// sent its body only after its own timeout (Go's: 1 s by default).
+func TestH2ExpectContinue(t *testing.T) {
+	m := expectMux()
+	m.HandleFunc("PUT /native", func(r *Request) Reply { b, _ := r.Body().Bytes(); return Text(200, itoa(len(b))) })
+	ts := startServer(t, m, Config{})
+	const streamed = 50_000 // over half an arena, within the stream's window
+
+	for _, tc := range []struct {
+		path string
+		size int
+		want string
+	}{{"/take", 5, "5 <nil>"}, {"/take", streamed, itoa(streamed) + " <nil>"}, {"/native", 5, "5"}} {
+		c := dialH2(t, ts.addr)
+		c.putExpecting(1, tc.path, tc.size)
+		f, ok := c.next().(*http2.MetaHeadersFrame)
+		require.True(t, ok, "%s %d: a HEADERS frame first", tc.path, tc.size)
+		require.Equal(t, "100", f.PseudoValue("status"), "%s %d", tc.path, tc.size)
+		require.False(t, f.StreamEnded())
+		body := strings.Repeat("x", tc.size)
+		for len(body) > 0 {
+			n := min(len(body), 16<<10)
+			require.NoError(t, c.fr.WriteData(1, n == len(body), []byte(body[:n])))
+			body = body[n:]
+		}
+		c.expect(1, "200", tc.want)
+	}
+
+	c := dialH2(t, ts.addr)
+	c.putExpecting(1, "/refuse", streamed)
+	c.expect(1, "401", "no\n") // no 100 before it
 	ts.atRest(t)
 }

@@ -51,6 +51,7 @@ type h2stream struct {
 	full   bool   // the stream said Full: OnDrain is owed
 
 	buffering   bool // the body goes to the arena: the handler has not started
+	expect      bool // the client waits for 100 Continue, sent when the handler first asks for the body (bodyDemand)
 	refused     bool // the body outgrew MaxBodyBytes: the rest is dropped, and reset (NO_ERROR) once the answer is out
 	headersSent bool
 	localDone   bool // END_STREAM sent
@@ -191,8 +192,17 @@ func (h *h2conn) onHeaders(f *h2block) {
 		r.body.data = r.arena.take(int(room))[:0]
 	default:
 		r.body.length = clen
+		st.expect = r.head.Expect == h1.Expect100Continue
 		h.dispatch(st)
 		return
+	}
+	if r.head.Expect == h1.Expect100Continue {
+		// A body buffered before the handler starts is asked for at
+		// once, as on HTTP/1.1 (continueBuffering): unless its route's
+		// MaxBytesHandler would refuse it.
+		if _, limit := ls.routeAtHead(r); clen <= limit {
+			_ = h.inform(r, 100, nil)
+		}
 	}
 	h.timeBody(st)
 	if duplex, _ := ls.routeAtHead(r); duplex {
@@ -304,6 +314,9 @@ func h2SetHead(r *Request, f *h2block) bool {
 			h.Host = view(hf.Value)
 		case ":scheme", ":protocol":
 		default:
+			if hf.Name == "expect" && strings.EqualFold(strings.TrimSpace(hf.Value), "100-continue") {
+				h.Expect = h1.Expect100Continue // other expectations are ignored, as net/http's HTTP/2 server does
+			}
 			if len(fields) >= r.ls.cfg.MaxFields {
 				return false
 			}
@@ -498,7 +511,15 @@ func (h *h2conn) credit(st *h2stream) {
 
 func (h *h2conn) bodyDemand(r *Request) {
 	st := r.h2s
-	if st == nil || h.closed || !r.body.ready() || len(st.rbuf) == 0 && !st.rend {
+	if st == nil || h.closed || !r.body.ready() {
+		return
+	}
+	if st.expect {
+		// Its client holds the body back until asked (RFC 9110 §10.1.1).
+		st.expect = false
+		_ = h.inform(r, 100, nil)
+	}
+	if len(st.rbuf) == 0 && !st.rend {
 		return
 	}
 	p, end := st.rbuf, st.rend
