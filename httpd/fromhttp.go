@@ -185,7 +185,8 @@ func httpRequest(r *Request) (*http.Request, error) {
 		req.Header["Cookie"] = []string{strings.Join(cookies, "; ")}
 	}
 	req.ContentLength = r.body.length
-	if r.body.length < 0 {
+	if r.body.length < 0 && req.ProtoMajor == 1 {
+		// HTTP/2 has no Transfer-Encoding: net/http leaves it empty there.
 		req.TransferEncoding = []string{"chunked"}
 	}
 	for v := range r.HeaderValues("Trailer") { // the declared names, as net/http has them

@@ -103,3 +103,31 @@ func TestFromHTTPRequestAsNetHTTP(t *testing.T) {
 	assert.Contains(t, string(b), `cookie=["a=1; b=2"]`)
 	ts.atRest(t)
 }
+
+// An HTTP/2 body of no declared length is ContentLength -1 with no
+// TransferEncoding, as net/http's HTTP/2 server has it (HTTP/2 has no
+// chunked coding); over HTTP/1.1 it is chunked.
+func TestFromHTTPBodyOfNoLengthOverH2(t *testing.T) {
+	m := NewMux()
+	m.Handle("POST /te", FromHTTP(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		b, err := io.ReadAll(r.Body)
+		fmt.Fprintf(w, "%d %q %s %v", r.ContentLength, r.TransferEncoding, b, err)
+	})))
+	ts := startServer(t, m, Config{})
+	for name, tc := range map[string]struct {
+		c    *http.Client
+		want string
+	}{
+		"HTTP/1.1": {client(t), `-1 ["chunked"] abc <nil>`},
+		"HTTP/2":   {h2Client(t), `-1 [] abc <nil>`},
+	} {
+		// A body of unknown length: chunked on HTTP/1.1, DATA with no
+		// content-length on HTTP/2.
+		req, err := http.NewRequest("POST", ts.url+"/te", io.MultiReader(strings.NewReader("abc")))
+		require.NoError(t, err)
+		resp, body := do(t, tc.c, req)
+		require.Equal(t, 200, resp.StatusCode, name)
+		assert.Equal(t, tc.want, string(body), name)
+	}
+	ts.atRest(t)
+}
