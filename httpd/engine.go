@@ -107,6 +107,11 @@ func dropReply(r *Request, reply Reply) {
 		reply.h.Cancel()
 	}
 	r.hdone = true
+	if reply.h != nil {
+		if _, err := reply.h.Result(); aborted(err) {
+			return // http.ErrAbortHandler: cut in silence, as asked
+		}
+	}
 	what := "the response is cut"
 	if r.stream.ended {
 		what = "the Stream, whole, is the response"

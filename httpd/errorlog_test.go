@@ -54,6 +54,10 @@ func TestErrorLog(t *testing.T) {
 		panic(http.ErrAbortHandler)
 	})))
 	m.HandleFunc("GET /abort-native", func(r *Request) Reply { panic(http.ErrAbortHandler) })
+	m.HandleFunc("GET /abort-stream", func(r *Request) Reply {
+		_, _ = r.Stream(200, nil).WriteString("begun")
+		panic(http.ErrAbortHandler) // cut, and not logged as a reply dropped for the Stream
+	})
 	var dropped *Stream // owned by the loop
 	m.HandleFunc("GET /stream-unstarted", func(r *Request) Reply {
 		dropped = r.Stream(200, nil) // never written: dropped for the reply
@@ -100,7 +104,7 @@ func TestErrorLog(t *testing.T) {
 	// A fresh connection each: Go's client retries a GET whose reused
 	// connection closes with no response, which would run a handler twice.
 	once := &http.Client{Transport: &http.Transport{DisableKeepAlives: true}, Timeout: waitTimeout}
-	for _, path := range []string{"/abort", "/abort-native", "/stream-dropped"} {
+	for _, path := range []string{"/abort", "/abort-native", "/abort-stream", "/stream-dropped"} {
 		resp, err := once.Get(ts.url + path)
 		if err == nil {
 			_, err = io.ReadAll(resp.Body)
@@ -111,8 +115,12 @@ func TestErrorLog(t *testing.T) {
 		require.Error(t, err, "%s: the response must be cut", path)
 	}
 	h2 := h2Client(t) // over HTTP/2, the stream is reset INTERNAL_ERROR, as net/http's
-	for _, path := range []string{"/abort", "/abort-native"} {
-		_, err := h2.Get(ts.url + path)
+	for _, path := range []string{"/abort", "/abort-native", "/abort-stream"} {
+		resp, err := h2.Get(ts.url + path)
+		if err == nil { // /abort-stream: its head went out, and its body is cut
+			_, err = io.ReadAll(resp.Body)
+			resp.Body.Close()
+		}
 		require.ErrorContains(t, err, "INTERNAL_ERROR", path)
 	}
 	ts.atRest(t)
@@ -131,5 +139,5 @@ func TestErrorLog(t *testing.T) {
 	}
 	assert.Len(t, regexp.MustCompile(`(?m)^goroutine \d+ \[`).FindAllString(out, -1), 3, "a stack with each panic:\n%s", out)
 	assert.NotContains(t, out, "/abort")
-	assert.Equal(t, uint64(7), ts.Stats().Panics, "the handlers', their continuation's, net/http code's, aborts too")
+	assert.Equal(t, uint64(9), ts.Stats().Panics, "the handlers', their continuation's, net/http code's, aborts too")
 }
