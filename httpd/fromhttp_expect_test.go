@@ -9,6 +9,7 @@ import (
 
 	"github.com/stretchr/testify/assert"
 	"github.com/stretchr/testify/require"
+	"github.com/valkyria/aio"
 	"golang.org/x/net/http2"
 	"golang.org/x/net/http2/hpack"
 )
@@ -76,6 +77,7 @@ func (c *h2Raw) putExpecting(id uint32, path string, clen int) {
 func TestH2ExpectContinue(t *testing.T) {
 	m := expectMux()
 	m.HandleFunc("PUT /native", func(r *Request) Reply { b, _ := r.Body().Bytes(); return Text(200, itoa(len(b))) })
+	m.Handle("PUT /small", MaxBytesHandler(HandlerFunc(func(r *Request) Reply { return Text(200, "taken") }), 100))
 	ts := startServer(t, m, Config{})
 	const streamed = 50_000 // over half an arena, within the stream's window
 
@@ -102,5 +104,52 @@ func TestH2ExpectContinue(t *testing.T) {
 	c := dialH2(t, ts.addr)
 	c.putExpecting(1, "/refuse", streamed)
 	c.expect(1, "401", "no\n") // no 100 before it
+
+	// A body its route's MaxBytesHandler refuses, small enough to be
+	// buffered: refused at once, with no 100 asking for it (it waited
+	// for a body its client held back, until HeaderTimeout's 408).
+	c = dialH2(t, ts.addr)
+	c.putExpecting(1, "/small", 1000)
+	st, _ := c.response(1)
+	require.Equal(t, "413", st)
+	ts.atRest(t)
+}
+
+// A body that arrives before the handler asks for it needs no 100
+// Continue: the client sent it without waiting.
+func TestH2ExpectContinueNotAfterTheBody(t *testing.T) {
+	var held *Request                // owned by the loop
+	var reply *aio.Promise[Response] // owned by the loop
+	m := NewMux()
+	m.HandleFunc("PUT /late", func(r *Request) Reply {
+		held, reply = r, aio.NewPromise[Response](r.Loop())
+		return Later(reply.Handle())
+	})
+	m.HandleFunc("GET /ping", func(r *Request) Reply { return Text(200, "pong") })
+	ts := startServer(t, m, Config{})
+	const size = 50_000 // over half an arena: it streams to the handler
+	c := dialH2(t, ts.addr)
+	c.putExpecting(1, "/late", size)
+	for left := size; left > 0; {
+		n := min(left, 16<<10) // the default SETTINGS_MAX_FRAME_SIZE
+		left -= n
+		require.NoError(t, c.fr.WriteData(1, left == 0, make([]byte, n)))
+	}
+	c.get(3, "/ping") // answered after the server has read the body's frames
+	c.expect(3, "200", "pong")
+	ts.onLoop(t, func() {
+		n := 0
+		held.Body().OnData(func(p []byte, end bool) {
+			if n += len(p); end {
+				reply.Resolve(Response{Status: 200, Body: []byte(itoa(n))})
+			}
+		})
+	})
+	f, ok := c.next().(*http2.MetaHeadersFrame)
+	require.True(t, ok)
+	require.Equal(t, "200", f.PseudoValue("status"), "no 100 after the body")
+	d, ok := c.next().(*http2.DataFrame)
+	require.True(t, ok)
+	require.Equal(t, itoa(size), string(d.Data()))
 	ts.atRest(t)
 }

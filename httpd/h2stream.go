@@ -177,6 +177,18 @@ func (h *h2conn) onHeaders(f *h2block) {
 		return
 	}
 	room := int64(r.arena.Room() / 2)
+	expect := r.head.Expect == h1.Expect100Continue && !f.endStream
+	if expect && clen >= 0 {
+		if _, limit := ls.routeAtHead(r); clen > limit {
+			// Its route's MaxBytesHandler refuses the body: at once,
+			// with no 100 asking for what it will not take, as on
+			// HTTP/1.1 (a client holding the body back would otherwise
+			// wait for its 100 while the body was awaited here).
+			r.body.length = clen
+			h.dispatch(st)
+			return
+		}
+	}
 	switch {
 	case f.endStream:
 		r.body.buffered = true
@@ -192,17 +204,14 @@ func (h *h2conn) onHeaders(f *h2block) {
 		r.body.data = r.arena.take(int(room))[:0]
 	default:
 		r.body.length = clen
-		st.expect = r.head.Expect == h1.Expect100Continue
+		st.expect = expect // asked for when the handler first reads (bodyDemand)
 		h.dispatch(st)
 		return
 	}
-	if r.head.Expect == h1.Expect100Continue {
+	if expect {
 		// A body buffered before the handler starts is asked for at
-		// once, as on HTTP/1.1 (continueBuffering): unless its route's
-		// MaxBytesHandler would refuse it.
-		if _, limit := ls.routeAtHead(r); clen <= limit {
-			_ = h.inform(r, 100, nil)
-		}
+		// once, as on HTTP/1.1 (continueBuffering).
+		_ = h.inform(r, 100, nil)
 	}
 	h.timeBody(st)
 	if duplex, _ := ls.routeAtHead(r); duplex {
@@ -314,7 +323,7 @@ func h2SetHead(r *Request, f *h2block) bool {
 			h.Host = view(hf.Value)
 		case ":scheme", ":protocol":
 		default:
-			if hf.Name == "expect" && strings.EqualFold(strings.TrimSpace(hf.Value), "100-continue") {
+			if hf.Name == "expect" && httpguts.HeaderValuesContainsToken([]string{hf.Value}, "100-continue") {
 				h.Expect = h1.Expect100Continue // other expectations are ignored, as net/http's HTTP/2 server does
 			}
 			if len(fields) >= r.ls.cfg.MaxFields {
@@ -373,6 +382,7 @@ func (h *h2conn) onData(f *http2.DataFrame) {
 		h.resetStream(st.id, http2.ErrCodeFlowControl)
 		return
 	}
+	st.expect = false // the client sends the body without waiting: no 100 is owed
 	p, end := f.Data(), f.StreamEnded()
 	st.unacked += n - int64(len(p))
 	st.received += int64(len(p))
