@@ -7,6 +7,7 @@ import (
 	"iter"
 	"net"
 	"net/http"
+	"net/textproto"
 	"net/url"
 	"strconv"
 	"strings"
@@ -56,8 +57,14 @@ import (
 // client has gone away. A Content-Length h sets before its body is the
 // body's length, as net/http holds it: Write takes no byte past it
 // (http.ErrContentLength), and a body short of it is cut (the client sees
-// it end early, not a whole response of another length). The Content-Type
-// h leaves unset is sniffed from the body's first bytes. A panic in h
+// it end early, not a whole response of another length). The head is the
+// header as it was at WriteHeader or the first Write, as net/http's: a
+// field set later is not sent (but a declared trailer's). Its fields are
+// cleaned as net/http cleans them, not refused: a name that is not a token
+// is dropped, CR and LF in a value become spaces, and a value still not
+// valid (a control byte) is dropped. The Content-Type h leaves unset is
+// sniffed from the body's first bytes; a nil one asks for none, as in
+// net/http (the Date is the server's, whatever h sets). A panic in h
 // answers 500, or cuts a response that is already streaming; a panic with
 // http.ErrAbortHandler (httputil.ReverseProxy's when its backend breaks
 // off) cuts it in every case, as net/http does. The answer
@@ -67,8 +74,8 @@ import (
 // with http.TrailerPrefix), follows the body (Stream.SetTrailer); a
 // response that has one goes as a stream, chunked on HTTP/1.1. Fields a
 // trailer may not carry are dropped, as net/http drops them. A
-// "Connection: close" h sets ends the connection after the response
-// (Response.Close), as net/http honours it.
+// "Connection: close" h sets before the head ends the connection after
+// the response (Response.Close), as net/http honours it.
 //
 // Of http.ResponseController's methods, Flush works, EnableFullDuplex
 // does on HTTP/2 (on HTTP/1.1 it reports http.ErrNotSupported), and
@@ -436,6 +443,7 @@ func (p *bodyPipe) Close() error {
 // goroutine.
 type responseWriter struct {
 	header    http.Header
+	snap      http.Header // header as it was when the head was fixed: the head's fields, as net/http's
 	status    int
 	body      bytes.Buffer
 	ctx       context.Context
@@ -482,6 +490,7 @@ func (w *responseWriter) fixHead() {
 		return
 	}
 	w.headDone = true
+	w.snap = w.header.Clone() // later changes are the trailer's, or nobody's
 	w.length = -1
 	if v := w.header.Get("Content-Length"); v != "" {
 		if n, err := strconv.ParseInt(v, 10, 64); err == nil && n >= 0 {
@@ -591,16 +600,23 @@ func (w *responseWriter) response() Response {
 // a net/http handler does: a Connection field with the "close" token
 // (honoured by net/http on HTTP/1.1, and by a graceful GOAWAY on HTTP/2).
 func (w *responseWriter) closes() bool {
-	return httpguts.HeaderValuesContainsToken(w.header["Connection"], "close")
+	return httpguts.HeaderValuesContainsToken(w.snap["Connection"], "close")
 }
 
-// fields are the response's header fields, with a Content-Type sniffed
-// from sniff when the handler set none, and with the Content-Length the
-// handler declared (fixHead) if withLength: a stream must then be exactly
-// that long, and the answer to HEAD states it.
+// fields are the response's header fields as the head was fixed, cleaned
+// as net/http cleans them (a name that is not a token is dropped, CR and LF
+// in a value become spaces, and a value still not valid is dropped, as
+// net/http's HTTP/2 server drops it), with a Content-Type sniffed from
+// sniff when the handler set none (a nil one asks for none, as in
+// net/http), and with the Content-Length the handler declared (fixHead) if
+// withLength: a stream must then be exactly that long, and the answer to
+// HEAD states it.
 func (w *responseWriter) fields(sniff []byte, withLength bool) []Field {
 	var fields []Field
-	for name, values := range w.header {
+	for name, values := range w.snap {
+		if !httpguts.ValidHeaderFieldName(name) {
+			continue
+		}
 		switch http.CanonicalHeaderKey(name) {
 		case "Content-Length", "Transfer-Encoding", "Connection", "Date":
 			continue // the server's own
@@ -609,10 +625,15 @@ func (w *responseWriter) fields(sniff []byte, withLength bool) []Field {
 			continue // a trailer field (responseWriter.trailer)
 		}
 		for _, v := range values {
-			fields = append(fields, Field{name, v})
+			if strings.ContainsAny(v, "\r\n") {
+				v = textproto.TrimString(strings.NewReplacer("\r", " ", "\n", " ").Replace(v))
+			}
+			if httpguts.ValidHeaderFieldValue(v) {
+				fields = append(fields, Field{name, v})
+			}
 		}
 	}
-	if w.header.Get("Content-Type") == "" && len(sniff) > 0 {
+	if _, typed := w.snap["Content-Type"]; !typed && len(sniff) > 0 {
 		fields = append(fields, Field{"Content-Type", http.DetectContentType(sniff)})
 	}
 	if withLength && w.length >= 0 && hasContent(w.status) {

@@ -271,22 +271,64 @@ func TestResponseClose(t *testing.T) {
 	ts.atRest(t)
 }
 
-// A FromHTTP handler whose streamed head cannot be sent (a field with
-// CR/LF, flushed) gets a 500 in its place, on HTTP/1.1 as on HTTP/2, and
-// the connection goes on: before, HTTP/1.1 closed it with no answer.
-func TestFromHTTPRefusedStreamHead(t *testing.T) {
+// A FromHTTP handler's header is cleaned as net/http cleans it, not
+// refused: CR and LF in a value become spaces, a name that is not a token
+// and a value still not valid are dropped (net/http's HTTP/2 server drops
+// it), buffered or streamed, on HTTP/1.1 as on HTTP/2. Before, such a
+// field made the whole response a 500.
+func TestFromHTTPCleansHeaderFields(t *testing.T) {
 	m := okAfter(NewMux())
-	m.Handle("GET /lf", FromHTTP(http.HandlerFunc(func(w http.ResponseWriter, _ *http.Request) {
-		w.Header()["X-Bad"] = []string{"a\r\nb"}
-		_, _ = io.WriteString(w, "hello")
-		w.(http.Flusher).Flush()
-		_, _ = io.WriteString(w, "more")
+	for _, path := range []string{"/small", "/flushed"} {
+		m.Handle("GET "+path, FromHTTP(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+			w.Header()["X-Lf"] = []string{"a\r\nb"}
+			w.Header()["X Bad"] = []string{"dropped"}
+			w.Header()["X-Ctl"] = []string{"a\x01b"}
+			w.Header().Set("X-Ok", "kept")
+			_, _ = io.WriteString(w, "hello")
+			if r.URL.Path == "/flushed" {
+				w.(http.Flusher).Flush()
+			}
+			_, _ = io.WriteString(w, "more")
+		})))
+	}
+	ts := startServer(t, m, Config{})
+	for name, c := range map[string]*http.Client{"HTTP/1.1": client(t), "HTTP/2": h2Client(t)} {
+		for _, path := range []string{"/small", "/flushed"} {
+			resp, body := do(t, c, mustRequest(t, "GET", ts.url+path))
+			require.Equal(t, 200, resp.StatusCode, "%s %s", name, path)
+			assert.Equal(t, "hellomore", string(body))
+			assert.Equal(t, []string{"a  b"}, resp.Header["X-Lf"], "%s %s", name, path)
+			assert.Equal(t, "kept", resp.Header.Get("X-Ok"))
+			assert.NotContains(t, resp.Header, "X-Ctl")
+			assert.NotContains(t, resp.Header, "X Bad")
+		}
+	}
+	ts.atRest(t)
+}
+
+// A FromHTTP handler's head is its header as it was at WriteHeader or the
+// first Write, as net/http's: a field set later (Connection: close
+// included) is not sent, whether the response is buffered or not; and a
+// nil Content-Type asks for no sniffed one.
+func TestFromHTTPHeadAsWritten(t *testing.T) {
+	m := okAfter(NewMux())
+	m.Handle("GET /late", FromHTTP(http.HandlerFunc(func(w http.ResponseWriter, _ *http.Request) {
+		_, _ = io.WriteString(w, "body")
+		w.Header().Set("X-Late", "1")
+		w.Header().Set("Connection", "close")
+	})))
+	m.Handle("GET /untyped", FromHTTP(http.HandlerFunc(func(w http.ResponseWriter, _ *http.Request) {
+		w.Header()["Content-Type"] = nil
+		_, _ = io.WriteString(w, "<html>hi")
 	})))
 	ts := startServer(t, m, Config{})
-	assert.Equal(t, 500, pipelineOK(t, ts, "/lf").status)
-	resp, body := do(t, h2Client(t), mustRequest(t, "GET", ts.url+"/lf"))
-	assert.Equal(t, 500, resp.StatusCode)
-	assert.NotContains(t, string(body), "hello")
+	late := pipelineOK(t, ts, "/late") // and the connection goes on to /ok
+	assert.Equal(t, "body", late.body)
+	assert.Empty(t, late.header.Get("X-Late"))
+	assert.False(t, late.close)
+	untyped := pipelineOK(t, ts, "/untyped")
+	assert.Equal(t, "<html>hi", untyped.body)
+	assert.NotContains(t, untyped.header, "Content-Type")
 	ts.atRest(t)
 }
 
@@ -295,7 +337,8 @@ func TestFromHTTPRefusedStreamHead(t *testing.T) {
 // their turn behind a pending response), is answered 500 all the same:
 // before, HTTP/1.1 wrote nothing in its place, so the next response was
 // read as its answer, and HTTP/2 left the stream open with its arena for
-// good. GET and HEAD, native and FromHTTP.
+// good. GET and HEAD. (A FromHTTP handler's fields are cleaned, not
+// refused: TestFromHTTPCleansHeaderFields.)
 func TestRefusedStreamEndedBeforeItsTurn(t *testing.T) {
 	p := newProbe()
 	m := okAfter(p.mux())
@@ -310,14 +353,9 @@ func TestRefusedStreamEndedBeforeItsTurn(t *testing.T) {
 		s.End()
 		return s.Reply()
 	})
-	m.Handle("GET /flush", FromHTTP(http.HandlerFunc(func(w http.ResponseWriter, _ *http.Request) {
-		w.Header().Set("X-Bad", "a\r\nb")
-		_, _ = io.WriteString(w, "injected")
-		w.(http.Flusher).Flush()
-	})))
 	ts := startServer(t, m, Config{})
 
-	for _, req := range []string{"GET /owned", "HEAD /owned", "GET /crlf", "GET /flush"} {
+	for _, req := range []string{"GET /owned", "HEAD /owned", "GET /crlf"} {
 		method := req[:len(req)-len(" /owned")]
 		if req[0] == 'G' {
 			method = "GET"
