@@ -63,8 +63,10 @@ import (
 // cleaned as net/http cleans them, not refused: a name that is not a token
 // is dropped, CR and LF in a value become spaces, and a value still not
 // valid (a control byte) is dropped. The Content-Type h leaves unset is
-// sniffed from the body's first bytes; a nil one asks for none, as in
-// net/http (the Date is the server's, whatever h sets). A panic in h
+// sniffed from the body's first bytes (not under a Content-Encoding); a
+// nil one asks for none, as in net/http (the Date is the server's,
+// whatever h sets). A Trailer field declares trailers only if set before
+// the head, as in net/http. A panic in h
 // answers 500, or cuts a response that is already streaming; a panic with
 // http.ErrAbortHandler (httputil.ReverseProxy's when its backend breaks
 // off) cuts it in every case, as net/http does. The answer
@@ -117,6 +119,7 @@ func FromHTTP(h http.Handler) Handler {
 			}
 			w := &responseWriter{header: make(http.Header), ctx: ctx, out: out, head: req.Method == "HEAD", h2: h2}
 			h.ServeHTTP(w, req.WithContext(ctx))
+			w.fixHead() // a handler that never wrote: its head is the header as it left it
 			trailer := w.trailer()
 			if !w.streaming && (trailer != nil || w.short()) {
 				// A trailer comes after the body of a stream, and a body
@@ -605,10 +608,10 @@ func (w *responseWriter) closes() bool {
 
 // fields are the response's header fields as the head was fixed, cleaned
 // as net/http cleans them (a name that is not a token is dropped, CR and LF
-// in a value become spaces, and a value still not valid is dropped, as
-// net/http's HTTP/2 server drops it), with a Content-Type sniffed from
-// sniff when the handler set none (a nil one asks for none, as in
-// net/http), and with the Content-Length the handler declared (fixHead) if
+// in a value become spaces, the value is trimmed, and one still not valid
+// is dropped, as net/http's HTTP/2 server drops it), with a Content-Type
+// sniffed from sniff when the handler set none (a nil one asks for none,
+// and none is sniffed over a Content-Encoding, as in net/http), and with the Content-Length the handler declared (fixHead) if
 // withLength: a stream must then be exactly that long, and the answer to
 // HEAD states it.
 func (w *responseWriter) fields(sniff []byte, withLength bool) []Field {
@@ -626,14 +629,17 @@ func (w *responseWriter) fields(sniff []byte, withLength bool) []Field {
 		}
 		for _, v := range values {
 			if strings.ContainsAny(v, "\r\n") {
-				v = textproto.TrimString(strings.NewReplacer("\r", " ", "\n", " ").Replace(v))
+				v = strings.NewReplacer("\r", " ", "\n", " ").Replace(v)
 			}
+			v = textproto.TrimString(v) // as net/http writes every value
 			if httpguts.ValidHeaderFieldValue(v) {
 				fields = append(fields, Field{name, v})
 			}
 		}
 	}
-	if _, typed := w.snap["Content-Type"]; !typed && len(sniff) > 0 {
+	// Not over a Content-Encoding, as net/http: the bytes are not the
+	// content's (gzip's magic would make it application/x-gzip).
+	if _, typed := w.snap["Content-Type"]; !typed && len(sniff) > 0 && w.snap.Get("Content-Encoding") == "" {
 		fields = append(fields, Field{"Content-Type", http.DetectContentType(sniff)})
 	}
 	if withLength && w.length >= 0 && hasContent(w.status) {
@@ -667,10 +673,11 @@ func (w *responseWriter) trailer() []Field {
 	return fields
 }
 
-// trailerNames yields the names the Trailer header declares, canonical.
+// trailerNames yields the names the head's Trailer field declares,
+// canonical: one set after the head declares nothing, as in net/http.
 func (w *responseWriter) trailerNames() iter.Seq[string] {
 	return func(yield func(string) bool) {
-		for _, v := range w.header["Trailer"] {
+		for _, v := range w.snap["Trailer"] {
 			for name := range strings.SplitSeq(v, ",") {
 				if name = strings.TrimSpace(name); name != "" && !yield(http.CanonicalHeaderKey(name)) {
 					return
@@ -680,11 +687,11 @@ func (w *responseWriter) trailerNames() iter.Seq[string] {
 	}
 }
 
-// declared reports whether the Trailer header declares name: its value,
-// set once the body is written, is the trailer's, not the head's (as
-// net/http has it, which takes the head when the body begins).
+// declared reports whether the head's Trailer field declares name: its
+// value, set once the body is written, is the trailer's, not the head's
+// (as net/http has it, which takes the head when the body begins).
 func (w *responseWriter) declared(name string) bool {
-	if len(w.header["Trailer"]) == 0 {
+	if len(w.snap["Trailer"]) == 0 {
 		return false // most responses: no work per field
 	}
 	name = http.CanonicalHeaderKey(name)

@@ -308,8 +308,9 @@ func TestFromHTTPCleansHeaderFields(t *testing.T) {
 
 // A FromHTTP handler's head is its header as it was at WriteHeader or the
 // first Write, as net/http's: a field set later (Connection: close
-// included) is not sent, whether the response is buffered or not; and a
-// nil Content-Type asks for no sniffed one.
+// included) is not sent, whether the response is buffered or not, and a
+// Trailer set later declares nothing; a nil Content-Type asks for no
+// sniffed one, and none is sniffed over a Content-Encoding.
 func TestFromHTTPHeadAsWritten(t *testing.T) {
 	m := okAfter(NewMux())
 	m.Handle("GET /late", FromHTTP(http.HandlerFunc(func(w http.ResponseWriter, _ *http.Request) {
@@ -321,6 +322,16 @@ func TestFromHTTPHeadAsWritten(t *testing.T) {
 		w.Header()["Content-Type"] = nil
 		_, _ = io.WriteString(w, "<html>hi")
 	})))
+	m.Handle("GET /encoded", FromHTTP(http.HandlerFunc(func(w http.ResponseWriter, _ *http.Request) {
+		w.Header().Set("Content-Encoding", "gzip")
+		_, _ = w.Write([]byte("\x1f\x8b\x08\x00\x00\x00\x00\x00")) // no sniffing over an encoding
+	})))
+	m.Handle("GET /late-trailer", FromHTTP(http.HandlerFunc(func(w http.ResponseWriter, _ *http.Request) {
+		w.Header().Set("X-T", "early")
+		_, _ = io.WriteString(w, "body")
+		w.Header().Set("Trailer", "X-T") // after the head: declares nothing
+		w.Header().Set("X-T", "late")
+	})))
 	ts := startServer(t, m, Config{})
 	late := pipelineOK(t, ts, "/late") // and the connection goes on to /ok
 	assert.Equal(t, "body", late.body)
@@ -329,6 +340,11 @@ func TestFromHTTPHeadAsWritten(t *testing.T) {
 	untyped := pipelineOK(t, ts, "/untyped")
 	assert.Equal(t, "<html>hi", untyped.body)
 	assert.NotContains(t, untyped.header, "Content-Type")
+	encoded := pipelineOK(t, ts, "/encoded")
+	assert.NotContains(t, encoded.header, "Content-Type")
+	lateTrailer := pipelineOK(t, ts, "/late-trailer")
+	assert.Equal(t, "early", lateTrailer.header.Get("X-T"))
+	assert.Equal(t, "4", lateTrailer.header.Get("Content-Length"), "no trailer: not chunked")
 	ts.atRest(t)
 }
 
