@@ -607,13 +607,14 @@ func (w *responseWriter) closes() bool {
 }
 
 // fields are the response's header fields as the head was fixed, cleaned
-// as net/http cleans them (a name that is not a token is dropped, CR and LF
-// in a value become spaces, the value is trimmed, and one still not valid
-// is dropped, as net/http's HTTP/2 server drops it), with a Content-Type
-// sniffed from sniff when the handler set none (a nil one asks for none,
-// and none is sniffed over a Content-Encoding, as in net/http), and with the Content-Length the handler declared (fixHead) if
-// withLength: a stream must then be exactly that long, and the answer to
-// HEAD states it.
+// as net/http cleans them (a name that is not a token is dropped, CR and
+// LF in a value become spaces, the value is trimmed, and one still not
+// valid is dropped, as net/http's HTTP/2 server drops it), with a
+// Content-Type sniffed from sniff when the handler set none (a nil one
+// asks for none, and none is sniffed over a Content-Encoding, as in
+// net/http), and with the Content-Length the handler declared (fixHead)
+// if withLength: a stream must then be exactly that long, and the answer
+// to HEAD states it.
 func (w *responseWriter) fields(sniff []byte, withLength bool) []Field {
 	var fields []Field
 	for name, values := range w.snap {
@@ -631,7 +632,10 @@ func (w *responseWriter) fields(sniff []byte, withLength bool) []Field {
 			if strings.ContainsAny(v, "\r\n") {
 				v = strings.NewReplacer("\r", " ", "\n", " ").Replace(v)
 			}
-			v = textproto.TrimString(v) // as net/http writes every value
+			// Trimmed as net/http's HTTP/1.1 server writes every head
+			// value; on HTTP/2 too, where RFC 9113 §8.2.1 makes such
+			// whitespace malformed (net/http's sends it as it is).
+			v = textproto.TrimString(v)
 			if httpguts.ValidHeaderFieldValue(v) {
 				fields = append(fields, Field{name, v})
 			}
