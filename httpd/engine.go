@@ -85,7 +85,7 @@ func (ls *loopState) logFailure(r *Request, err error) {
 // http.ErrAbortHandler: net/http's handlers (httputil.ReverseProxy when
 // its backend breaks off) panic with it to abort the response, and the
 // client must see it cut, not a whole 500 (or a body that just ends).
-func aborted(err error) bool { return err != nil && errors.Is(err, http.ErrAbortHandler) }
+func aborted(err error) bool { return errors.Is(err, http.ErrAbortHandler) }
 
 // logPanic logs a panic of r's handler, or of work it started, with the
 // stack it happened on. On the loop.

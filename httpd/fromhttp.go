@@ -606,6 +606,10 @@ func (w *responseWriter) closes() bool {
 	return httpguts.HeaderValuesContainsToken(w.snap["Connection"], "close")
 }
 
+// newlineToSpace turns CR and LF in a field value into spaces, as
+// net/http's does; a value with neither comes back as it is, unallocated.
+var newlineToSpace = strings.NewReplacer("\r", " ", "\n", " ")
+
 // fields are the response's header fields as the head was fixed, cleaned
 // as net/http cleans them (a name that is not a token is dropped, CR and
 // LF in a value become spaces, the value is trimmed, and one still not
@@ -629,13 +633,10 @@ func (w *responseWriter) fields(sniff []byte, withLength bool) []Field {
 			continue // a trailer field (responseWriter.trailer)
 		}
 		for _, v := range values {
-			if strings.ContainsAny(v, "\r\n") {
-				v = strings.NewReplacer("\r", " ", "\n", " ").Replace(v)
-			}
 			// Trimmed as net/http's HTTP/1.1 server writes every head
 			// value; on HTTP/2 too, where RFC 9113 §8.2.1 makes such
 			// whitespace malformed (net/http's sends it as it is).
-			v = textproto.TrimString(v)
+			v = textproto.TrimString(newlineToSpace.Replace(v))
 			if httpguts.ValidHeaderFieldValue(v) {
 				fields = append(fields, Field{name, v})
 			}
