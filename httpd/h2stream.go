@@ -178,23 +178,21 @@ func (h *h2conn) onHeaders(f *h2block) {
 	}
 	room := int64(r.arena.Room() / 2)
 	expect := r.head.Expect == h1.Expect100Continue && !f.endStream
+	// limited: its route's MaxBytesHandler refuses the declared body. Its
+	// handler then starts at once, with no 100 asking for what it will not
+	// take, as on HTTP/1.1: a client holding the body back would otherwise
+	// wait for its 100 while the body was awaited here.
+	limited := false
 	if expect && clen >= 0 {
-		if _, limit := ls.routeAtHead(r); clen > limit {
-			// Its route's MaxBytesHandler refuses the body: at once,
-			// with no 100 asking for what it will not take, as on
-			// HTTP/1.1 (a client holding the body back would otherwise
-			// wait for its 100 while the body was awaited here).
-			r.body.length = clen
-			h.dispatch(st)
-			return
-		}
+		_, limit := ls.routeAtHead(r)
+		limited = clen > limit
 	}
 	switch {
 	case f.endStream:
 		r.body.buffered = true
 		h.dispatch(st)
 		return
-	case clen >= 0 && clen <= room:
+	case clen >= 0 && clen <= room && !limited:
 		r.body.length = clen
 		st.buffering = true
 		r.body.data = r.arena.take(int(clen))[:0]
@@ -204,7 +202,7 @@ func (h *h2conn) onHeaders(f *h2block) {
 		r.body.data = r.arena.take(int(room))[:0]
 	default:
 		r.body.length = clen
-		st.expect = expect // asked for when the handler first reads (bodyDemand)
+		st.expect = expect && !limited // asked for when the handler first reads (bodyDemand)
 		h.dispatch(st)
 		return
 	}
