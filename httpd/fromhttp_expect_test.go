@@ -11,7 +11,6 @@ import (
 	"github.com/stretchr/testify/require"
 	"github.com/valkyria/aio"
 	"golang.org/x/net/http2"
-	"golang.org/x/net/http2/hpack"
 )
 
 // expectMux serves PUT /refuse, a net/http handler that answers 401
@@ -59,13 +58,18 @@ func TestFromHTTPExpectContinue(t *testing.T) {
 // follow, and "expect: 100-continue".
 func (c *h2Raw) putExpecting(id uint32, path string, clen int) {
 	c.t.Helper()
-	c.hb.Reset()
-	for _, f := range [][2]string{{":method", "PUT"}, {":scheme", "http"}, {":authority", "x"},
-		{":path", path}, {"content-length", itoa(clen)}, {"expect", "100-continue"}} {
-		require.NoError(c.t, c.he.WriteField(hpack.HeaderField{Name: f[0], Value: f[1]}))
+	c.open(id, "PUT", path, false, "content-length", itoa(clen), "expect", "100-continue")
+}
+
+// sendBody sends n bytes on stream id in DATA frames of the default
+// SETTINGS_MAX_FRAME_SIZE at most, the last one ending the stream.
+func (c *h2Raw) sendBody(id uint32, n int) {
+	c.t.Helper()
+	for n > 0 {
+		k := min(n, 16<<10)
+		n -= k
+		require.NoError(c.t, c.fr.WriteData(id, n == 0, make([]byte, k)))
 	}
-	require.NoError(c.t, c.fr.WriteHeaders(http2.HeadersFrameParam{StreamID: id,
-		BlockFragment: c.hb.Bytes(), EndHeaders: true}))
 }
 
 // Over HTTP/2 as over HTTP/1.1, a client that waits for "100 Continue"
@@ -92,12 +96,7 @@ func TestH2ExpectContinue(t *testing.T) {
 		require.True(t, ok, "%s %d: a HEADERS frame first", tc.path, tc.size)
 		require.Equal(t, "100", f.PseudoValue("status"), "%s %d", tc.path, tc.size)
 		require.False(t, f.StreamEnded())
-		body := strings.Repeat("x", tc.size)
-		for len(body) > 0 {
-			n := min(len(body), 16<<10)
-			require.NoError(t, c.fr.WriteData(1, n == len(body), []byte(body[:n])))
-			body = body[n:]
-		}
+		c.sendBody(1, tc.size)
 		c.expect(1, "200", tc.want)
 	}
 
@@ -130,11 +129,7 @@ func TestH2ExpectContinueNotAfterTheBody(t *testing.T) {
 	const size = 50_000 // over half an arena: it streams to the handler
 	c := dialH2(t, ts.addr)
 	c.putExpecting(1, "/late", size)
-	for left := size; left > 0; {
-		n := min(left, 16<<10) // the default SETTINGS_MAX_FRAME_SIZE
-		left -= n
-		require.NoError(t, c.fr.WriteData(1, left == 0, make([]byte, n)))
-	}
+	c.sendBody(1, size)
 	c.get(3, "/ping") // answered after the server has read the body's frames
 	c.expect(3, "200", "pong")
 	ts.onLoop(t, func() {

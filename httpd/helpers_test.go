@@ -72,6 +72,19 @@ func get(t testing.TB, c *http.Client, url string) (int, string) {
 	return resp.StatusCode, string(b)
 }
 
+// getCut does a GET and reads its whole body, returning the error of a
+// response the server cut (a closed connection, a reset stream), nil for
+// a whole one.
+func getCut(c *http.Client, url string) error {
+	resp, err := c.Get(url)
+	if err != nil {
+		return err
+	}
+	defer resp.Body.Close()
+	_, err = io.ReadAll(resp.Body)
+	return err
+}
+
 // post does a POST of body and returns the response and its whole body.
 func post(t testing.TB, c *http.Client, url string, body io.Reader) (*http.Response, []byte) {
 	t.Helper()
