@@ -150,7 +150,10 @@
 // 7540 §3.2) with a valid HTTP2-Settings and a body, if any, that its
 // arena holds: it is answered 101 and becomes stream 1 (unless
 // Config.DisableH2CUpgrade); any other upgrade request is served as
-// HTTP/1.1. Each stream is a request with its own
+// HTTP/1.1. A request whose host field names another authority than its
+// :authority, or that has two host fields, is malformed (RFC 9113
+// §8.3.1) and its stream reset (PROTOCOL_ERROR); a host HTTP/1.1 would
+// answer 400 is answered 400. Each stream is a request with its own
 // arena; with none free (or only the reserve, for a connection with
 // streams open already) the stream is refused (REFUSED_STREAM,
 // Stats.Refused) and the connection goes on. A body that fits in half of

@@ -55,6 +55,8 @@ type h2block struct {
 	path      string
 	scheme    string
 	authority string
+	host      string // the last host field
+	hosts     int    // host fields
 	proto     string // :protocol
 	reqBad    bool   // a field a request may not have (RFC 9113 §8.2.2), or a bad content-length
 	clen      int64  // content-length; -1: none
@@ -182,6 +184,9 @@ func (b *h2block) noteRegular(hf hpack.HeaderField) {
 		return
 	}
 	switch hf.Name {
+	case "host":
+		b.host = hf.Value
+		b.hosts++
 	case "te":
 		if hf.Value != "trailers" {
 			b.reqBad = true
@@ -290,5 +295,5 @@ func (h *h2conn) fragment(frag []byte, ended bool) {
 func (b *h2block) done() {
 	clear(b.fields)
 	b.fields = b.fields[:0]
-	b.method, b.path, b.scheme, b.authority, b.proto = "", "", "", "", ""
+	b.method, b.path, b.scheme, b.authority, b.host, b.proto = "", "", "", "", "", ""
 }

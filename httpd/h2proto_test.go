@@ -553,3 +553,55 @@ func TestH2ConnectPseudoHeaders(t *testing.T) {
 	assert.Equal(t, "CONNECT x:443", seen.Load())
 	ts.atRest(t)
 }
+
+// The host a request is routed by is the host its handler reads (RFC 9113
+// §8.3.1): a host field naming another authority than :authority, or two
+// host fields, make a malformed request, reset as x/net/http2's server
+// resets it; a host HTTP/1.1 answers 400 (httpguts's ValidHostHeader) is
+// answered 400 here too, from :authority or from the host field that
+// stands in for it when :authority is absent or empty.
+func TestH2HostAndAuthority(t *testing.T) {
+	var seen atomic.Value
+	ts := startServer(t, HandlerFunc(func(r *Request) Reply {
+		seen.Store(r.Host())
+		return Text(200, r.Host())
+	}), Config{})
+	c := dialH2(t, ts.addr)
+	send := func(id uint32, fields ...string) {
+		fields = append([]string{":method", "GET", ":scheme", "http", ":path", "/"}, fields...)
+		require.NoError(t, c.fr.WriteHeaders(http2.HeadersFrameParam{StreamID: id,
+			BlockFragment: c.block(fields...), EndStream: true, EndHeaders: true}))
+	}
+	send(1, ":authority", "a.example", "host", "b.example")
+	c.expectReset(1, http2.ErrCodeProtocol)
+	send(3, ":authority", "a.example", "host", "a.example", "host", "a.example")
+	c.expectReset(3, http2.ErrCodeProtocol)
+	send(5, "host", "a.example", "host", "b.example")
+	c.expectReset(5, http2.ErrCodeProtocol)
+	id := uint32(7)
+	for _, bad := range [][]string{
+		{":authority", "a b"}, {":authority", "user@a.example"}, {":authority", "a/b"},
+		{"host", "a<b"}, {":authority", "", "host", "a b"},
+	} {
+		send(id, bad...)
+		s, _ := c.response(id)
+		assert.Equal(t, "400", s, "%q", bad)
+		id += 2
+	}
+	assert.Nil(t, seen.Load(), "a request with a bad host reached the handler")
+	for _, good := range []struct {
+		fields []string
+		host   string
+	}{
+		{[]string{":authority", "a.example:8080", "host", "a.example:8080"}, "a.example:8080"},
+		{[]string{"host", "b.example"}, "b.example"},
+		{[]string{":authority", "", "host", "c.example"}, "c.example"},
+		{[]string{":authority", "[::1]:80"}, "[::1]:80"},
+		{nil, ""},
+	} {
+		send(id, good.fields...)
+		c.expect(id, "200", good.host)
+		id += 2
+	}
+	ts.atRest(t)
+}

@@ -169,7 +169,7 @@ func (h *h2conn) onHeaders(f *h2block) {
 		h.refuseHead(st, 414)
 		return
 	case !h2TargetOK(&r.head):
-		h.refuseHead(st, 400) // as HTTP/1.1 refuses the same target
+		h.refuseHead(st, 400) // as HTTP/1.1 refuses the same target or host
 		return
 	}
 	if limit := ls.cfg.MaxBodyBytes; limit > 0 && clen > limit {
@@ -280,14 +280,25 @@ func h2CheckRequest(f *h2block) (int64, bool) {
 	if f.method == "CONNECT" && (f.pseudo&(pseudoPath|pseudoScheme) != 0 || f.authority == "") {
 		return 0, false // §8.5: an :authority, and neither :scheme nor :path
 	}
+	// §8.3.1: a host field naming another authority than :authority is
+	// malformed (the handler would read one host and be routed by the
+	// other); two host fields are too, as x/net/http2's server has it.
+	if f.hosts > 1 || f.hosts == 1 && f.authority != "" && f.host != f.authority {
+		return 0, false
+	}
 	return f.clen, true
 }
 
-// h2TargetOK reports whether HTTP/1.1 takes the target of h, an HTTP/2
-// request's head: a CONNECT's authority, or anything else's :path.
+// h2TargetOK reports whether HTTP/1.1 takes the target and host of h, an
+// HTTP/2 request's head: a CONNECT's authority, or anything else's :path
+// and its host (:authority, or the host field), which HTTP/1.1 answers
+// 400 when httpguts does not take it as a Host.
 func h2TargetOK(h *h1.Head) bool {
 	if h.Form == h1.FormAuthority {
 		return h1.CheckAuthority(h.Target) == 0
+	}
+	if len(h.Host) > 0 && !httpguts.ValidHostHeader(bytesStr(h.Host)) {
+		return false
 	}
 	return h1.CheckPath(h.Method, h.Target) == 0
 }
@@ -318,7 +329,9 @@ func h2SetHead(r *Request, f *h2block) bool {
 		case ":path":
 			h.Target = view(hf.Value)
 		case ":authority":
-			h.Host = view(hf.Value)
+			if hf.Value != "" { // else the host field's, as x/net/http2's server takes it
+				h.Host = view(hf.Value)
+			}
 		case ":scheme", ":protocol":
 		default:
 			if hf.Name == "expect" && httpguts.HeaderValuesContainsToken([]string{hf.Value}, "100-continue") {
