@@ -145,15 +145,24 @@ func (ls *loopState) accept(c *aio.Conn) {
 // (emptyLines): net/http's server ignores as many after a POST.
 const maxEmptyLines = 4
 
-// emptyLines is how many CR and LF bytes, up to maxEmptyLines, begin data:
-// the empty lines before a request-line, which RFC 9112 §2.2 asks a server
-// to ignore (old clients send a CRLF after a POST body, which its
-// Content-Length does not count). More is not an empty line but garbage,
-// which the parser refuses.
+// emptyLines is how many bytes of empty lines (CRLF, or a bare LF), up to
+// maxEmptyLines, begin data: the empty lines before a request-line, which
+// RFC 9112 §2.2 asks a server to ignore (old clients send a CRLF after a
+// POST body, which its Content-Length does not count). More is not an
+// empty line but garbage, which the parser refuses, and so is a CR
+// without its LF (§2.2: a bare CR is invalid); one that ends data may be
+// a CRLF cut by the read, which split leaves for the next.
 func emptyLines(data []byte) int {
 	n := 0
-	for n < len(data) && n < maxEmptyLines && (data[n] == '\r' || data[n] == '\n') {
-		n++
+	for n < len(data) && n < maxEmptyLines {
+		switch {
+		case data[n] == '\n':
+			n++
+		case data[n] == '\r' && n+1 < len(data) && data[n+1] == '\n' && n+2 <= maxEmptyLines:
+			n += 2
+		default:
+			return n
+		}
 	}
 	return n
 }
@@ -182,6 +191,9 @@ func (hc *h1conn) split(data []byte, atEOF bool) (int, []byte, error) {
 			return hc.stallTok(data, stallPipeline)
 		}
 		skip := emptyLines(data)
+		if skip == len(data)-1 && data[skip] == '\r' && skip+2 <= maxEmptyLines {
+			return 0, nil, nil // an empty line's CRLF, cut by the read: its LF is to come
+		}
 		n, err := hc.parser.Parse(data[skip:], &hc.ls.head)
 		switch {
 		case err != nil:
