@@ -146,11 +146,11 @@
 //
 // A connection whose first bytes are the HTTP/2 client preface is served
 // by the HTTP/2 engine (RFC 9113; h2c by prior knowledge, on the same
-// port), and so is one whose HTTP/1.1 request asks for Upgrade: h2c (RFC
+// port). With Config.H2CUpgrade (off by default: h2c smuggling past a
+// proxy), so is one whose HTTP/1.1 request asks for Upgrade: h2c (RFC
 // 7540 §3.2) with a valid HTTP2-Settings and a body, if any, that its
-// arena holds: it is answered 101 and becomes stream 1 (unless
-// Config.DisableH2CUpgrade); any other upgrade request is served as
-// HTTP/1.1. A request whose host field names another authority than its
+// arena holds: it is answered 101 and becomes stream 1. Any other
+// upgrade request is served as HTTP/1.1. A request whose host field names another authority than its
 // :authority, or that has two host fields, is malformed (RFC 9113
 // §8.3.1) and its stream reset (PROTOCOL_ERROR); a host HTTP/1.1 would
 // answer 400 is answered 400. Each stream is a request with its own

@@ -12,7 +12,8 @@ import (
 )
 
 // Upgrade: h2c (RFC 7540 §3.2; RFC 9113 dropped it, but curl --http2 and
-// others still use it). An HTTP/1.1 request that asks for it, with its
+// others still use it), when Config.H2CUpgrade allows it. An HTTP/1.1
+// request that asks for it, with its
 // body (if any) whole in its arena, is answered "101 Switching Protocols"
 // and becomes stream 1 (half-closed remote) of a new HTTP/2 connection:
 // the server's SETTINGS follow the 101 at once, the request's handler
@@ -41,7 +42,7 @@ func (hc *h1conn) upgradeH2(r *Request) bool {
 	if _, ok := r.head.Get("Upgrade"); !ok {
 		return false // the common case, decided at once
 	}
-	if _, tls := hc.tlsState(); tls || hc.ls.cfg.DisableH2CUpgrade { // h2c is for cleartext (RFC 7540 §3.2)
+	if _, tls := hc.tlsState(); tls || !hc.ls.cfg.H2CUpgrade { // h2c is for cleartext (RFC 7540 §3.2)
 		return false
 	}
 	if hc.h2 != nil || hc.nq != 1 || hc.qhead != r || hc.cur != nil || !r.body.buffered ||

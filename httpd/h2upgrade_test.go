@@ -67,7 +67,7 @@ func upgradedOn(t *testing.T, rc *rawConn) (*h2Raw, *bufio.Reader) {
 // carried (a 4-byte stream window here); the connection then goes on as
 // HTTP/2 once the client's preface arrives.
 func TestH2Upgrade(t *testing.T) {
-	ts := startServer(t, testMux(), Config{})
+	ts := startServer(t, testMux(), Config{H2CUpgrade: true})
 	c, _ := upgradeH2(t, ts.addr, upgradeReq("GET", "/users/5", settingsPayload(
 		http2.Setting{ID: http2.SettingInitialWindowSize, Val: 4}), ""))
 	sf, ok := c.next().(*http2.SettingsFrame)
@@ -97,7 +97,7 @@ func TestH2Upgrade(t *testing.T) {
 // An upgrade with a body buffered in the arena: the body reaches the
 // handler of stream 1.
 func TestH2UpgradeWithBody(t *testing.T) {
-	ts := startServer(t, testMux(), Config{})
+	ts := startServer(t, testMux(), Config{H2CUpgrade: true})
 	c, _ := upgradeH2(t, ts.addr, upgradeReq("POST", "/echo", settingsPayload(), "hello"))
 	_, err := io.WriteString(c.nc, http2.ClientPreface)
 	require.NoError(t, err)
@@ -111,7 +111,7 @@ func TestH2UpgradeWithBody(t *testing.T) {
 // What cannot be upgraded is served as HTTP/1.1, on a connection that
 // stays HTTP/1.1.
 func TestH2UpgradeIgnored(t *testing.T) {
-	ts := startServer(t, testMux(), Config{ArenaSize: 4096})
+	ts := startServer(t, testMux(), Config{ArenaSize: 4096, H2CUpgrade: true})
 	good := settingsPayload(http2.Setting{ID: http2.SettingMaxFrameSize, Val: 1 << 20})
 	for _, tc := range []struct{ name, req string }{
 		{"bad base64", upgradeReq("GET", "/health", "!!!", "")},
@@ -144,11 +144,12 @@ func TestH2UpgradeIgnored(t *testing.T) {
 	ts.atRest(t)
 }
 
-// With DisableH2CUpgrade, a valid upgrade request is served as HTTP/1.1,
-// and the HTTP/1.1 request pipelined after it (what a proxy that passes
-// Upgrade on would see) is too; prior knowledge still speaks HTTP/2.
-func TestH2UpgradeDisabled(t *testing.T) {
-	ts := startServer(t, testMux(), Config{DisableH2CUpgrade: true})
+// Without H2CUpgrade (the default), a valid upgrade request is served as
+// HTTP/1.1, and the HTTP/1.1 request pipelined after it (what a proxy that
+// passes Upgrade on would see) is too: no HTTP/2 request can be tunnelled
+// past such a proxy. Prior knowledge still speaks HTTP/2.
+func TestH2UpgradeOffByDefault(t *testing.T) {
+	ts := startServer(t, testMux(), Config{})
 	c := dialRaw(t, ts.addr)
 	c.send(upgradeReq("GET", "/health", settingsPayload(), "") + "GET /users/5 HTTP/1.1\r\nHost: x\r\n\r\n")
 	assert.Equal(t, "ok", c.read("GET").body)
@@ -163,7 +164,7 @@ func TestH2UpgradeDisabled(t *testing.T) {
 // the connection; stream 1's arena comes back.
 func TestH2UpgradeBadPreface(t *testing.T) {
 	p := newProbe()
-	ts := startServer(t, p.mux(), Config{})
+	ts := startServer(t, p.mux(), Config{H2CUpgrade: true})
 	c, _ := upgradeH2(t, ts.addr, upgradeReq("GET", "/promise", settingsPayload(), ""))
 	recvT(t, p.promises)
 	_, err := io.WriteString(c.nc, "GET / HTTP/1.1\r\nHost: x\r\n\r\n")
@@ -176,7 +177,7 @@ func TestH2UpgradeBadPreface(t *testing.T) {
 // curl --http2 upgrades: a GET, a POST with a small body; a body larger
 // than the arena buffers is answered over HTTP/1.1.
 func TestH2UpgradeCurl(t *testing.T) {
-	ts := startServer(t, testMux(), Config{})
+	ts := startServer(t, testMux(), Config{H2CUpgrade: true})
 	run := curlRunner(t, "--http2", "-w", " %{http_version}")
 	assert.Equal(t, "ok 2", run(ts.url+"/health"))
 	assert.Equal(t, "hello 2", run("--data-binary", "hello", ts.url+"/echo"))
@@ -188,7 +189,7 @@ func TestH2UpgradeCurl(t *testing.T) {
 // The upgraded stream comes from the loop's pool of streams, as every
 // other stream does, and goes back to it.
 func TestH2UpgradeStreamPooled(t *testing.T) {
-	ts := startServer(t, testMux(), Config{})
+	ts := startServer(t, testMux(), Config{H2CUpgrade: true})
 	c := dialH2(t, ts.addr)
 	c.get(1, "/health")
 	c.expect(1, "200", "ok")
@@ -213,7 +214,7 @@ func TestH2UpgradeStreamPooled(t *testing.T) {
 func TestH2UpgradeFromHTTPProto(t *testing.T) {
 	ts := startServer(t, FromHTTP(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
 		fmt.Fprintf(w, "%s %d.%d", r.Proto, r.ProtoMajor, r.ProtoMinor)
-	})), Config{})
+	})), Config{H2CUpgrade: true})
 	c, _ := upgradeH2(t, ts.addr, upgradeReq("GET", "/", "", ""))
 	_, err := io.WriteString(c.nc, http2.ClientPreface)
 	require.NoError(t, err)

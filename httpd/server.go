@@ -148,13 +148,16 @@ type Config struct {
 	// this name turns off).
 	DisableGeneralOptionsHandler bool
 
-	// DisableH2CUpgrade serves a cleartext HTTP/1.1 request that asks for
-	// Upgrade: h2c as HTTP/1.1, the header ignored, as net/http does: RFC
-	// 9113 deprecates that way into HTTP/2, and behind a proxy that passes
-	// Upgrade on (as it must for WebSocket), a client could tunnel HTTP/2
-	// requests the proxy never sees (h2c smuggling). HTTP/2 with prior
-	// knowledge, and by ALPN over TLS, are served all the same.
-	DisableH2CUpgrade bool
+	// H2CUpgrade answers a cleartext HTTP/1.1 request that asks for
+	// Upgrade: h2c with 101 and serves the connection as HTTP/2 from
+	// there (RFC 7540 §3.2; curl --http2 asks so). Off by default, the
+	// header is ignored and the request served as HTTP/1.1, as net/http
+	// does: RFC 9113 deprecates that way into HTTP/2, and behind a proxy
+	// that passes Upgrade on (as it must for WebSocket) a client could
+	// tunnel HTTP/2 requests the proxy never sees (h2c smuggling). Turn
+	// it on only where no such proxy stands in front. HTTP/2 with prior
+	// knowledge, and by ALPN over TLS, are served either way.
+	H2CUpgrade bool
 
 	// Listen configures the listeners (SO_REUSEPORT is always set). It is
 	// where TLS goes: Listen.TLS (aio.ListenConfig.TLS) makes every

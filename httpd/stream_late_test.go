@@ -36,7 +36,7 @@ func endedStreamMux() *Mux {
 // progress. It used to be put on IdleTimeout then, and its idle close
 // sent GOAWAY and a FIN while stream 1's response was owed.
 func TestUpgradeBehindAStreamEndedInItsHandler(t *testing.T) {
-	ts := startServer(t, endedStreamMux(), Config{IdleTimeout: 200 * time.Millisecond, HeaderTimeout: 5 * time.Second})
+	ts := startServer(t, endedStreamMux(), Config{IdleTimeout: 200 * time.Millisecond, HeaderTimeout: 5 * time.Second, H2CUpgrade: true})
 	rc := dialRaw(t, ts.addr)
 	rc.send("GET /s HTTP/1.1\r\nHost: x\r\n\r\n" + upgradeReq("GET", "/slow?ms=600", settingsPayload(), ""))
 	assert.Equal(t, "hi", rc.read("GET").body)

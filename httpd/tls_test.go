@@ -27,7 +27,7 @@ func tlsServer(t *testing.T) (*testServer, *x509.CertPool) {
 	require.NoError(t, err)
 	cfg := Config{Listen: aio.ListenConfig{TLS: &tls.Config{
 		Certificates: []tls.Certificate{cert},
-	}}}
+	}}, H2CUpgrade: true} // which TLS ignores: h2c is for cleartext
 	ts := startServer(t, HandlerFunc(func(r *Request) Reply { return Text(200, r.Proto()) }), cfg)
 	ts.url = "https://" + ts.addr
 	return ts, pool

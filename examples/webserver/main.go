@@ -205,6 +205,7 @@ func start(rt *aio.Runtime, opts options) (*app, error) {
 		BodyTimeout:   opts.bodyTimeout,
 		IdleTimeout:   opts.idleTimeout,
 		Listen:        aio.ListenConfig{TLS: tlsCfg},
+		H2CUpgrade:    true, // its interface serves Upgrade: h2c on the port
 	}}}
 	a.srv.Handler = newRoutes(rt, a.srv, opts.apiTimeout)
 	if err := a.srv.Serve(rt, opts.addr); err != nil {

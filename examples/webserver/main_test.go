@@ -472,6 +472,11 @@ func testCurl(t *testing.T, bin string) {
 	assert.Equal(t, "data: 0\n\ndata: 1\n\n", curl("-N", s.url+"/events?n=2&ms=5"))
 	assert.Equal(t, "404", curl(append(status, s.url+"/nope")...))
 	assert.Equal(t, "400", curl(append(status, s.url+"/slow?ms=abc")...))
+	// h2c three ways on the one port (WEBSERVER.md): curl --http2 asks
+	// for Upgrade: h2c, which the webserver turns on.
+	for flag, want := range map[string]string{"--http1.1": "1.1", "--http2": "2", "--http2-prior-knowledge": "2"} {
+		assert.Equal(t, "ok "+want, curl(flag, "-w", " %{http_version}", s.url+"/health"), flag)
+	}
 
 	body := randomBytes(3, 2<<20)
 	file := t.TempDir() + "/body"
