@@ -578,15 +578,32 @@ const h2CrossingMax = 1024
 
 // resetEarly ends st, whose response is whole while the client is still
 // sending its body: RST_STREAM(NO_ERROR) asks the client to stop (RFC
-// 9113 §8.1, as net/http does), and the stream is forgotten. Its frames
-// that cross the reset are ignored until a PING sent after it comes back
-// (crossing), not only while the ring of resets remembers it: a client
-// that uploads to handlers answering early, many streams at once, is
-// neither answered STREAM_CLOSED for them nor failed for their trailers.
-// The reset spends a control frame, as the server's own.
-func (h *h2conn) resetEarly(st *h2stream) {
-	id := st.id
-	if !h.resetWith(id, http2.ErrCodeNo, true) {
+// 9113 §8.1, as net/http does), and the stream is forgotten. The reset
+// spends a control frame, as the server's own.
+func (h *h2conn) resetEarly(st *h2stream) { h.resetCrossed(st.id, http2.ErrCodeNo, true) }
+
+// refuseStream refuses stream id (REFUSED_STREAM) as its HEADERS arrive;
+// ours: for the server's own shortage (resetWith); ended: the HEADERS
+// ended the stream, so nothing of it can cross the refusal.
+func (h *h2conn) refuseStream(id uint32, ours, ended bool) {
+	if ended {
+		h.resetWith(id, http2.ErrCodeRefusedStream, ours)
+	} else {
+		h.resetCrossed(id, http2.ErrCodeRefusedStream, ours)
+	}
+}
+
+// resetCrossed resets stream id (resetWith) while its client may still
+// be sending on it: its frames that cross the reset are ignored until a
+// PING sent after it comes back (crossing), not only while the ring of
+// resets remembers it. RFC 9113 §5.1 has frames on a stream we reset
+// ignored: a client that uploads on many streams at once, to handlers
+// that answer early or through an arena shortage that refuses them, is
+// neither answered STREAM_CLOSED for the DATA in flight (which would
+// spend its reset budget for no fault of its own) nor failed for their
+// trailers.
+func (h *h2conn) resetCrossed(id uint32, code http2.ErrCode, ours bool) {
+	if !h.resetWith(id, code, ours) {
 		return
 	}
 	if len(h.crossing) == h2CrossingMax {

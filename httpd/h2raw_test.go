@@ -473,3 +473,50 @@ func TestH2BadPathAs400(t *testing.T) {
 	assert.Equal(t, int32(1), handled.Load())
 	ts.atRest(t)
 }
+
+// Streams refused for the server's shortage, whose DATA their client sent
+// before it read the refusal, are refused once: the DATA crossing the
+// refusals is ignored (RFC 9113 §5.1), however many streams were refused
+// at once. Past the 32 resets a connection remembers, it used to be
+// answered RST_STREAM(STREAM_CLOSED), a reset token spent for each, until
+// a client uploading through an arena shortage, within every limit, got
+// ENHANCE_YOUR_CALM.
+func TestH2RefusedUploadsCrossTheirRefusals(t *testing.T) {
+	ts := startServer(t, testMux(), Config{Arenas: 64})
+	holder := dialH2(t, ts.addr)
+	const held = 64 - 64/8 // the rest is the reserve, for connections with no stream
+	for i := range uint32(held + 1) {
+		holder.get(2*i+1, "/slow?ms=600000")
+	}
+	holder.expectReset(2*held+1, http2.ErrCodeRefusedStream)
+	c := dialH2(t, ts.addr)
+	c.get(1, "/slow?ms=600000") // a connection's first stream takes a reserved arena
+	const n = 50                // refused at once, past the 32 remembered
+	for i := range uint32(n) {
+		c.postHead(2*i+3, "/echo", 2000)
+	}
+	for i := range uint32(n) { // the bodies, sent before the refusals are read
+		require.NoError(t, c.fr.WriteData(2*i+3, false, make([]byte, 1000)))
+		require.NoError(t, c.fr.WriteData(2*i+3, true, make([]byte, 1000)))
+	}
+	require.NoError(t, c.fr.WritePing(false, [8]byte{'e', 'n', 'd'}))
+	refused := 0
+	for done := false; !done; {
+		switch f := c.frame().(type) {
+		case *http2.RSTStreamFrame:
+			if assert.Equal(t, http2.ErrCodeRefusedStream, f.ErrCode, "stream %d", f.StreamID) {
+				refused++
+			}
+		case *http2.PingFrame:
+			if !f.IsAck() {
+				require.NoError(t, c.fr.WritePing(true, f.Data)) // ends the memory of the refusals
+			}
+			done = f.IsAck() && f.Data == [8]byte{'e', 'n', 'd'}
+		case *http2.WindowUpdateFrame, *http2.SettingsFrame:
+		default:
+			t.Fatalf("unexpected frame %v", f)
+		}
+	}
+	assert.Equal(t, n, refused)
+	assert.Zero(t, ts.Stats().Abusive)
+}

@@ -125,14 +125,14 @@ func (h *h2conn) onHeaders(f *h2block) {
 		h.resetStream(id, http2.ErrCodeProtocol) // a stream cannot depend on itself
 		return
 	case h.goaway:
-		h.resetStream(id, http2.ErrCodeRefusedStream)
+		h.refuseStream(id, false, f.endStream)
 		return
 	case h.open >= ls.h2Streams:
-		h.resetStream(id, http2.ErrCodeRefusedStream)
+		h.refuseStream(id, false, f.endStream)
 		ls.st.refused.Add(1)
 		return
 	case h.open > 0 && !ls.spare(): // the reserve is for connections with none
-		h.resetWith(id, http2.ErrCodeRefusedStream, true) // our shortage: no reset token
+		h.refuseStream(id, true, f.endStream) // our shortage: no reset token
 		ls.st.refused.Add(1)
 		return
 	}
@@ -146,7 +146,7 @@ func (h *h2conn) onHeaders(f *h2block) {
 	}
 	r := ls.acquire()
 	if r == nil { // no arena free: refused, the block decoded all the same
-		h.resetWith(id, http2.ErrCodeRefusedStream, true) // our shortage: no reset token
+		h.refuseStream(id, true, f.endStream) // our shortage: no reset token
 		ls.st.refused.Add(1)
 		return
 	}
@@ -472,7 +472,7 @@ func (h *h2conn) refuseBodyWith(st *h2stream, status int, why error) {
 // is out: RST_STREAM(NO_ERROR).
 func (h *h2conn) stopBody(st *h2stream) {
 	if st.refused && st.localDone && !st.remoteDone && !st.reset {
-		h.resetStream(st.id, http2.ErrCodeNo)
+		h.resetCrossed(st.id, http2.ErrCodeNo, true)
 	}
 }
 
