@@ -7,13 +7,17 @@ import (
 	"github.com/valkyria/aio"
 )
 
-// Buffered bodies on HTTP/2: a body small enough to wait in the arena
-// for its handler, which has not started, may pause for HeaderTimeout at
-// most and take BodyTimeout in all, as on HTTP/1.1. Past either the
-// request is answered 408 in place of its handler, and the rest of the
-// body is dropped (RST_STREAM(NO_ERROR) once the 408 is out): without
-// it, a client that opened streams and sent no DATA held their arenas for
-// as long as the connection lived.
+// Request bodies' pauses on HTTP/2, as on HTTP/1.1: a body small enough
+// to wait in the arena for its handler, which has not started, may pause
+// for HeaderTimeout at most and take BodyTimeout in all; a body that
+// streams to its handler may pause for HeaderTimeout at most while the
+// handler reads it (not while the handler has paused it, nor while our
+// window holds the client back). Past either the request is answered 408
+// in place of its handler (which is cancelled), and the rest of the body
+// is dropped (RST_STREAM(NO_ERROR) once the 408 is out); a handler whose
+// Stream has begun has its stream reset (CANCEL) instead. Without it, a
+// client that opened streams and sent no DATA held their arenas, and a
+// FromHTTP handler's Work goroutine, for as long as the connection lived.
 //
 // HTTP/1.1 times a pause with the connection's timeout list; a stream has
 // none of its own, so one timer per connection watches them, armed for
@@ -57,8 +61,23 @@ func (h *h2conn) bodyPiece(st *h2stream, now time.Duration) {
 	h.armBody(due)
 }
 
-// untimeBody: st's body is no longer buffered (its handler started, or
-// its request ended). The timer goes when no body is left to time.
+// timeStream starts timing, or times again from now, the pause of st's
+// body, which streams to its handler, as the handler asks for it
+// (bodyDemand): HeaderTimeout, and no BodyTimeout.
+func (h *h2conn) timeStream(st *h2stream) {
+	if st.r == nil || st.buffering || st.remoteDone || st.reset || st.refused {
+		return
+	}
+	if st.bodyDue == 0 {
+		h.bt.n++
+	}
+	st.bodyBy = 0
+	h.bodyPiece(st, h.ls.l.Now())
+}
+
+// untimeBody: st's body is no longer timed (its handler started, or has
+// paused the body, or the body or its request ended). The timer goes
+// when no body is left to time.
 func (h *h2conn) untimeBody(st *h2stream) {
 	if st.bodyDue == 0 {
 		return
@@ -88,6 +107,10 @@ func (h *h2conn) armBody(due time.Duration) {
 
 // bodyTimedOut answers 408 to each stream whose body is past its
 // deadline, and arms the timer for the next. On the loop, from the timer.
+//
+// A streamed body's pause is only looked at here: its handler may have
+// paused it since (it is then timed again when the handler resumes), or
+// our windows may hold its client back (timed again from now).
 func (h *h2conn) bodyTimedOut() {
 	if h.dead || h.closed {
 		return
@@ -101,11 +124,15 @@ func (h *h2conn) bodyTimedOut() {
 			if next == 0 || d < next {
 				next = d
 			}
+		case st.r == nil || st.refused || st.reset || st.remoteDone:
+			h.untimeBody(st)
+		case !st.buffering && (!st.r.body.ready() || len(st.rbuf) > 0):
+			h.untimeBody(st) // its handler has paused it: bodyDemand times it again
+		case !st.buffering && (st.recvWin <= 0 || h.recvWin <= 0):
+			h.bodyPiece(st, now) // our windows hold the client back: not its pause (the timer is armed for it)
 		default:
 			h.untimeBody(st)
-			if st.buffering && st.r != nil && !st.refused {
-				h.refuseBodyWith(st, 408, errBodyTimeout)
-			}
+			h.refuseBodyWith(st, 408, errBodyTimeout)
 		}
 	}
 	h.flush()

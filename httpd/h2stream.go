@@ -505,12 +505,16 @@ func (h *h2conn) bodyIn(st *h2stream, p []byte, end bool) {
 			r.body.deliver(p, end)
 		}
 		st.unacked += int64(len(p))
+		if st.bodyDue != 0 && !end {
+			h.bodyPiece(st, h.ls.l.Now())
+		}
 	default:
 		st.rbuf = append(st.rbuf, p...)
 		st.rend = end
 	}
 	h.credit(st)
 	if end {
+		h.untimeBody(st)
 		h.maybeClose(st) // answered before the body's end: both sides are done now
 	}
 }
@@ -540,6 +544,7 @@ func (h *h2conn) bodyDemand(r *Request) {
 		st.expect = false
 		_ = h.inform(r, 100, nil)
 	}
+	h.timeStream(st)
 	if len(st.rbuf) == 0 && !st.rend {
 		return
 	}
