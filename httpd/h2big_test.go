@@ -2,6 +2,7 @@ package httpd
 
 import (
 	"bufio"
+	"bytes"
 	"sync/atomic"
 	"testing"
 	"time"
@@ -234,4 +235,33 @@ func (c *h2Raw) download(id uint32, pace time.Duration) int {
 		}
 	}
 	return got
+}
+
+// DATA frames stay within 16 KiB whatever SETTINGS_MAX_FRAME_SIZE the
+// client allows: the write queue's bound is checked between frames, and a
+// client that allowed 16 MiB frames and windows, and read nothing, had
+// about 10 MiB queued per connection instead of the 256 KiB
+// (aio.DefaultHighWater) it may hold.
+func TestH2DataFramesOf16KiB(t *testing.T) {
+	big := bytes.Repeat([]byte("0123456789abcdef"), 1<<16) // 1 MiB
+	m := testMux()
+	m.HandleFunc("GET /big", func(r *Request) Reply { return Bytes(200, big) })
+	ts := startServer(t, m, Config{})
+	c := openH2(t, ts.addr)
+	require.NoError(t, c.fr.WriteSettings(http2.Setting{ID: http2.SettingMaxFrameSize, Val: 1<<24 - 1},
+		http2.Setting{ID: http2.SettingInitialWindowSize, Val: h2MaxWindow}))
+	require.NoError(t, c.fr.WriteWindowUpdate(0, h2MaxWindow-h2DefaultWindow))
+	c.get(1, "/big")
+	var got int
+	for got < len(big) {
+		switch f := c.next().(type) {
+		case *http2.MetaHeadersFrame, *http2.SettingsFrame:
+		case *http2.DataFrame:
+			require.LessOrEqual(t, len(f.Data()), h2DefaultFrame)
+			got += len(f.Data())
+		default:
+			t.Fatalf("unexpected frame %v", f)
+		}
+	}
+	ts.atRest(t)
 }

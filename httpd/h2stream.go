@@ -942,7 +942,11 @@ func (h *h2conn) sendData(st *h2stream) {
 			}
 			break
 		}
-		k := min(int64(n), st.sendWin, h.sendWin, int64(h.peerMaxFrame))
+		// DATA frames of 16 KiB at most, whatever larger frames the
+		// client allows (as nghttp2 sends them): the write queue's
+		// bound (Full) is checked between frames, so a frame of 16 MiB
+		// would queue that much past it for a client that does not read.
+		k := min(int64(n), st.sendWin, h.sendWin, h2DefaultFrame)
 		if k <= 0 || h.c.Full() {
 			if k <= 0 { // the client's window: a full queue is the kernel's pace, WriteTimeout's
 				h.windowStall(st)
