@@ -38,6 +38,10 @@ import (
 //     never allocated. The block is still decoded to its end, keeping the
 //     table in step, and the stream is answered 431 (as net/http does):
 //     only that request is refused, the connection goes on.
+//   - SETTINGS: a frame of more than h2MaxSettings settings ends the
+//     connection with ENHANCE_YOUR_CALM (x/net/http2 refuses it too), and
+//     a change of SETTINGS_INITIAL_WINDOW_SIZE costs one pass over the
+//     streams per frame, however often the frame names it (resizeWindows).
 //   - Control frames we owe (PING and SETTINGS acknowledgements,
 //     RST_STREAM): past h2MaxQueuedControl of them written while the
 //     socket's queue is not empty (the client is not reading), the
@@ -58,6 +62,7 @@ const (
 	h2ResetBurst       = 1000 // resets a connection may spend at once
 	h2ResetRate        = 33   // and a second, on average
 	h2MaxContinuations = 8    // CONTINUATION frames in one header block
+	h2MaxSettings      = 100  // settings in one SETTINGS frame (x/net/http2's bound)
 	h2MaxQueuedControl = 1000 // control frames queued behind a client that does not read
 )
 

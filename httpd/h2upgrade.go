@@ -57,9 +57,11 @@ func (hc *h1conn) upgradeH2(r *Request) bool {
 	_, _ = hc.c.WriteString(h2UpgradeResponse)
 	h := hc.startH2()
 	h.preface = true
+	init := h.peerInit
 	for _, s := range settings {
-		_ = h.applySetting(s) // valid: checked above; no stream yet to overflow
+		_ = h.applySetting(s) // valid: checked above
 	}
+	_ = h.resizeWindows(init) // no stream yet to overflow
 	h.openUpgraded(r)
 	return true
 }
