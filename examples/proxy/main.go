@@ -93,7 +93,8 @@ func checkFlags(upstream string, loops int, grace, dialTimeout time.Duration, re
 	if err != nil {
 		return fmt.Errorf("-upstream %q: %v", upstream, err)
 	}
-	if n, err := strconv.Atoi(port); err != nil || n < 1 || n > 65535 {
+	// Checked as aio.Dial parses it, digits only: strconv.Atoi takes "+80".
+	if n, err := strconv.ParseUint(port, 10, 16); err != nil || n < 1 {
 		return fmt.Errorf("-upstream %q: the port must be a number from 1 to 65535", upstream)
 	}
 	if loops < 1 || loops > aio.MaxSystemsLimit {
@@ -105,8 +106,15 @@ func checkFlags(upstream string, loops int, grace, dialTimeout time.Duration, re
 	if dialTimeout <= 0 {
 		return fmt.Errorf("-dial-timeout %v: must be positive", dialTimeout)
 	}
-	// aio.Dial takes "" and "localhost" as 127.0.0.1 without resolving.
-	if _, err := netip.ParseAddr(host); err != nil && host != "" && host != "localhost" {
+	// aio.Dial takes "" and "localhost" as 127.0.0.1 without resolving,
+	// and an IPv6 zone by its number only (fe80::1%2, not %eth0).
+	ip, err := netip.ParseAddr(host)
+	if err == nil && ip.Zone() != "" {
+		if _, err := strconv.ParseUint(ip.Zone(), 10, 32); err != nil {
+			return fmt.Errorf("-upstream %q: zone %q: give the interface's number, not its name", upstream, ip.Zone())
+		}
+	}
+	if err != nil && host != "" && host != "localhost" {
 		ctx, cancel := context.WithTimeout(context.Background(), 5*time.Second)
 		defer cancel()
 		if _, err := net.DefaultResolver.LookupHost(ctx, host); err != nil {

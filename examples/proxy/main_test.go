@@ -352,6 +352,8 @@ func testBadFlags(t *testing.T, bin string) {
 		{"-listen", "nowhere", "-upstream", "127.0.0.1:1"},
 		{"-listen", "127.0.0.1:0", "-upstream", "127.0.0.1:99999"},
 		{"-listen", "127.0.0.1:0", "-upstream", "127.0.0.1:0"},
+		{"-listen", "127.0.0.1:0", "-upstream", "127.0.0.1:+1"},   // which aio.Dial refuses
+		{"-listen", "127.0.0.1:0", "-upstream", "[fe80::1%lo]:1"}, // a zone by name, which aio.Dial refuses
 		{"-listen", "127.0.0.1:0", "-upstream", "127.0.0.1:1", "-grace", "-1s"},
 		{"-listen", "127.0.0.1:0", "-upstream", "127.0.0.1:1", "-dial-timeout", "0s"},
 		{"-listen", "127.0.0.1:0", "-upstream", "127.0.0.1:1", "stray"},
