@@ -159,9 +159,11 @@
 // Stats.Refused) and the connection goes on. A body that fits in half of
 // the arena arrives with the request, unless the handler is Duplex (it
 // starts at the head, for a client that streams both ways; FromHTTP's
-// are); a larger one streams, the client's windows growing as the handler
-// reads it (the stream's, 64 KiB, and the connection's, 1 MiB: what a
-// connection holds for handlers that do not read is bounded by that). Responses respect the client's windows; a Stream's trailer is a
+// are); a larger one streams, the client's window growing as the handler
+// reads it (what a stream holds for a handler that does not read is
+// bounded by the stream's window, 64 KiB; the connection's window is given
+// back as bytes arrive, so that a handler waiting for the Work pool, or
+// paused, never holds up another stream's body). Responses respect the client's windows; a Stream's trailer is a
 // HEADERS frame after its DATA. A stream the client resets
 // (RST_STREAM) cancels its handler, which then sends nothing; a GOAWAY
 // with an error cancels them all, one with NO_ERROR lets them finish.

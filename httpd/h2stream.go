@@ -366,14 +366,6 @@ func h2SetHead(r *Request, f *h2block) bool {
 
 // onData takes DATA: into the arena while the body is being buffered,
 // else to the handler (or held for it while it does not read).
-//
-// The connection's window is given back for what is consumed: bytes that
-// went to the arena or a handler, or were dropped, at once; bytes held for
-// a handler that does not read (hold), once it takes them or they are
-// dropped (unhold). So what the connection holds on the heap is bounded
-// by its window (h2ConnWindow), as x/net/http2's server bounds it, not by
-// its streams' windows together: given back on arrival, 256 streams whose
-// handlers did not read parked 16 MiB per connection.
 func (h *h2conn) onData(f *http2.DataFrame) {
 	n := int64(f.Header().Length) // padding included: flow control counts it
 	h.recvWin -= n
@@ -381,8 +373,12 @@ func (h *h2conn) onData(f *http2.DataFrame) {
 		h.fail(http2.ErrCodeFlowControl)
 		return
 	}
-	h.recvUnacked += n // less what hold takes back
-	defer h.ackConn()
+	h.recvUnacked += n
+	if h.recvUnacked >= h2ConnWindow/2 {
+		_ = h.fr.WriteWindowUpdate(0, uint32(h.recvUnacked))
+		h.recvWin += h.recvUnacked
+		h.recvUnacked = 0
+	}
 	st := h.streams[f.StreamID]
 	switch {
 	case st == nil && f.StreamID > h.lastID:
@@ -453,8 +449,7 @@ func (h *h2conn) refuseBodyWith(st *h2stream, status int, why error) {
 	r := st.r
 	if r != nil {
 		r.body.done = true // bodyIn drops the rest
-		h.unhold(st)
-		st.rend = false
+		st.rbuf, st.rend = nil, false
 		r.cancelFor(why)
 	}
 	switch {
@@ -502,7 +497,7 @@ func (h *h2conn) bodyIn(st *h2stream, p []byte, end bool) {
 			h.dispatch(st)
 		}
 	case st.buffering: // a body without content-length outgrew the room: it streams from here
-		h.hold(st, p)
+		st.rbuf = append(st.rbuf, p...)
 		st.rend = end
 		h.overflow(st)
 	case r.body.ready() && len(st.rbuf) == 0:
@@ -514,38 +509,13 @@ func (h *h2conn) bodyIn(st *h2stream, p []byte, end bool) {
 			h.bodyPiece(st, h.ls.l.Now())
 		}
 	default:
-		h.hold(st, p)
+		st.rbuf = append(st.rbuf, p...)
 		st.rend = end
 	}
 	h.credit(st)
 	if end {
 		h.untimeBody(st)
 		h.maybeClose(st) // answered before the body's end: both sides are done now
-	}
-}
-
-// hold keeps body bytes p for st's handler, which does not read now: the
-// connection's window is not given back for them until unhold.
-func (h *h2conn) hold(st *h2stream, p []byte) {
-	st.rbuf = append(st.rbuf, p...)
-	h.recvUnacked -= int64(len(p))
-}
-
-// unhold gives the connection's window back for st's held bytes, which
-// its handler took or which are dropped, and lets them go.
-func (h *h2conn) unhold(st *h2stream) {
-	h.recvUnacked += int64(len(st.rbuf))
-	st.rbuf = nil
-	h.ackConn()
-}
-
-// ackConn gives the connection's window back (WINDOW_UPDATE) once half
-// of it is consumed.
-func (h *h2conn) ackConn() {
-	if h.recvUnacked >= h2ConnWindow/2 && !h.dead && !h.closed {
-		_ = h.fr.WriteWindowUpdate(0, uint32(h.recvUnacked))
-		h.recvWin += h.recvUnacked
-		h.recvUnacked = 0
 	}
 }
 
@@ -580,8 +550,6 @@ func (h *h2conn) bodyDemand(r *Request) {
 	}
 	p, end := st.rbuf, st.rend
 	st.rbuf, st.rend = st.rbuf[:0], false
-	h.recvUnacked += int64(len(p))
-	h.ackConn()
 	r.body.deliver(p, end)
 	st.unacked += int64(len(p))
 	h.credit(st)
@@ -690,7 +658,7 @@ func (h *h2conn) resetWith(id uint32, code http2.ErrCode, ours bool) bool {
 func (h *h2conn) abortStream(st *h2stream) {
 	h.countOut(st)
 	st.reset = true
-	h.unhold(st)
+	st.rbuf = nil
 	st.out, st.off = nil, 0
 	if r := st.r; r != nil {
 		r.gone = true
@@ -736,7 +704,7 @@ func (h *h2conn) maybeRelease(st *h2stream) {
 	st.r = nil
 	h.untimeBody(st)
 	st.buffering = false
-	h.unhold(st)
+	st.rbuf = nil
 	r.h2s = nil
 	h.ls.closeRequest(r)
 	if st.localDone && !st.remoteDone && !st.reset {
