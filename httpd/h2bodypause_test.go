@@ -173,3 +173,51 @@ func TestH2UploadsPastTheWorkPool(t *testing.T) {
 	wg.Wait()
 	assert.Equal(t, int32(uploads), done.Load(), "uploads done")
 }
+
+// Once its response has begun, a streamed body's pauses are no longer
+// timed on HTTP/2: a client streaming both ways (Duplex, as gRPC's
+// bidirectional streams) may wait for what the response says before it
+// sends more, longer than HeaderTimeout. Timed, such a conversation was
+// reset (CANCEL) mid-answer.
+func TestH2DuplexConversationNotTimed(t *testing.T) {
+	const headerTimeout = 200 * time.Millisecond
+	const parts = 6
+	m := testMux()
+	m.Handle("POST /chat", Duplex(HandlerFunc(func(r *Request) Reply {
+		s := r.Stream(200, nil)
+		r.Body().OnData(func(p []byte, end bool) {
+			if end {
+				s.End()
+				return
+			}
+			for i := range parts { // an answer that takes longer than HeaderTimeout
+				aio.Adopt(r.Scope(), aio.Delay(r.Loop(), time.Duration(i+1)*headerTimeout/2, func() (struct{}, error) {
+					_, _ = s.WriteString("part" + strconv.Itoa(i) + ";")
+					return struct{}{}, nil
+				}))
+			}
+		})
+		return s.Reply()
+	})))
+	ts := startServer(t, m, Config{HeaderTimeout: headerTimeout, IdleTimeout: time.Hour})
+	c := dialH2(t, ts.addr)
+	c.open(1, "POST", "/chat", false)
+	require.NoError(t, c.fr.WriteData(1, false, []byte("hello")))
+	var got []byte
+	for len(got) < parts*len("partN;") {
+		switch f := c.next().(type) {
+		case *http2.MetaHeadersFrame:
+		case *http2.DataFrame:
+			got = append(got, f.Data()...)
+		default:
+			t.Fatalf("unexpected frame %v after %q", f, got)
+		}
+	}
+	require.NoError(t, c.fr.WriteData(1, true, nil)) // the client's turn
+	for ended := false; !ended; {
+		df, ok := c.next().(*http2.DataFrame)
+		require.True(t, ok, "not the end of the answer")
+		ended = df.StreamEnded()
+	}
+	ts.atRest(t)
+}

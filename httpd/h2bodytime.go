@@ -12,7 +12,9 @@ import (
 // for HeaderTimeout at most and take BodyTimeout in all; a body that
 // streams to its handler may pause for HeaderTimeout at most while the
 // handler reads it (not while the handler has paused it, nor while our
-// window holds the client back). Past either the request is answered 408
+// window holds the client back) and its response has not begun: from its
+// head on, a client streaming both ways may wait for what the response
+// says before it sends more (Duplex, gRPC's bidirectional streams). Past either the request is answered 408
 // in place of its handler (which is cancelled), and the rest of the body
 // is dropped (RST_STREAM(NO_ERROR) once the 408 is out); a handler whose
 // Stream has begun has its stream reset (CANCEL) instead. Without it, a
@@ -65,7 +67,7 @@ func (h *h2conn) bodyPiece(st *h2stream, now time.Duration) {
 // body, which streams to its handler, as the handler asks for it
 // (bodyDemand): HeaderTimeout, and no BodyTimeout.
 func (h *h2conn) timeStream(st *h2stream) {
-	if st.r == nil || st.buffering || st.remoteDone || st.reset || st.refused {
+	if st.r == nil || st.buffering || st.remoteDone || st.reset || st.refused || st.headersSent {
 		return
 	}
 	if st.bodyDue == 0 {
@@ -128,6 +130,8 @@ func (h *h2conn) bodyTimedOut() {
 			h.untimeBody(st)
 		case !st.buffering && (!st.r.body.ready() || len(st.rbuf) > 0):
 			h.untimeBody(st) // its handler has paused it: bodyDemand times it again
+		case !st.buffering && st.headersSent:
+			h.untimeBody(st) // a conversation: its client may wait for what the response says
 		case !st.buffering && (st.recvWin <= 0 || h.recvWin <= 0):
 			h.bodyPiece(st, now) // our windows hold the client back: not its pause (the timer is armed for it)
 		default:

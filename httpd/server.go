@@ -80,8 +80,10 @@ type Config struct {
 	// longest it may pause while it sends the body: one small enough to
 	// wait in the arena for its handler (counted from the head, or from
 	// its 100 Continue if it waited for one), or a larger one, which
-	// streams to its handler, while the handler reads. A slow body that
-	// keeps coming is not cut, as with nginx's client_body_timeout.
+	// streams to its handler, while the handler reads (on HTTP/2, until
+	// the response has begun: a client streaming both ways may then wait
+	// for the response before it sends more). A slow body that keeps
+	// coming is not cut, as with nginx's client_body_timeout.
 	// IdleTimeout is how long a kept-alive connection may wait for its
 	// next request, counted once its last response has reached the
 	// kernel (a large one read slowly is not idle, and a client that
