@@ -356,6 +356,12 @@ func (t *tlsConn) pump() {
 			t.more = m == len(buf)-n
 			n += m
 		}
+		if c.state != connOpen {
+			// crypto/tls wrote while it read (an alert, a KeyUpdate's
+			// answer), the write failed and closed the connection: what
+			// it read has nobody to go to (onRead is nil now).
+			return
+		}
 		if n > 0 {
 			c.callReadCorked(buf[:n])
 		}
