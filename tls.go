@@ -355,6 +355,9 @@ func (t *tlsConn) pump() {
 			m, err = t.tc.Read(buf[n:])
 			t.more = m == len(buf)-n
 			n += m
+			if c.held || c.state != connOpen {
+				break // what crypto/tls wrote while it read filled the queue (Write), or failed
+			}
 		}
 		if c.state != connOpen {
 			// crypto/tls wrote while it read (an alert, a KeyUpdate's
@@ -613,6 +616,16 @@ func (t *tlsConn) Write(p []byte) (int, error) {
 	}
 	if _, err := t.writeRaw(p); err != nil {
 		return 0, err
+	}
+	if t.done && c.full.Load() && !c.held {
+		// What crypto/tls writes of its own after the handshake answers
+		// what it read (a KeyUpdate asking for one, an alert): reading
+		// more makes more of it. So a full queue stops reading until it
+		// drains, as without ReadWhileFull, whatever that says: a peer
+		// that floods KeyUpdates and reads nothing otherwise grew the
+		// queue without bound.
+		c.held = true
+		c.update()
 	}
 	return len(p), nil
 }
