@@ -601,6 +601,7 @@ func (t *tlsConn) Read(p []byte) (int, error) {
 // short count or an error would be final for crypto/tls).
 func (t *tlsConn) Write(p []byte) (int, error) {
 	c := t.c
+	own := !t.batch && t.done // crypto/tls writing of its own: not a plaintext write's records, nor the handshake's
 	if t.batch && t.first {
 		// The first record of a write (most writes have only one) is
 		// written from crypto/tls's buffer, not copied to the scratch;
@@ -617,13 +618,15 @@ func (t *tlsConn) Write(p []byte) (int, error) {
 	if _, err := t.writeRaw(p); err != nil {
 		return 0, err
 	}
-	if t.done && c.full.Load() && !c.held {
-		// What crypto/tls writes of its own after the handshake answers
-		// what it read (a KeyUpdate asking for one, an alert): reading
-		// more makes more of it. So a full queue stops reading until it
-		// drains, as without ReadWhileFull, whatever that says: a peer
-		// that floods KeyUpdates and reads nothing otherwise grew the
-		// queue without bound.
+	if !own {
+		return len(p), nil
+	}
+	// What crypto/tls writes of its own after the handshake answers what
+	// it read (a KeyUpdate asking for one, an alert): reading more makes
+	// more of it. So a full queue stops reading until it drains, as
+	// without ReadWhileFull, whatever that says: a peer that floods
+	// KeyUpdates and reads nothing otherwise grew the queue without bound.
+	if c.full.Load() && !c.held {
 		c.held = true
 		c.update()
 	}

@@ -59,3 +59,28 @@ func TestTLSKeyUpdateAnswersBoundTheQueue(t *testing.T) {
 	require.NoError(t, nc.Close())
 	wg.Wait()
 }
+
+// The records of the program's own writes are not answers: a TLS
+// connection with ReadWhileFull reads on while its queue is full of what
+// it wrote, as a plain one does (its two directions are independent).
+// Taken for answers, the first record of each write made on a full queue
+// held reading back.
+func TestTLSReadWhileFullReadsOnAFullQueue(t *testing.T) {
+	l := startLoop(t)
+	scfg, ccfg := tlsConfigs(t)
+	var read atomic.Int64
+	reply := make([]byte, 64<<10)
+	ln, err := Listen(l, "127.0.0.1:0", ListenConfig{TLS: scfg, Conn: ConnConfig{ReadWhileFull: true}}, func(c *Conn) {
+		_ = c.OnRead(func(c *Conn, b []byte) {
+			read.Add(int64(len(b)))
+			_, _ = c.Write(reply) // to a client that reads nothing: the queue fills
+		})
+	})
+	require.NoError(t, err)
+	tc := tlsDial(t, ln, ccfg)
+	const size = 4 << 20
+	_, err = tc.Write(make([]byte, size)) // returns once the server has read most of it
+	require.NoError(t, err)
+	eventually(t, func() bool { return read.Load() == size }, "the server stopped reading on a full queue")
+	require.NoError(t, tc.NetConn().Close())
+}
