@@ -92,7 +92,8 @@ func (c *Conn) callReadCorked(b []byte) {
 func (c *Conn) reading() bool {
 	c.l.checkOnLoop()
 	return c.state == connOpen && c.onRead != nil && !c.paused && !c.held && !c.eof &&
-		(c.fr == nil || !c.fr.held) // frames held back go first (tcp_frame.go)
+		(c.fr == nil || !c.fr.held) && // frames held back go first (tcp_frame.go)
+		(c.tls == nil || !c.tls.throttled) // its turn's answers are made (tls_turn.go)
 }
 
 // readSome reads until the socket is drained, the connection stops reading,

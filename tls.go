@@ -118,6 +118,12 @@ type tlsConn struct {
 	// reading stops until it took it (see input).
 	full   bool
 	queued bool // the handshake waits in tlsLoop.steps for its turn (tls_turn.go)
+	// answers counts what crypto/tls wrote of its own after the handshake
+	// (a KeyUpdate's answer, an alert) since the connection last waited
+	// for a turn; throttled, that it waits in tlsLoop.throttled for the
+	// next turn to read again (tls_turn.go).
+	answers   int
+	throttled bool
 }
 
 // tlsLoop is a loop's TLS scratch (tcpLoop.tls), made with its first TLS
@@ -133,6 +139,9 @@ type tlsLoop struct {
 	// a few per turn from stepHead on (tls_turn.go).
 	steps    []*tlsConn
 	stepHead int
+	// throttled are the connections whose reads made too many answers
+	// this turn: they read again in the next (tls_turn.go).
+	throttled []*tlsConn
 }
 
 // tlsScratchMax bounds the ciphertext gathered before it is written: a
@@ -355,8 +364,8 @@ func (t *tlsConn) pump() {
 			m, err = t.tc.Read(buf[n:])
 			t.more = m == len(buf)-n
 			n += m
-			if c.held || c.state != connOpen {
-				break // what crypto/tls wrote while it read filled the queue (Write), or failed
+			if c.held || t.throttled || c.state != connOpen {
+				break // what crypto/tls wrote while it read filled the queue (Write), was too much for a turn, or failed
 			}
 		}
 		if c.state != connOpen {
@@ -624,12 +633,14 @@ func (t *tlsConn) Write(p []byte) (int, error) {
 	// What crypto/tls writes of its own after the handshake answers what
 	// it read (a KeyUpdate asking for one, an alert): reading more makes
 	// more of it. So a full queue stops reading until it drains, as
-	// without ReadWhileFull, whatever that says: a peer that floods
-	// KeyUpdates and reads nothing otherwise grew the queue without bound.
+	// without ReadWhileFull, whatever that says (a peer that floods
+	// KeyUpdates and reads nothing otherwise grew the queue without
+	// bound), and so many answers in one turn wait for the next (answered).
 	if c.full.Load() && !c.held {
 		c.held = true
 		c.update()
 	}
+	t.answered()
 	return len(p), nil
 }
 

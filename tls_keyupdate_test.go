@@ -2,6 +2,7 @@ package aio
 
 import (
 	"errors"
+	"io"
 	"net"
 	"sync"
 	"sync/atomic"
@@ -22,12 +23,13 @@ func TestTLSKeyUpdateAnswersBoundTheQueue(t *testing.T) {
 	const highWater = 16 << 10
 	l := startLoop(t)
 	scfg, ccfg := tlsConfigs(t)
-	var maxQueued atomic.Int64
+	var maxQueued, read atomic.Int64
 	conns := make(chan *Conn, 1)
 	ln, err := Listen(l, "127.0.0.1:0", ListenConfig{TLS: scfg,
 		Conn: ConnConfig{ReadWhileFull: true, HighWater: highWater, WriteBuffer: 4096}}, func(c *Conn) {
 		conns <- c
-		_ = c.OnRead(func(c *Conn, _ []byte) {
+		_ = c.OnRead(func(c *Conn, b []byte) {
+			read.Add(int64(len(b)))
 			if n := int64(c.Buffered()); n > maxQueued.Load() {
 				maxQueued.Store(n)
 			}
@@ -45,7 +47,8 @@ func TestTLSKeyUpdateAnswersBoundTheQueue(t *testing.T) {
 	c := recv(t, conns)
 
 	var flood []byte
-	for len(flood) < 1<<20 { // about 1 MiB of answers asked for
+	groups := 0
+	for ; len(flood) < 1<<20; groups++ { // about 1 MiB of answers asked for
 		for range 15 { // crypto/tls takes 16 records without data in a row at most
 			flood = append(flood, w.keyUpdate()...)
 		}
@@ -55,6 +58,10 @@ func TestTLSKeyUpdateAnswersBoundTheQueue(t *testing.T) {
 	wg.Go(func() { _, _ = nc.Write(flood) }) // blocks once the server stops reading
 	eventually(t, func() bool { return onLoopValue(t, l, func() bool { return c.held }) },
 		"the connection reads on while its queue fills with answers")
+	assert.LessOrEqual(t, maxQueued.Load(), int64(highWater+16<<10), "answers queued past HighWater")
+
+	wg.Go(func() { _, _ = io.Copy(io.Discard, nc) }) // the client reads the answers: reading resumes
+	eventually(t, func() bool { return read.Load() == int64(groups) }, "the rest of the flood was not read")
 	assert.LessOrEqual(t, maxQueued.Load(), int64(highWater+16<<10), "answers queued past HighWater")
 	require.NoError(t, nc.Close())
 	wg.Wait()
@@ -83,4 +90,39 @@ func TestTLSReadWhileFullReadsOnAFullQueue(t *testing.T) {
 	require.NoError(t, err)
 	eventually(t, func() bool { return read.Load() == size }, "the server stopped reading on a full queue")
 	require.NoError(t, tc.NetConn().Close())
+}
+
+// A connection whose reads make tlsAnswersPerTurn answers waits for the
+// next turn to read on, so that a KeyUpdate flood (some 10 µs of key
+// derivation for each 27-byte record) cannot hold the loop: read in one
+// turn, a megabyte of them stalled every other connection of the loop
+// for half a second. The flood here, read by the loop in one poll, takes
+// a turn per tlsAnswersPerTurn answers (two with the resumed pump).
+func TestTLSKeyUpdateFloodTakesTurns(t *testing.T) {
+	l := startLoop(t)
+	scfg, ccfg := tlsConfigs(t)
+	var read atomic.Int64
+	ln, err := Listen(l, "127.0.0.1:0", ListenConfig{TLS: scfg}, func(c *Conn) {
+		_ = c.OnRead(func(_ *Conn, b []byte) { read.Add(int64(len(b))) })
+	})
+	require.NoError(t, err)
+	nc := netDial(t, ln)
+	w := tls13Dial(t, nc, ccfg)
+	const groups = 100 // 1500 answers asked for, in 38 KiB
+	var flood []byte
+	for range groups {
+		for range 15 {
+			flood = append(flood, w.keyUpdate()...)
+		}
+		flood = append(flood, w.data([]byte("x"))...)
+	}
+	release := holdLoop(t, l)
+	_, err = nc.Write(flood)
+	require.NoError(t, err)
+	before := l.Stats().Iterations
+	release()
+	eventually(t, func() bool { return read.Load() == groups }, "the flood's data was not all read")
+	turns := l.Stats().Iterations - before
+	assert.GreaterOrEqual(t, turns, uint64(groups*15/(2*tlsAnswersPerTurn)), "the flood was read in too few turns")
+	require.NoError(t, nc.Close())
 }

@@ -15,6 +15,46 @@ package aio
 // tlsStepsPerTurn bounds the handshake steps a loop runs per turn.
 const tlsStepsPerTurn = 2
 
+// After the handshake, crypto/tls answers some of what it reads as it
+// reads it: a KeyUpdate that asks for one costs two key derivations and
+// an answer, some 10 µs, for 27 bytes read. A peer flooding them (with
+// a byte of data every 15, within crypto/tls's own bound on records
+// without data) made one readiness event of 1 MiB a half-second turn, every other
+// connection of the loop waiting. So a connection whose reads made
+// tlsAnswersPerTurn answers stops reading (throttled) until the next
+// turn: its peer's bytes wait in the kernel, and the other connections
+// ready in this turn go first.
+const tlsAnswersPerTurn = 64
+
+// answered counts an answer of crypto/tls's, and throttles the
+// connection once it made tlsAnswersPerTurn of them. On the loop, from
+// Write.
+func (t *tlsConn) answered() {
+	if t.answers++; t.answers < tlsAnswersPerTurn || t.throttled {
+		return
+	}
+	t.throttled = true
+	s := t.c.tl.tlsScratch()
+	s.throttled = append(s.throttled, t)
+	t.c.update()
+}
+
+// unthrottle lets the connections throttled read again, once this turn's
+// poll has given every other connection ready its turn: what they read
+// already is pumped at once (tlsResume, from the jobs runTLSSteps runs),
+// their sockets wait for the next poll. On the loop, from runTLSSteps.
+func (l *Loop) unthrottle() {
+	s := l.tcp.tls
+	list := s.throttled
+	s.throttled = nil
+	for _, t := range list {
+		t.throttled, t.answers = false, 0
+		if t.c.state == connOpen {
+			t.c.update() // reading resumes: pump, if it parked (resume)
+		}
+	}
+}
+
 // stepReady queues t's handshake, awaiting the bytes just buffered, to
 // resume in this turn's handshake phase or a later one. On the loop.
 func (t *tlsConn) stepReady() {
@@ -26,17 +66,23 @@ func (t *tlsConn) stepReady() {
 	s.steps = append(s.steps, t)
 }
 
-// tlsStepsQueued reports whether handshakes wait for their turn.
+// tlsStepsQueued reports whether handshakes, or throttled connections,
+// wait for their turn.
 func (t *tcpLoop) tlsStepsQueued() bool {
-	return t.tls != nil && len(t.tls.steps) > t.tls.stepHead
+	return t.tls != nil && (len(t.tls.steps) > t.tls.stepHead || len(t.tls.throttled) > 0)
 }
 
-// runTLSSteps resumes at most tlsStepsPerTurn queued handshakes, oldest
-// first. On the loop, once per turn after I/O dispatch, when
-// tlsStepsQueued (iterate tests it inline).
+// runTLSSteps lets the throttled connections read again and resumes at
+// most tlsStepsPerTurn queued handshakes, oldest first. On the loop, once
+// per turn after I/O dispatch, when tlsStepsQueued (iterate tests it
+// inline).
 func (l *Loop) runTLSSteps() {
 	l.enter(phaseIO)
 	l.busy = true
+	if len(l.tcp.tls.throttled) > 0 {
+		l.unthrottle()
+		l.drain() // their interest, and the pumps it resumes: up to tlsAnswersPerTurn answers each again
+	}
 	for n := 0; n < tlsStepsPerTurn; {
 		s := l.tcp.tls // a step that closed the last connection frees it
 		if s == nil || s.stepHead == len(s.steps) {
