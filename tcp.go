@@ -113,7 +113,10 @@ type ConnConfig struct {
 	LowWater int
 	// ReadWhileFull keeps the connection reading while its write queue is
 	// full, so that its two directions have independent flow control: what
-	// a proxy, a tunnel or any two-way stream needs (Pipe sets it).
+	// a proxy, a tunnel or any two-way stream needs (Pipe sets it). One
+	// exception: on TLS, what crypto/tls writes in answer to what it reads
+	// (a KeyUpdate's answer, an alert) stops reading on a full queue all
+	// the same, as reading more would make more of it.
 	//
 	// By default a full write queue stops reading until it drains, so that
 	// a request/response server spends no memory on a client that sends

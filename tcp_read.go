@@ -67,9 +67,10 @@ func (c *Conn) OnEOF(fn func(c *Conn)) error {
 func (c *Conn) PauseRead() error { return c.runInlineIfOpen(func() { c.paused = true; c.update() }) }
 
 // ResumeRead resumes reading, whatever held it back: PauseRead, or a full
-// write queue (ConnConfig.ReadWhileFull unset), which then holds reading
-// back again only once it has drained and filled anew. Reading after EOF
-// cannot resume. Any goroutine.
+// write queue (ConnConfig.ReadWhileFull unset, or crypto/tls's answers
+// on TLS), which then holds reading back again only once it has drained
+// and filled anew, or (TLS) at the next answer written on it. Reading
+// after EOF cannot resume. Any goroutine.
 func (c *Conn) ResumeRead() error {
 	return c.runInlineIfOpen(func() { c.paused, c.held = false, false; c.update() })
 }
@@ -93,7 +94,7 @@ func (c *Conn) reading() bool {
 	c.l.checkOnLoop()
 	return c.state == connOpen && c.onRead != nil && !c.paused && !c.held && !c.eof &&
 		(c.fr == nil || !c.fr.held) && // frames held back go first (tcp_frame.go)
-		(c.tls == nil || !c.tls.throttled) // its turn's answers are made (tls_turn.go)
+		(c.tls == nil || !c.tls.throttled) // its turn's records are read (tls_turn.go)
 }
 
 // readSome reads until the socket is drained, the connection stops reading,

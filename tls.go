@@ -118,12 +118,15 @@ type tlsConn struct {
 	// reading stops until it took it (see input).
 	full   bool
 	queued bool // the handshake waits in tlsLoop.steps for its turn (tls_turn.go)
-	// answers counts what crypto/tls wrote of its own after the handshake
-	// (a KeyUpdate's answer, an alert) since the connection last waited
-	// for a turn; throttled, that it waits in tlsLoop.throttled for the
-	// next turn to read again (tls_turn.go).
-	answers   int
+	// records counts the records read after the handshake in the loop
+	// iteration turn; throttled, that the connection waits in
+	// tlsLoop.throttled to read again (tls_turn.go).
+	records   int
+	turn      uint64
 	throttled bool
+	// inRead says pump is in crypto/tls's Read: what crypto/tls writes
+	// then answers what it read (a KeyUpdate's answer, an alert).
+	inRead bool
 }
 
 // tlsLoop is a loop's TLS scratch (tcpLoop.tls), made with its first TLS
@@ -139,8 +142,9 @@ type tlsLoop struct {
 	// a few per turn from stepHead on (tls_turn.go).
 	steps    []*tlsConn
 	stepHead int
-	// throttled are the connections whose reads made too many answers
-	// this turn: they read again in the next (tls_turn.go).
+	// throttled are the connections that read tlsRecordsPerTurn records
+	// in this turn: they read again once its poll's I/O is done
+	// (tls_turn.go).
 	throttled []*tlsConn
 }
 
@@ -361,11 +365,13 @@ func (t *tlsConn) pump() {
 				break
 			}
 			var m int
+			t.inRead = true
 			m, err = t.tc.Read(buf[n:])
+			t.inRead = false
 			t.more = m == len(buf)-n
 			n += m
 			if c.held || t.throttled || c.state != connOpen {
-				break // what crypto/tls wrote while it read filled the queue (Write), was too much for a turn, or failed
+				break // what crypto/tls wrote while it read filled the queue (Write) or failed, or the turn's records are read
 			}
 		}
 		if c.state != connOpen {
@@ -584,6 +590,9 @@ func (t *tlsConn) Read(p []byte) (int, error) {
 		if t.rest = t.recordLen(); t.rest == 0 {
 			t.rest = t.buffered() // a header cut by the FIN
 		}
+		if t.inRead {
+			t.recordRead()
+		}
 	}
 	if len(p) > t.rest {
 		p = p[:t.rest]
@@ -610,7 +619,7 @@ func (t *tlsConn) Read(p []byte) (int, error) {
 // short count or an error would be final for crypto/tls).
 func (t *tlsConn) Write(p []byte) (int, error) {
 	c := t.c
-	own := !t.batch && t.done // crypto/tls writing of its own: not a plaintext write's records, nor the handshake's
+	own := t.inRead // crypto/tls answering what it reads: not a plaintext write's records, the handshake's, nor a close_notify
 	if t.batch && t.first {
 		// The first record of a write (most writes have only one) is
 		// written from crypto/tls's buffer, not copied to the scratch;
@@ -633,14 +642,12 @@ func (t *tlsConn) Write(p []byte) (int, error) {
 	// What crypto/tls writes of its own after the handshake answers what
 	// it read (a KeyUpdate asking for one, an alert): reading more makes
 	// more of it. So a full queue stops reading until it drains, as
-	// without ReadWhileFull, whatever that says (a peer that floods
-	// KeyUpdates and reads nothing otherwise grew the queue without
-	// bound), and so many answers in one turn wait for the next (answered).
+	// without ReadWhileFull, whatever that says: a peer that floods
+	// KeyUpdates and reads nothing otherwise grew the queue without bound.
 	if c.full.Load() && !c.held {
 		c.held = true
 		c.update()
 	}
-	t.answered()
 	return len(p), nil
 }
 

@@ -99,8 +99,15 @@ func (w *tls13Records) data(b []byte) []byte { return w.seal(23, b) }
 
 // keyUpdate returns a KeyUpdate record asking the peer to update too
 // (update_requested), and moves the client's keys on.
-func (w *tls13Records) keyUpdate() []byte {
-	rec := w.seal(22, []byte{24, 0, 0, 1, 1})
+func (w *tls13Records) keyUpdate() []byte { return w.keyUpdateAsking(true) }
+
+// keyUpdateAsking is keyUpdate, asking the peer to update too or not.
+func (w *tls13Records) keyUpdateAsking(answer bool) []byte {
+	requested := byte(0)
+	if answer {
+		requested = 1
+	}
+	rec := w.seal(22, []byte{24, 0, 0, 1, requested})
 	w.setKeys(expandLabel(w.secret, "traffic upd", sha256.Size))
 	return rec
 }

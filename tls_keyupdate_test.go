@@ -92,37 +92,70 @@ func TestTLSReadWhileFullReadsOnAFullQueue(t *testing.T) {
 	require.NoError(t, tc.NetConn().Close())
 }
 
-// A connection whose reads make tlsAnswersPerTurn answers waits for the
-// next turn to read on, so that a KeyUpdate flood (some 10 µs of key
-// derivation for each 27-byte record) cannot hold the loop: read in one
-// turn, a megabyte of them stalled every other connection of the loop
-// for half a second. The flood here, read by the loop in one poll, takes
-// a turn per tlsAnswersPerTurn answers (two with the resumed pump).
+// A connection that read tlsRecordsPerTurn records in a loop iteration
+// waits for the iteration's I/O to be done to read on, so that a flood of
+// costly records (a KeyUpdate: some 10 µs of key derivation for 27 bytes,
+// whether it asks for an answer or not) cannot hold the loop: read in one
+// turn, a megabyte of them stalled every other connection of the loop for
+// half a second. The flood here, read by the loop in one poll, takes a
+// turn per tlsRecordsPerTurn records (two with the resumed pump).
 func TestTLSKeyUpdateFloodTakesTurns(t *testing.T) {
+	for _, answer := range []bool{true, false} {
+		l := startLoop(t)
+		scfg, ccfg := tlsConfigs(t)
+		var read atomic.Int64
+		ln, err := Listen(l, "127.0.0.1:0", ListenConfig{TLS: scfg}, func(c *Conn) {
+			_ = c.OnRead(func(_ *Conn, b []byte) { read.Add(int64(len(b))) })
+		})
+		require.NoError(t, err)
+		nc := netDial(t, ln)
+		w := tls13Dial(t, nc, ccfg)
+		const groups = 100 // 1600 records, in 42 KiB
+		var flood []byte
+		for range groups {
+			for range 15 {
+				flood = append(flood, w.keyUpdateAsking(answer)...)
+			}
+			flood = append(flood, w.data([]byte("x"))...)
+		}
+		release := holdLoop(t, l)
+		_, err = nc.Write(flood)
+		require.NoError(t, err)
+		before := l.Stats().Iterations
+		release()
+		eventually(t, func() bool { return read.Load() == groups }, "the flood's data was not all read")
+		turns := l.Stats().Iterations - before
+		assert.GreaterOrEqual(t, turns, uint64(groups*16/(2*tlsRecordsPerTurn)), "answers asked for: %v", answer)
+		require.NoError(t, nc.Close())
+	}
+}
+
+// A close_notify is not an answer to what was read: a connection with
+// ReadWhileFull that half-closes on a full queue reads on what its peer
+// still sends, as its two directions are independent. Taken for an
+// answer, it held reading until the peer read, and a peer that finishes
+// its upload before it reads waited for a timeout.
+func TestTLSCloseWriteOnAFullQueueReadsOn(t *testing.T) {
 	l := startLoop(t)
 	scfg, ccfg := tlsConfigs(t)
 	var read atomic.Int64
-	ln, err := Listen(l, "127.0.0.1:0", ListenConfig{TLS: scfg}, func(c *Conn) {
-		_ = c.OnRead(func(_ *Conn, b []byte) { read.Add(int64(len(b))) })
+	var once atomic.Bool
+	ln, err := Listen(l, "127.0.0.1:0", ListenConfig{TLS: scfg,
+		Conn: ConnConfig{ReadWhileFull: true, HighWater: 16 << 10, WriteBuffer: 4096}}, func(c *Conn) {
+		_ = c.OnRead(func(c *Conn, b []byte) {
+			read.Add(int64(len(b)))
+			if once.CompareAndSwap(false, true) {
+				_, _ = c.Write(make([]byte, 4<<20)) // to a client that reads nothing yet: the queue stays full
+				c.CloseWrite()
+			}
+		})
 	})
 	require.NoError(t, err)
-	nc := netDial(t, ln)
-	w := tls13Dial(t, nc, ccfg)
-	const groups = 100 // 1500 answers asked for, in 38 KiB
-	var flood []byte
-	for range groups {
-		for range 15 {
-			flood = append(flood, w.keyUpdate()...)
-		}
-		flood = append(flood, w.data([]byte("x"))...)
-	}
-	release := holdLoop(t, l)
-	_, err = nc.Write(flood)
-	require.NoError(t, err)
-	before := l.Stats().Iterations
-	release()
-	eventually(t, func() bool { return read.Load() == groups }, "the flood's data was not all read")
-	turns := l.Stats().Iterations - before
-	assert.GreaterOrEqual(t, turns, uint64(groups*15/(2*tlsAnswersPerTurn)), "the flood was read in too few turns")
-	require.NoError(t, nc.Close())
+	tc := tlsDial(t, ln, ccfg)
+	const size = 4 << 20
+	var wg sync.WaitGroup
+	wg.Go(func() { _, _ = tc.Write(make([]byte, size)) })
+	eventually(t, func() bool { return read.Load() == size }, "reading stopped after CloseWrite on a full queue")
+	require.NoError(t, tc.NetConn().Close())
+	wg.Wait()
 }

@@ -15,22 +15,28 @@ package aio
 // tlsStepsPerTurn bounds the handshake steps a loop runs per turn.
 const tlsStepsPerTurn = 2
 
-// After the handshake, crypto/tls answers some of what it reads as it
-// reads it: a KeyUpdate that asks for one costs two key derivations and
-// an answer, some 10 µs, for 27 bytes read. A peer flooding them (with
-// a byte of data every 15, within crypto/tls's own bound on records
-// without data) made one readiness event of 1 MiB a half-second turn, every other
-// connection of the loop waiting. So a connection whose reads made
-// tlsAnswersPerTurn answers stops reading (throttled) until the next
-// turn: its peer's bytes wait in the kernel, and the other connections
-// ready in this turn go first.
-const tlsAnswersPerTurn = 64
+// After the handshake, what a record costs crypto/tls is not what it
+// carries: a KeyUpdate, 27 bytes, costs a key derivation (two, and an
+// answer, when it asks for one), some 10 µs; a record of one byte of data
+// costs its decryption. A peer flooding such records (a data byte every 15
+// KeyUpdates stays within crypto/tls's own bound on records without data)
+// made one readiness event of 1 MiB a half-second turn, every other
+// connection of the loop waiting. So a connection that read
+// tlsRecordsPerTurn records in a loop iteration stops reading (throttled)
+// until that iteration's I/O is done: its peer's bytes wait (in the
+// kernel, or read already), and the other connections ready in the poll
+// go first. Bulk data, in records of 16 KiB, reads 2 MiB in that many:
+// more than a readiness event reads.
+const tlsRecordsPerTurn = 128
 
-// answered counts an answer of crypto/tls's, and throttles the
-// connection once it made tlsAnswersPerTurn of them. On the loop, from
-// Write.
-func (t *tlsConn) answered() {
-	if t.answers++; t.answers < tlsAnswersPerTurn || t.throttled {
+// recordRead counts a record handed to crypto/tls after the handshake,
+// and throttles the connection once it read tlsRecordsPerTurn of them in
+// this loop iteration. On the loop, from Read within pump.
+func (t *tlsConn) recordRead() {
+	if it := t.c.l.m.iterations; t.turn != it {
+		t.turn, t.records = it, 0
+	}
+	if t.records++; t.records < tlsRecordsPerTurn || t.throttled {
 		return
 	}
 	t.throttled = true
@@ -48,7 +54,7 @@ func (l *Loop) unthrottle() {
 	list := s.throttled
 	s.throttled = nil
 	for _, t := range list {
-		t.throttled, t.answers = false, 0
+		t.throttled, t.records = false, 0
 		if t.c.state == connOpen {
 			t.c.update() // reading resumes: pump, if it parked (resume)
 		}
@@ -81,7 +87,7 @@ func (l *Loop) runTLSSteps() {
 	l.busy = true
 	if len(l.tcp.tls.throttled) > 0 {
 		l.unthrottle()
-		l.drain() // their interest, and the pumps it resumes: up to tlsAnswersPerTurn answers each again
+		l.drain() // their interest, and the pumps it resumes: up to tlsRecordsPerTurn records each again
 	}
 	for n := 0; n < tlsStepsPerTurn; {
 		s := l.tcp.tls // a step that closed the last connection frees it
