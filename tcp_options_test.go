@@ -267,13 +267,17 @@ func TestTCPWriteTimeoutSparesAReaderBehindTheKernelBuffer(t *testing.T) {
 	if !sock.SendQueueSupported {
 		t.Skip("the kernel's send queue is read on Linux only")
 	}
-	const wt = 300 * time.Millisecond
+	// The reader's window updates come about every 64 KiB read, 320 ms at
+	// its pace; the timeout is twice that, so that a loaded machine's
+	// slower reads are not taken for a stall, and the kernel's buffer (800
+	// KiB) frees a third of itself in 1.3 s, longer still.
+	const wt = 600 * time.Millisecond
 	// midStall: the timeout is set once the kernel holds bytes it did not
 	// count (SetWriteTimeout on a stalled connection), not configured.
 	for _, midStall := range []bool{false, true} {
 		t.Run(map[bool]string{false: "configured", true: "set mid-stall"}[midStall], func(t *testing.T) {
 			l := startLoop(t)
-			cfg := ConnConfig{WriteTimeout: wt, WriteBuffer: 200 << 10}
+			cfg := ConnConfig{WriteTimeout: wt, WriteBuffer: 400 << 10}
 			if midStall {
 				cfg.WriteTimeout = 0
 			}
@@ -296,7 +300,7 @@ func TestTCPWriteTimeoutSparesAReaderBehindTheKernelBuffer(t *testing.T) {
 			if midStall {
 				eventually(t, func() bool { return wc.Buffered() > 0 }, "the write queue does not wait")
 				// The reader is under way (its window updates come about
-				// every 64 KiB read, 300 ms at this pace) when the timeout
+				// every 64 KiB read, 320 ms at this pace) when the timeout
 				// is set, the kernel's buffer full of bytes no timeout counted.
 				readFor(400 * time.Millisecond)
 				require.Positive(t, wc.Buffered(), "the write queue still waits")
