@@ -221,3 +221,55 @@ func TestH2DuplexConversationNotTimed(t *testing.T) {
 	}
 	ts.atRest(t)
 }
+
+// What a paused body held is let go once its handler has it: a stream
+// does not keep the largest buffer it ever needed for the next pause.
+func TestH2HeldBodyLetGoOnResume(t *testing.T) {
+	paused := make(chan Body, 1)
+	got := make(chan int, 1)
+	m := testMux()
+	m.HandleFunc("POST /pause", func(r *Request) Reply {
+		n, body := 0, r.Body()
+		body.OnData(func(b []byte, end bool) {
+			if n == 0 {
+				body.Pause()
+				paused <- body
+			}
+			n += len(b)
+			if n == 40000 {
+				got <- n
+			}
+		})
+		return Later(aio.NewPromise[Response](r.Loop()).Handle())
+	})
+	ts := startServer(t, m, Config{})
+	c := dialH2(t, ts.addr)
+	c.postHead(1, "/pause", 1<<20)
+	require.NoError(t, c.fr.WriteData(1, false, make([]byte, 1000)))
+	body := recvT(t, paused)
+	for range 3 {
+		require.NoError(t, c.fr.WriteData(1, false, make([]byte, 13000)))
+	}
+	// A PING's answer: the server has read them, held for the paused handler.
+	require.NoError(t, c.fr.WritePing(false, [8]byte{'r', 'e', 'a', 'd'}))
+	for {
+		if pf, ok := c.frame().(*http2.PingFrame); ok && pf.IsAck() {
+			break
+		}
+	}
+	ts.onLoop(t, body.Resume)
+	assert.Equal(t, 40000, recvT(t, got))
+	ts.onLoop(t, func() {
+		for _, ls := range ts.loopStates() {
+			for hc := ls.conns.head; hc != nil; hc = hc.links[linkAll].next {
+				if hc.h2 != nil {
+					for _, st := range hc.h2.streams {
+						assert.Zero(t, cap(st.rbuf), "stream %d keeps its held body's buffer", st.id)
+					}
+				}
+			}
+		}
+	})
+	c.nc.Close()
+	ts.atRest(t)
+}

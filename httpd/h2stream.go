@@ -549,7 +549,10 @@ func (h *h2conn) bodyDemand(r *Request) {
 		return
 	}
 	p, end := st.rbuf, st.rend
-	st.rbuf, st.rend = st.rbuf[:0], false
+	// The array goes with what it held: kept for the next pause, a
+	// stream would hold the largest it ever needed (up to its window,
+	// and append's slack) for as long as it lived.
+	st.rbuf, st.rend = nil, false
 	r.body.deliver(p, end)
 	st.unacked += int64(len(p))
 	h.credit(st)
