@@ -1,7 +1,9 @@
 package aio
 
 import (
+	"errors"
 	"net"
+	"syscall"
 	"testing"
 	"time"
 
@@ -105,4 +107,17 @@ func writeFlush(c *Conn, b []byte) *Handle[struct{}] {
 		return Fail[struct{}](c.Loop(), err)
 	}
 	return c.Flush()
+}
+
+// rcvBuf is a net.Dialer's or net.ListenConfig's Control that sets the
+// socket's receive buffer to size before the connection is made, so that
+// autotuning does not grow it.
+func rcvBuf(size int) func(network, address string, rc syscall.RawConn) error {
+	return func(_, _ string, rc syscall.RawConn) error {
+		var serr error
+		err := rc.Control(func(fd uintptr) {
+			serr = syscall.SetsockoptInt(int(fd), syscall.SOL_SOCKET, syscall.SO_RCVBUF, size)
+		})
+		return errors.Join(err, serr)
+	}
 }

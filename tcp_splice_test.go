@@ -9,7 +9,6 @@ import (
 	"os"
 	"strings"
 	"sync/atomic"
-	"syscall"
 	"testing"
 	"time"
 
@@ -89,13 +88,7 @@ func stalledUpstream(t *testing.T, l *Loop, total int) (net.Conn, pipedConns, <-
 	t.Helper()
 	// A small receive buffer, set before the connection is made so that
 	// autotuning does not grow it: the upstream stalls soon.
-	lc := net.ListenConfig{Control: func(_, _ string, rc syscall.RawConn) error {
-		var serr error
-		err := rc.Control(func(fd uintptr) {
-			serr = unix.SetsockoptInt(int(fd), unix.SOL_SOCKET, unix.SO_RCVBUF, peerBuffer)
-		})
-		return errors.Join(err, serr)
-	}}
+	lc := net.ListenConfig{Control: rcvBuf(peerBuffer)}
 	nl, err := lc.Listen(context.Background(), "tcp", "127.0.0.1:0")
 	require.NoError(t, err)
 	t.Cleanup(func() { nl.Close() })

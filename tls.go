@@ -619,7 +619,6 @@ func (t *tlsConn) Read(p []byte) (int, error) {
 // short count or an error would be final for crypto/tls).
 func (t *tlsConn) Write(p []byte) (int, error) {
 	c := t.c
-	own := t.inRead // crypto/tls answering what it reads: not a plaintext write's records, the handshake's, nor a close_notify
 	if t.batch && t.first {
 		// The first record of a write (most writes have only one) is
 		// written from crypto/tls's buffer, not copied to the scratch;
@@ -636,7 +635,7 @@ func (t *tlsConn) Write(p []byte) (int, error) {
 	if _, err := t.writeRaw(p); err != nil {
 		return 0, err
 	}
-	if !own {
+	if !t.inRead { // not crypto/tls answering what it reads: a plaintext write's records, the handshake's, a close_notify
 		return len(p), nil
 	}
 	// What crypto/tls writes of its own after the handshake answers what

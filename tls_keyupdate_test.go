@@ -1,12 +1,10 @@
 package aio
 
 import (
-	"errors"
 	"io"
 	"net"
 	"sync"
 	"sync/atomic"
-	"syscall"
 	"testing"
 
 	"github.com/stretchr/testify/assert"
@@ -36,11 +34,7 @@ func TestTLSKeyUpdateAnswersBoundTheQueue(t *testing.T) {
 		})
 	})
 	require.NoError(t, err)
-	d := net.Dialer{Control: func(_, _ string, rc syscall.RawConn) error {
-		var serr error
-		err := rc.Control(func(fd uintptr) { serr = syscall.SetsockoptInt(int(fd), syscall.SOL_SOCKET, syscall.SO_RCVBUF, 4096) })
-		return errors.Join(err, serr)
-	}}
+	d := net.Dialer{Control: rcvBuf(4096)}
 	nc, err := d.Dial("tcp", ln.Addr().String())
 	require.NoError(t, err)
 	w := tls13Dial(t, nc, ccfg)

@@ -150,21 +150,26 @@ const maxEmptyLines = 4
 // RFC 9112 §2.2 asks a server to ignore (old clients send a CRLF after a
 // POST body, which its Content-Length does not count). More is not an
 // empty line but garbage, which the parser refuses, and so is a CR
-// without its LF (§2.2: a bare CR is invalid); one that ends data may be
-// a CRLF cut by the read, which split leaves for the next.
-func emptyLines(data []byte) int {
-	n := 0
+// without its LF (§2.2: a bare CR is invalid). cut: data ends in a CR
+// that may be an empty line's, its LF still to come.
+func emptyLines(data []byte) (n int, cut bool) {
 	for n < len(data) && n < maxEmptyLines {
 		switch {
 		case data[n] == '\n':
 			n++
-		case data[n] == '\r' && n+1 < len(data) && data[n+1] == '\n' && n+2 <= maxEmptyLines:
+		case data[n] == '\r' && n+2 <= maxEmptyLines:
+			if n+1 == len(data) {
+				return n, true
+			}
+			if data[n+1] != '\n' {
+				return n, false
+			}
 			n += 2
 		default:
-			return n
+			return n, false
 		}
 	}
-	return n
+	return n, false
 }
 
 // split is the framer's SplitFunc: it finds the next frame and says what
@@ -190,9 +195,9 @@ func (hc *h1conn) split(data []byte, atEOF bool) (int, []byte, error) {
 		if hc.nq >= hc.ls.cfg.MaxPipeline {
 			return hc.stallTok(data, stallPipeline)
 		}
-		skip := emptyLines(data)
-		if skip == len(data)-1 && data[skip] == '\r' && skip+2 <= maxEmptyLines {
-			return 0, nil, nil // an empty line's CRLF, cut by the read: its LF is to come
+		skip, cut := emptyLines(data)
+		if cut {
+			return 0, nil, nil // an empty line's CRLF, cut by the read
 		}
 		n, err := hc.parser.Parse(data[skip:], &hc.ls.head)
 		switch {

@@ -88,8 +88,6 @@ type h2conn struct {
 
 	sendWin      int64  // the connection window the client grants us
 	peerInit     int64  // the client's SETTINGS_INITIAL_WINDOW_SIZE
-	peerInitMax  int64  // the largest peerInit in the SETTINGS frame being read (resizeWindows)
-	peerInitSet  bool   // the SETTINGS frame being read names SETTINGS_INITIAL_WINDOW_SIZE
 	peerMaxFrame int    // the client's SETTINGS_MAX_FRAME_SIZE
 	recvWin      int64  // what the client may still send on the connection
 	recvUnacked  int64  // bytes received and not yet given back
@@ -392,11 +390,7 @@ func (h *h2conn) onSettings(f *http2.SettingsFrame) {
 		return
 	}
 	init := h.peerInit
-	err := f.ForeachSetting(h.applySetting)
-	if err == nil {
-		err = h.resizeWindows(init)
-	}
-	if err != nil {
+	if err := h.applySettings(f.ForeachSetting); err != nil {
 		h.readError(err)
 		return
 	}
@@ -414,42 +408,36 @@ func (h *h2conn) onSettings(f *http2.SettingsFrame) {
 	}
 }
 
-// applySetting applies one setting of the client's: from a SETTINGS
-// frame, or from the HTTP2-Settings of an upgrade (before any stream).
-// SETTINGS_INITIAL_WINDOW_SIZE moves the streams' windows once the frame
-// is read (resizeWindows), not for each time the frame names it.
-func (h *h2conn) applySetting(s http2.Setting) error {
-	if err := s.Valid(); err != nil {
+// applySettings applies the client's settings, each in order: a SETTINGS
+// frame's (ForeachSetting), or the HTTP2-Settings of an upgrade (before
+// any stream). SETTINGS_INITIAL_WINDOW_SIZE moves every stream's window
+// (RFC 9113 §6.9.2) in one pass once all are read, however often they
+// name it: a window past 2^31-1 at any step, the largest, is a
+// FLOW_CONTROL_ERROR. Moved for each, a frame of thousands cost a pass
+// over the streams each.
+func (h *h2conn) applySettings(each func(func(http2.Setting) error) error) error {
+	init, top, named := h.peerInit, int64(0), false
+	err := each(func(s http2.Setting) error {
+		if err := s.Valid(); err != nil {
+			return err
+		}
+		switch s.ID {
+		case http2.SettingInitialWindowSize:
+			h.peerInit, named = int64(s.Val), true
+			top = max(top, h.peerInit)
+		case http2.SettingMaxFrameSize:
+			h.peerMaxFrame = int(s.Val)
+		}
+		return nil
+	})
+	if err != nil || !named {
 		return err
 	}
-	switch s.ID {
-	case http2.SettingInitialWindowSize:
-		if h.peerInit = int64(s.Val); !h.peerInitSet || h.peerInit > h.peerInitMax {
-			h.peerInitMax = h.peerInit
-		}
-		h.peerInitSet = true
-	case http2.SettingMaxFrameSize:
-		h.peerMaxFrame = int(s.Val)
-	}
-	return nil
-}
-
-// resizeWindows moves every stream's window by what a SETTINGS frame did
-// to SETTINGS_INITIAL_WINDOW_SIZE, from init (RFC 9113 §6.9.2), in one
-// pass however often the frame set it: a window past 2^31-1 at any of
-// its steps, the largest, is a FLOW_CONTROL_ERROR. Applied for each
-// entry, a frame of thousands of them cost a pass over the streams each.
-func (h *h2conn) resizeWindows(init int64) error {
-	if !h.peerInitSet {
-		return nil // the frame did not name it
-	}
-	h.peerInitSet = false
-	top, delta := h.peerInitMax, h.peerInit-init
 	for _, st := range h.streams {
 		if st.sendWin+top-init > h2MaxWindow {
 			return http2.ConnectionError(http2.ErrCodeFlowControl)
 		}
-		st.sendWin += delta
+		st.sendWin += h.peerInit - init
 	}
 	return nil
 }

@@ -57,11 +57,12 @@ func (hc *h1conn) upgradeH2(r *Request) bool {
 	_, _ = hc.c.WriteString(h2UpgradeResponse)
 	h := hc.startH2()
 	h.preface = true
-	init := h.peerInit
-	for _, s := range settings {
-		_ = h.applySetting(s) // valid: checked above
-	}
-	_ = h.resizeWindows(init) // no stream yet to overflow
+	_ = h.applySettings(func(apply func(http2.Setting) error) error { // valid: checked above
+		for _, s := range settings {
+			_ = apply(s)
+		}
+		return nil
+	})
 	h.openUpgraded(r)
 	return true
 }

@@ -1085,8 +1085,9 @@ func TestEmptyLinesBeforeRequest(t *testing.T) {
 	}
 	// A CRLF the reads cut in two is still an empty line.
 	rc := dialRaw(t, ts.addr)
+	in := ts.l.Stats().TCPBytesIn
 	rc.send("\r")
-	rc.staysOpen(20 * time.Millisecond) // the CR has been read alone by then
+	eventually(t, func() bool { return ts.l.Stats().TCPBytesIn == in+1 }, "the CR is not read alone")
 	rc.send("\nGET /health HTTP/1.1\r\nHost: x\r\n\r\n")
 	assert.Equal(t, 200, rc.read("GET").status)
 	ts.atRest(t)
