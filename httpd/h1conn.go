@@ -781,7 +781,11 @@ func (hc *h1conn) pump() {
 // only when bytes wait. On the loop.
 func (hc *h1conn) idleAfterFlush() {
 	if hc.c.Buffered() == 0 {
-		hc.setTimeout(&hc.ls.idleQ)
+		q := &hc.ls.idleQ
+		if hc.h2 != nil {
+			q = hc.h2.restQ()
+		}
+		hc.setTimeout(q)
 		return
 	}
 	if hc.flushWait {

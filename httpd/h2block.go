@@ -225,7 +225,9 @@ func (h *h2conn) onHeadersFrame(f *http2.HeadersFrame) {
 // its CONTINUATION frames, under HeaderTimeout, as an HTTP/1.1 head is: a
 // block left unfinished holds the connection (and every stream, which
 // cannot send meanwhile) that long at most, not IdleTimeout. Only from
-// the idle timeout or none: a connection being ended keeps its own bound.
+// the idle timeout or none (restQ's HeaderTimeout already bounds the
+// block; the split after the SETTINGS comes back here): a connection
+// being ended keeps its own bound.
 func (h *h2conn) timeHead() {
 	hc := h.hc
 	if h.headTimed || h.goaway || h.dead || h.closed {
@@ -237,19 +239,33 @@ func (h *h2conn) timeHead() {
 	}
 }
 
-// untimeHead ends timeHead's bound once the block is whole: back to the
-// idle timeout if the connection has no stream or a stalled one, else
-// none (as onHeaders leaves it for a new stream).
+// untimeHead ends timeHead's bound once the block is whole (untimeRest).
 func (h *h2conn) untimeHead() {
 	if !h.headTimed {
 		return
 	}
 	h.headTimed = false
+	h.untimeRest()
+}
+
+// untimeSettings ends restQ's HeaderTimeout once the client's first
+// SETTINGS have arrived, unless a header block still holds it (then
+// untimeHead ends it).
+func (h *h2conn) untimeSettings() {
+	if !h.headTimed {
+		h.untimeRest()
+	}
+}
+
+// untimeRest ends a HeaderTimeout that bounded the connection: back to
+// restQ if it has no stream or a stalled one, else none (as onHeaders
+// leaves it for a new stream).
+func (h *h2conn) untimeRest() {
 	if h.hc.links[linkTime].in != &h.ls.headQ || h.dead || h.closed {
 		return // (after a final GOAWAY with streams open, none is right: they finish)
 	}
 	if len(h.streams) == 0 || h.lim.stalled {
-		h.hc.setTimeout(&h.ls.idleQ)
+		h.hc.setTimeout(h.restQ())
 	} else {
 		h.hc.setTimeout(nil)
 	}

@@ -110,6 +110,17 @@ type h2conn struct {
 	shutTimer *aio.Handle[struct{}] // shutting: the bound on the PING round trip
 }
 
+// restQ is the timeout a connection with no stream waits under: IdleTimeout,
+// once the client's first SETTINGS have arrived, and HeaderTimeout
+// before, as a client that has sent the preface alone has not finished
+// beginning (x/net's server allows 2 s): an HTTP/1.1 head is bounded so.
+func (h *h2conn) restQ() *connList {
+	if !h.settings {
+		return &h.ls.headQ
+	}
+	return &h.ls.idleQ
+}
+
 // h2reader is the Framer's reader: the frames split found.
 type h2reader struct{ b []byte }
 
@@ -176,7 +187,7 @@ func (hc *h1conn) startH2() *h2conn {
 	)
 	_ = h.fr.WriteWindowUpdate(0, h2ConnWindow-h2DefaultWindow)
 	h.flush()
-	hc.setTimeout(&ls.idleQ)
+	hc.setTimeout(h.restQ())
 	_ = hc.c.OnClose(h.onClose)
 	_ = hc.c.OnEOF(h.onEOF)
 	_ = hc.c.OnDrain(h.onDrain)
@@ -384,7 +395,10 @@ func (h *h2conn) onSettings(f *http2.SettingsFrame) {
 	if f.IsAck() {
 		return
 	}
-	h.settings = true
+	if !h.settings {
+		h.settings = true
+		h.untimeSettings() // HeaderTimeout bounded the wait for them (restQ)
+	}
 	if f.NumSettings() > h2MaxSettings {
 		h.calm()
 		return

@@ -476,6 +476,40 @@ func TestH2UnfinishedHeaderBlockTimesOut(t *testing.T) {
 	eventually(t, func() bool { return ts.Stats().ConnsOpen == 0 }, "the connection is still open")
 }
 
+// A client that has sent the preface and no SETTINGS has not finished
+// beginning: HeaderTimeout bounds the wait for them, as it bounds an
+// HTTP/1.1 head, not IdleTimeout (an hour here); x/net's server allows
+// 2 s. Once they arrive, the connection is on its idle timeout.
+func TestH2PrefaceWithoutSettingsTimesOut(t *testing.T) {
+	const head = 200 * time.Millisecond
+	ts := startServer(t, testMux(), Config{HeaderTimeout: head, IdleTimeout: time.Hour})
+	c := openH2(t, ts.addr) // the preface, and nothing more
+	assert.True(t, c.eof(), "a preface without SETTINGS holds the connection")
+	require.NoError(t, c.nc.Close())
+
+	// Its SETTINGS and a header block begun, read at once: the block's
+	// bound goes on (it runs from the preface).
+	c = openH2(t, ts.addr)
+	var b bytes.Buffer
+	fr := http2.NewFramer(&b, nil)
+	require.NoError(t, fr.WriteSettings())
+	c.head("/health")
+	require.NoError(t, fr.WriteHeaders(http2.HeadersFrameParam{StreamID: 1, BlockFragment: c.hb.Bytes(), EndStream: true}))
+	_, err := c.nc.Write(b.Bytes())
+	require.NoError(t, err)
+	assert.True(t, c.eof(), "an unfinished head after the SETTINGS holds the connection")
+	require.NoError(t, c.nc.Close())
+
+	c = dialH2(t, ts.addr)
+	require.NoError(t, c.nc.SetReadDeadline(time.Now().Add(3*head)))
+	assert.False(t, c.eof(), "the connection ended though its client's SETTINGS came")
+	require.NoError(t, c.nc.SetReadDeadline(time.Now().Add(waitTimeout)))
+	c.get(1, "/health")
+	c.expect(1, "200", "ok")
+	require.NoError(t, c.nc.Close())
+	eventually(t, func() bool { return ts.Stats().ConnsOpen == 0 }, "a connection is still open")
+}
+
 // pendingH2 serves with HeaderTimeout head (and an hour's IdleTimeout) and
 // opens an HTTP/2 connection whose stream 1 waits for the promise it
 // returns.

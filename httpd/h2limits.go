@@ -189,7 +189,7 @@ func (h *h2conn) stall() {
 	if !h.lim.stalled {
 		h.lim.stalled = true
 		if !h.headTimed { // untimeHead sets it, once the block is whole
-			h.hc.setTimeout(&h.ls.idleQ)
+			h.hc.setTimeout(h.restQ())
 		}
 	}
 }

@@ -76,7 +76,8 @@ type Config struct {
 
 	// HeaderTimeout is the time a client has to send a whole request head,
 	// from its first byte (or from the connection's start; on HTTP/2, a
-	// header block's CONTINUATION frames, from its HEADERS), and the
+	// header block's CONTINUATION frames, from its HEADERS, and the
+	// client's first SETTINGS, from its preface), and the
 	// longest it may pause while it sends the body: one small enough to
 	// wait in the arena for its handler (counted from the head, or from
 	// its 100 Continue if it waited for one), or a larger one, which
