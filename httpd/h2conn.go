@@ -428,7 +428,8 @@ func (h *h2conn) onSettings(f *http2.SettingsFrame) {
 // (RFC 9113 §6.9.2) in one pass once all are read, however often they
 // name it: a window past 2^31-1 at any step, the largest, is a
 // FLOW_CONTROL_ERROR. Moved for each, a frame of thousands cost a pass
-// over the streams each.
+// over the streams each; a frame that leaves the value as it was costs
+// none.
 func (h *h2conn) applySettings(each func(func(http2.Setting) error) error) error {
 	init, top, named := h.peerInit, int64(0), false
 	err := each(func(s http2.Setting) error {
@@ -444,8 +445,8 @@ func (h *h2conn) applySettings(each func(func(http2.Setting) error) error) error
 		}
 		return nil
 	})
-	if err != nil || !named {
-		return err
+	if err != nil || !named || top <= init && h.peerInit == init {
+		return err // no window moves, and none can have gone past 2^31-1
 	}
 	for _, st := range h.streams {
 		if st.sendWin+top-init > h2MaxWindow {

@@ -41,7 +41,9 @@ import (
 //   - SETTINGS: a frame of more than h2MaxSettings settings ends the
 //     connection with ENHANCE_YOUR_CALM (x/net/http2 refuses it too), and
 //     a change of SETTINGS_INITIAL_WINDOW_SIZE costs one pass over the
-//     streams per frame, however often the frame names it (resizeWindows).
+//     streams per frame, however often the frame names it, and a frame
+//     that changes nothing costs none (applySettings). x/net/http2's
+//     server also passes over its streams per frame.
 //   - Control frames we owe (PING and SETTINGS acknowledgements,
 //     RST_STREAM): past h2MaxQueuedControl of them written while the
 //     socket's queue is not empty (the client is not reading), the
