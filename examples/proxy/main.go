@@ -74,7 +74,7 @@ func main() {
 	<-ctx.Done()
 	stop() // a second signal ends the process at once
 	log.Printf("stopping: no new connections, %v for the open pipes", *grace)
-	if err := shutdown(rt, *grace); err != nil {
+	if err := shutdown(rt, p, *grace); err != nil {
 		log.Fatalf("shutdown: %v", err)
 	}
 	log.Print(p.summary())
@@ -206,15 +206,29 @@ func (p *proxy) accept(client *aio.Conn) {
 // runs out that is no error: the loops are stopping then, closing the
 // pipes still open, and the process's exit finishes what they have not.
 // Any goroutine but the loops'.
-func shutdown(rt *aio.Runtime, grace time.Duration) error {
+func shutdown(rt *aio.Runtime, p *proxy, grace time.Duration) error {
 	ctx, cancel := context.WithTimeout(context.Background(), grace)
 	defer cancel()
+	// With -grace 0 the context has ended before Shutdown looks at the
+	// pipes: whether any was open is counted before.
+	open := p.open()
 	err := rt.Shutdown(ctx)
 	if errors.Is(err, context.DeadlineExceeded) {
-		log.Printf("the grace period ran out: the pipes still open are closed")
+		if grace > 0 || open > 0 {
+			log.Printf("the grace period ran out: the pipes still open are closed")
+		}
 		return nil
 	}
 	return err
+}
+
+// open counts the connections, clients' and upstreams', open on the loops.
+func (p *proxy) open() int {
+	n := 0
+	for _, l := range p.loops {
+		n += l.Stats().TCPOpen
+	}
+	return n
 }
 
 // stopAll stops every loop of rt at once, giving up after 10 s.

@@ -15,6 +15,7 @@ import (
 
 	"github.com/valkyria/aio/examples/internal/blackbox"
 
+	"github.com/stretchr/testify/assert"
 	"github.com/stretchr/testify/require"
 	"go.uber.org/goleak"
 )
@@ -40,6 +41,7 @@ var proxyTests = []proxyTest{
 	{"HalfClose", testHalfClose},
 	{"DialFailureClosesClient", testDialFailureClosesClient},
 	{"ShutdownIdle", testShutdownIdle},
+	{"ShutdownNoGraceIdle", testShutdownNoGraceIdle},
 	{"ShutdownLetsStreamFinish", testShutdownLetsStreamFinish},
 	{"ShutdownGraceRunsOut", testShutdownGraceRunsOut},
 	{"BadFlags", testBadFlags},
@@ -265,6 +267,16 @@ func testShutdownIdle(t *testing.T, bin string) {
 	require.NoError(t, nc.Close())
 	code, _ := p.Signal(t, syscall.SIGINT) // returning before timeout: the hour was not waited for
 	require.Zero(t, code)
+	assert.NotContains(t, p.Stderr(), "ran out")
+}
+
+// With -grace 0 and no pipe open, the proxy exits at once, and it does
+// not say that a grace period ran out with pipes open.
+func testShutdownNoGraceIdle(t *testing.T, bin string) {
+	p := blackbox.Start(t, bin, "-listen", "127.0.0.1:0", "-upstream", echoUpstream(t), "-grace", "0")
+	code, _ := p.Signal(t, syscall.SIGTERM)
+	require.Zero(t, code)
+	assert.NotContains(t, p.Stderr(), "ran out")
 }
 
 // A pipe that is streaming when the signal comes goes on until it ends by
@@ -319,6 +331,7 @@ func testShutdownGraceRunsOut(t *testing.T, bin string) {
 	code, took := p.Signal(t, syscall.SIGTERM)
 	require.Zero(t, code)
 	require.GreaterOrEqual(t, took, grace, "the open pipe was not waited for")
+	assert.Contains(t, p.Stderr(), "the grace period ran out")
 	_, err = nc.Read(make([]byte, 1))
 	require.Error(t, err, "the client's side was closed")
 	require.False(t, errors.Is(err, os.ErrDeadlineExceeded), "the client's side was not closed")
