@@ -519,8 +519,13 @@ func (h *Handle[T]) Result() (T, error) {
 // Loop.Stop and the Then, Catch, ThenAsync and Finally chains of it, on the
 // loop being stopped) it cannot block (the loop would wait
 // for itself): there it returns the outcome if the handle is already
-// terminal, else ErrAwaitOnLoop at once.
+// terminal, else ErrAwaitOnLoop at once. A nil ctx is an error wrapping
+// ErrInvalidArgument, whatever the handle's state.
 func (h *Handle[T]) Wait(ctx context.Context) (T, error) {
+	if ctx == nil {
+		var zero T
+		return zero, errWaitNilContext
+	}
 	if h.loop.OnLoop() || h.waitLoop().OnLoop() {
 		if statusOf(h.state.Load()).Terminal() {
 			return h.Result()
@@ -536,6 +541,9 @@ func (h *Handle[T]) Wait(ctx context.Context) (T, error) {
 		return zero, ctx.Err()
 	}
 }
+
+// errWaitNilContext is Wait's error for a nil context.
+var errWaitNilContext = invalid("aio: Wait with a nil context")
 
 // OnCancel registers fn to run on the handle's loop if and when the handle is
 // cancelled, before its continuations and cleanups. On a handle that was

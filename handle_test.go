@@ -340,6 +340,21 @@ func TestWaitOnOwnLoop(t *testing.T) {
 	require.ErrorIs(t, err, context.Canceled)
 }
 
+// A nil context is bad input: Wait says so instead of panicking, on the
+// handle's loop and off it, pending or not.
+func TestWaitNilContext(t *testing.T) {
+	l := startLoop(t)
+	p := NewPromise[int](l)
+	_, err := p.Handle().Wait(nil) // the bad input under test
+	require.ErrorIs(t, err, ErrInvalidArgument)
+	require.ErrorContains(t, err, "nil context")
+	onLoop(t, l, func() { _, err = p.Handle().Wait(nil) })
+	require.ErrorIs(t, err, ErrInvalidArgument)
+	p.Resolve(1)
+	_, err = p.Handle().Wait(nil)
+	require.ErrorIs(t, err, ErrInvalidArgument)
+}
+
 func TestResultBeforeTerminal(t *testing.T) {
 	l := startLoop(t)
 	p := NewPromise[string](l)

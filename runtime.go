@@ -136,8 +136,12 @@ func (rt *Runtime) Loops() []*Loop {
 // itself: it stops every system at once, that loop's own included (which
 // stops after the current callback), and returns ErrAwaitOnLoop without
 // waiting. Called from a Work fn it waits for that fn too (see Work), so
-// until ctx ends.
+// until ctx ends. A nil ctx is an error wrapping ErrInvalidArgument, and
+// nothing is stopped.
 func (rt *Runtime) Shutdown(ctx context.Context) error {
+	if ctx == nil {
+		return invalid("aio: Shutdown with a nil context")
+	}
 	loops := rt.Loops()
 	for _, l := range loops {
 		if l.OnLoop() {

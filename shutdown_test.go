@@ -67,6 +67,21 @@ func TestShutdownReleasesEverything(t *testing.T) {
 	}
 }
 
+// Shutdown with a nil context is bad input: it says so and leaves the
+// systems running, instead of panicking halfway.
+func TestShutdownNilContext(t *testing.T) {
+	rt := newRuntime(t, RuntimeConfig{})
+	l := startLoopOn(t, rt)
+	err := rt.Shutdown(nil) // the bad input under test
+	require.ErrorIs(t, err, ErrInvalidArgument)
+	require.ErrorContains(t, err, "nil context")
+	require.Equal(t, 1, rt.Running())
+	v, err := wait(t, Pure(l, 7))
+	require.NoError(t, err)
+	require.Equal(t, 7, v)
+	require.NoError(t, rt.Shutdown(testCtx(t)))
+}
+
 // Stop cancels every pending handle on the loop, so their OnCancel callbacks
 // and cleanups run, before its handle completes.
 func TestStopCancelsPendingHandles(t *testing.T) {

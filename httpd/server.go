@@ -3,6 +3,7 @@ package httpd
 import (
 	"context"
 	"errors"
+	"fmt"
 	"log"
 	"net/http"
 	"net/netip"
@@ -418,8 +419,12 @@ func (s *Server) RegisterOnShutdown(f func()) {
 // running. Called on one of the server's loops (in a handler), it would
 // wait for that loop: it starts the shutdown and returns
 // aio.ErrAwaitOnLoop at once, and ctx's end (which must not come when
-// the handler returns) still cuts the shutdown short.
+// the handler returns) still cuts the shutdown short. A nil ctx is an
+// error wrapping aio.ErrInvalidArgument, and nothing is shut down.
 func (s *Server) Shutdown(ctx context.Context) error {
+	if ctx == nil {
+		return fmt.Errorf("httpd: Shutdown with a nil context: %w", aio.ErrInvalidArgument)
+	}
 	s.serveMu.Lock()
 	if s.state.CompareAndSwap(0, 3) || s.state.Load() == 3 {
 		s.serveMu.Unlock()

@@ -772,6 +772,18 @@ func TestShutdown(t *testing.T) {
 	ts.atRest(t)
 }
 
+// Shutdown with a nil context is bad input: it says so, and the server
+// goes on serving, instead of a panic after the drain has begun.
+func TestShutdownNilContext(t *testing.T) {
+	ts := startServer(t, testMux(), Config{})
+	err := ts.Shutdown(nil) // the bad input under test
+	require.ErrorIs(t, err, aio.ErrInvalidArgument)
+	require.ErrorContains(t, err, "nil context")
+	code, body := get(t, client(t), ts.url+"/health")
+	assert.Equal(t, 200, code)
+	assert.Equal(t, "ok", body)
+}
+
 func TestShutdownDeadline(t *testing.T) {
 	p := newProbe()
 	ts := startServer(t, p.mux(), Config{})
