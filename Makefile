@@ -53,7 +53,7 @@ short: tools
 debug: tools
 	$(GO) test -tags aiodebug -short -count=1 -timeout 5m $(PKGS)
 
-# soak: the seeds' stress plan (ST-02 rapid connect/close 60 s, ST-03 deep
+# soak: the stress plan (ST-02 rapid connect/close 60 s, ST-03 deep
 # chains with cancellation 30 s, ST-04 mixed outcomes 60 s) under the race
 # detector, each ending with handles, fds and goroutines at their baseline.
 # Not part of test. SOAK_SCALE=0.1 shortens every run tenfold.

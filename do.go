@@ -52,6 +52,8 @@ type doNode[T any] struct {
 // Do runs body on the loop as a coroutine: plain sequential Go code that
 // suspends at each Await without blocking the loop, and resumes, on the loop,
 // when the awaited handle ends. The returned handle ends with body's result.
+// Called on the loop, Do runs body up to its first Await before it returns;
+// called elsewhere, it posts it.
 // Cancelling it cancels (withdraws from) the handle the body is awaiting and
 // resumes the body with ErrCancelled from that Await; every later Await
 // returns ErrCancelled at once, and body's result is discarded. The body runs

@@ -30,19 +30,24 @@
 // and spreads its work over them, for example with [ListenConfig.ReusePort];
 // it calls [ReserveProcs] first, so that the Go scheduler keeps a P to spare
 // beside the loops. State that spans loops (the members of a chat room, a
-// cache) is kept per loop, each copy owned by its loop, and a change that
-// concerns the others is sent to each with [Loop.Post] (a broadcast: one
-// Post per loop, which [Stats].PostQueued shows backing up); the httpd
-// package's Example_sharedState shows it.
+// cache) is owned by one loop, which the others reach with [New] or [Do] on
+// it (the httpd package's Example_sharedState shows it), or kept per loop,
+// each copy owned by its loop, with a change that concerns the others sent
+// to each with [Loop.Post] (a broadcast: one Post per loop, which
+// [Stats].PostQueued shows backing up).
 //
 // # The threading rule
 //
 // Everything a loop owns is touched only by its goroutine. Every callback of a
 // loop (functions given to [Loop.Post], continuations, OnCancel callbacks,
 // cleanups, TCP callbacks, [Do] bodies) runs there, one at a time, so code on
-// a loop needs no locks for what only the loop touches. A callback is never
-// run inside the call that registers it, even when the handle is already
-// finished.
+// a loop needs no locks for what only the loop touches. Continuations,
+// OnCancel callbacks, cleanups, posted functions and TCP callbacks never
+// run inside the call that registers them, even when the handle is already
+// finished. The function given to a producer (a Do body up to its first
+// Await, New's start, WithScope's and Retry's fn) is different: called on
+// its loop, the producer runs it at once, before returning; called
+// elsewhere, it posts it.
 //
 // Every exported function and method may be called from any goroutine unless
 // its documentation says otherwise. Called on the loop, most act at once;
@@ -50,9 +55,10 @@
 // what completes later is a handle. [Loop.Post] runs a function on the loop
 // from anywhere, in causal FIFO order; [Loop.OnLoop] tells whether the caller
 // is on that loop (one atomic load). The exceptions are few: [Await] works
-// only in its Do body, [Scope.Len] and [Loop.Now] are meant for the loop, and
-// [Handle.Wait] cannot block on the handle's own loop (it returns
-// [ErrAwaitOnLoop] for a handle not yet finished, instead of deadlocking).
+// only in its Do body, [Scope.Len], [Loop.Now] and [Conn.Draining] are meant
+// for the loop, and [Handle.Wait] cannot block on the handle's own loop (it
+// returns [ErrAwaitOnLoop] for a handle not yet finished, instead of
+// deadlocking).
 //
 // A callback must never block: while it runs, every other handle, timer and
 // socket of its loop waits. Blocking calls (files, DNS, databases, a mutex
@@ -287,6 +293,13 @@
 // shutdown from a cancel. Socket errors wrap their errno, so errors.Is(err,
 // unix.ECONNREFUSED) works. A panic in a callback that has no handle to fail
 // (a posted one, a connection's) goes to Config.OnPanic.
+//
+// A function that returns a handle reports bad arguments in it and never
+// panics: a nil loop gives a handle failed with [ErrNilLoop] (on no loop), a
+// nil function [ErrNilFunc], a nil input handle [ErrNilHandle] (a
+// combinator's error names the input's index), and a producer ([New], [Do],
+// [Work], [Delay], …) called on a loop that is stopping [ErrStopped]. A nil context given to Wait, Shutdown or DialContext is an
+// error wrapping [ErrInvalidArgument].
 //
 // # Debugging
 //

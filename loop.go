@@ -52,9 +52,11 @@ const (
 // concurrently with each other, so user code on a loop needs no locks.
 //
 // Each iteration runs libuv's phases in order: update the cached time, run due
-// timers, run posted callbacks (at most Config.PostBatch), poll for I/O (not at
-// all if work is queued, until the next timer if one is armed, else until woken),
-// dispatch I/O callbacks, run closing callbacks. After every callback the loop
+// timers, run posted callbacks (at most Config.PostBatch), poll for I/O
+// (without waiting if work is queued, and then not at all when no fd is
+// registered; until the next timer if one is armed, else until woken),
+// dispatch I/O callbacks, resume queued TLS work (a few handshake steps,
+// reads held back by the per-turn record budget), run closing callbacks. After every callback the loop
 // drains its job queue: handle terminal transitions and continuations they
 // trigger, iteratively, never recursively.
 type Loop struct {
@@ -150,7 +152,7 @@ type Loop struct {
 // reading (Posted counts the callback running). Each of them only grows. The
 // rest are read as they are.
 type Stats struct {
-	Name       string
+	Name       string // the loop's Config.Name
 	Iterations uint64 // loop iterations so far
 	Posted     uint64 // callbacks run from Post, and posted internally (completions from other goroutines)
 	// PostQueued: callbacks posted (as counted in Posted) and not yet run,
@@ -183,9 +185,9 @@ type Stats struct {
 	TCPOpen        int    // connections open (accepted, dialed or adopted, established, not yet closed)
 	TCPAccepted    uint64 // connections accepted so far
 	TCPDialed      uint64 // connections established by Dial so far
-	TCPAdopted     uint64 // connected sockets taken over by AdoptConn so far
+	TCPAdopted     uint64 // connected sockets taken over so far (AdoptConn, AdoptConnFrom, AdoptTLSConn, AdoptTLSConnFrom)
 	TCPClosed      uint64 // established connections closed so far
-	TCPDropped     uint64 // connections given up on: closed at once after accept (out of fds, unusable), or failed by accept (ECONNABORTED, EPERM, network errors)
+	TCPDropped     uint64 // connections given up on: closed at once after accept (out of fds, unusable), or failed by accept (ECONNABORTED, ECONNRESET, the network errors Listen lists)
 	TCPBytesIn     uint64 // bytes read from connections
 	TCPBytesOut    uint64 // bytes written to the kernel by connections
 	TCPWriteQueued int    // bytes written by the program and not yet taken by the kernel, over all connections
@@ -263,8 +265,9 @@ var detached = func() *Loop {
 }()
 
 // Post queues fn to run on the loop. It may be called from any goroutine,
-// including the loop itself, where fn runs in a later iteration, never inside
-// the call. Order is causal FIFO: a Post that happens before another (on any
+// including the loop itself, where fn runs after the current callback
+// returns (in this iteration's posted phase, or the next one's), never
+// inside the call. Order is causal FIFO: a Post that happens before another (on any
 // goroutines) runs before it. It returns ErrStopped once the loop is stopping,
 // and ErrNilFunc for a nil fn. A panic in fn is recovered and reported through
 // Config.OnPanic; the loop goes on.

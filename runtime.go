@@ -78,7 +78,7 @@ func startGoPoller() { time.AfterFunc(time.Hour, func() {}).Stop() }
 
 // Start takes a slab slot and starts a system: a loop goroutine locked to its
 // OS thread. It returns ErrTooManySystems when every slot is taken, or the
-// poller's error (wrapped) when the kernel refuses one.
+// poller's error (wrapped) when the kernel refuses one. Any goroutine.
 func (rt *Runtime) Start(cfg Config) (*Loop, error) {
 	idx, slot, ok := rt.slots().Acquire()
 	if !ok {
@@ -95,7 +95,7 @@ func (rt *Runtime) Start(cfg Config) (*Loop, error) {
 }
 
 // Running returns the number of systems holding a slot: started, and not yet
-// through the teardown of Stop.
+// through the teardown of Stop. Any goroutine (an atomic count).
 func (rt *Runtime) Running() int { return rt.slots().InUse() }
 
 // Loops returns the systems holding a slot now (started, and not yet through

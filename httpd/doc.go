@@ -1,8 +1,7 @@
 // Package httpd is an HTTP/1.1 and HTTP/2 server on aio loops (h2c, and
-// HTTPS with h2 by ALPN): the seeds' webserver,
-// where a handler answers at once or returns a handle, and a client that
-// goes away cancels everything its request started and gives back every
-// byte it held.
+// HTTPS with h2 by ALPN), where a handler answers at once or returns a
+// handle, and a client that goes away cancels everything its request
+// started and gives back every byte it held.
 //
 //	mux := httpd.NewMux()
 //	mux.HandleFunc("GET /health", func(r *httpd.Request) httpd.Reply {
@@ -47,8 +46,10 @@
 // h2, http/1.1 and http/1.0 unless the tls.Config lists protocols itself;
 // a client that negotiated h2 is served by the HTTP/2 engine, any other
 // by the HTTP/1.x one.
-// Plaintext HTTP sent to the TLS port gets net/http's plaintext "400 Bad
-// Request" (Config.Listen.NotTLS changes the answer).
+// Plaintext HTTP sent to the TLS port that net/http's server would
+// recognise (a GET, HEAD, POST, PUT or OPTIONS request) gets its plaintext
+// "400 Bad Request"; anything else is closed in silence
+// (Config.Listen.NotTLS changes the answer).
 //
 // # Arenas
 //

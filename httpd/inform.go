@@ -21,9 +21,9 @@ import (
 // began a Stream): an interim response cannot follow it.
 var ErrHeadSent = errors.New("httpd: interim response after the final one")
 
-// Inform sends an interim response with status (102 to 199, but 101) and
-// header before the request's final response: 103 Early Hints with Link
-// fields, say. It is sent at once, and the final response follows it.
+// Inform sends an interim response with status (102 to 199; 100 and 101
+// are refused) and header before the request's final response: 103 Early
+// Hints with Link fields, say. It is sent at once, and the final response follows it.
 //
 // It is not sent, and Inform returns nil, where the protocol has no place
 // for it: to an HTTP/1.0 client (RFC 9110 §15.2), and on HTTP/1.1 while

@@ -12,7 +12,7 @@ import (
 // arrives later (a timer, Work, a Do body, another server). A panic in it
 // is answered with 500 and the loop goes on.
 type Handler interface {
-	ServeAIO(r *Request) Reply
+	ServeAIO(r *Request) Reply // on r's loop
 }
 
 // HandlerFunc is a function as a Handler.

@@ -38,8 +38,8 @@ type Field struct {
 type Response struct {
 	Status int     // 200 to 999 (a final status); 0 means 200
 	Header []Field // written in order
-	Body   []byte
-	Close  bool // end the connection after this response
+	Body   []byte  // sent as it is, not copied: it must not change until the response is written
+	Close  bool    // end the connection after this response
 }
 
 // length returns the Content-Length of resp, with status (0 made 200),
@@ -81,7 +81,7 @@ func hasContent(status int) bool {
 
 // Reply is what a handler returns: either a Response to send at once (no
 // handle is allocated: the fast path) or a handle of one, for a response
-// that arrives later. Make one with Respond, Text, Bytes, Later or
+// that arrives later. Make one with Respond, Text, JSON, Bytes, Later or
 // Stream.Reply. The zero Reply is an empty 200.
 type Reply struct {
 	resp Response
@@ -171,12 +171,13 @@ func Text(status int, s string) Reply {
 
 // JSON returns an immediate Reply of status with body b as
 // application/json. b is not copied (build it in the request's Arena).
+// Any goroutine.
 func JSON(status int, b []byte) Reply {
 	return Reply{resp: Response{Status: status, Header: jsonHeader, Body: b}}
 }
 
 // Bytes returns an immediate Reply of status with body b as
-// application/octet-stream. b is not copied.
+// application/octet-stream. b is not copied. Any goroutine.
 func Bytes(status int, b []byte) Reply {
 	return Reply{resp: Response{Status: status, Header: octetHeader, Body: b}}
 }

@@ -170,8 +170,7 @@ type Config struct {
 	// aio.DefaultHandshakeTimeout, whichever is shorter (net/http bounds it
 	// by its ReadHeaderTimeout); the head's time starts after it. ALPN then
 	// picks the engine: unless the tls.Config lists NextProtos itself, the
-	// server offers h2
-	// and http/1.1 (from a clone: the caller's tls.Config is not changed,
+	// server offers h2, http/1.1 and http/1.0 (from a clone: the caller's tls.Config is not changed,
 	// and may be shared), and a client that negotiates h2 is served
 	// HTTP/2, any other (http/1.1, or no ALPN) HTTP/1.1, whatever its
 	// first bytes (no prior-knowledge preface, no Upgrade: h2c over TLS;
@@ -325,7 +324,8 @@ func (s *Server) Serve(rt *aio.Runtime, addr string) error {
 	return s.ServeLoops(addr, rt.Loops()...)
 }
 
-// ServeLoops is Serve on the given loops.
+// ServeLoops is Serve on the given loops (none: ErrNoLoops). Any goroutine
+// but the loops'.
 func (s *Server) ServeLoops(addr string, loops ...*aio.Loop) error {
 	if len(loops) == 0 {
 		return ErrNoLoops

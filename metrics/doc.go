@@ -27,8 +27,9 @@
 // the loop runs, whatever other loops start or stop, so a series is one loop
 // from its first scrape to its last (sum by (loop) for a name's total). A
 // slot freed by a stopped loop is reused by a later one, whose counters start
-// from zero: a counter reset, which rate() handles. Names follow Prometheus' conventions: the aio_ prefix,
-// counters end in _total, times are in seconds, sizes in bytes. The loop
+// from zero: a counter reset, which rate() handles. Names follow
+// Prometheus' conventions: the aio_ prefix, counters end in _total, times
+// are in seconds, sizes in bytes. The loop
 // health of aio.Stats becomes:
 //
 //   - aio_loop_busy_seconds_total and aio_loop_idle_seconds_total: the rate
@@ -40,10 +41,15 @@
 //     fired (see aio.Stats.PostLag), with their maxima as gauges.
 //
 // The rest of aio.Stats (iterations, the post queue's backlog, handles,
-// timers, Work jobs, TCP, TLS handshakes) comes as counters and gauges of
-// the same names in snake case. Off the loop, the health counters are published by the loop
-// between iterations, a millisecond apart at most while it is busy, so a
-// scrape sees them that much and the iteration in progress behind; a loop
-// stuck in one callback publishes nothing until it returns, and
-// aio_loop_running_seconds (aio.Stats.Running) is what shows it.
+// timers, Work jobs, TCP, TLS handshakes) comes as counters and gauges
+// named after its fields in snake case, under aio_loop_ (aio_loop_timers,
+// aio_loop_posted_total, …), aio_work_ (aio_work_queued, …), aio_tcp_
+// (aio_tcp_open, …; TCPBytesIn and TCPBytesOut as aio_tcp_read_bytes_total
+// and aio_tcp_written_bytes_total) and aio_tls_; aio_runtime_loops, without
+// labels, counts the loops running. Off the loop, the health counters are
+// published by the loop between iterations, a millisecond apart at most
+// while it is busy, so a scrape sees them that much and the iteration in
+// progress behind; a loop stuck in one callback publishes nothing until it
+// returns, and aio_loop_running_seconds (aio.Stats.Running) is what shows
+// it.
 package metrics

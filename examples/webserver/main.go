@@ -1,4 +1,4 @@
-// Command webserver is the seeds' webserver on package httpd: an HTTP/1.1
+// Command webserver is an example webserver on package httpd: an HTTP/1.1
 // and HTTP/2 (h2c, by prior knowledge or Upgrade, on the same port)
 // server on aio loops whose handlers answer at once or return a handle (a
 // timer, Work, All, Race, a stream), and where a client that goes away
