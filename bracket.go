@@ -8,9 +8,10 @@ type bracketNode[R, T any] struct {
 	release  func(R)
 	useFn    func(R) *Handle[T]
 	res      R
-	acquired bool // acquire completed: release is owed
-	holdAcq  bool // cancelled while acquiring: Done waits for acquire to end
-	holdUse  bool // cancelled while using: Done waits for use to end
+	acquired bool    // acquire completed: release is owed
+	over     *fnOver // use's handle is a Work job's: its fn may outlive a cancelled handle
+	holdAcq  bool    // cancelled while acquiring: Done waits for acquire to end
+	holdUse  bool    // cancelled while using: Done waits for use to end
 }
 
 // Bracket acquires a resource, uses it, and always releases it: once acquire
@@ -20,11 +21,15 @@ type bracketNode[R, T any] struct {
 //
 // Cancelling the result withdraws from acquire or use, whichever runs (so it
 // is cancelled unless another dependent wants it), and release runs once that
-// handle has ended, even if it lives on another loop or is a Work job: never
-// while use may still be using the resource. If acquire completes anyway, the
-// resource is released as soon as it arrives. The result's Done closes only
-// after that: release runs exactly once iff acquire completed, always on the
-// loop, always before the result's Done closes. If acquire fails or is
+// handle has ended, even if it lives on another loop; if use returned a Work
+// job's handle, cancelled while its fn ran, once that fn has returned too:
+// never while use may still be using the resource. Only the handle use
+// returns is waited for so: a Work job inside it (a Then of a Work, say) ends
+// with it, and its fn may run on, so have use return the Work handle itself,
+// or stop using the resource when its context ends. If acquire completes
+// anyway, the resource is released as soon as it arrives. The result's Done
+// closes only after that: release runs exactly once iff acquire completed,
+// always on the loop, always before the result's Done closes. If acquire fails or is
 // cancelled, use and release never run. A panic in use or release fails the
 // result with a *PanicError (release still runs after a panic in use).
 func Bracket[R, T any](acquire *Handle[R], release func(R), use func(R) *Handle[T]) *Handle[T] {
@@ -56,6 +61,12 @@ func (n *bracketNode[R, T]) onInput(idx int) {
 	if idx == 0 {
 		n.acquireDone()
 		return
+	}
+	if o := n.over; o != nil {
+		n.over = nil
+		if n.use.in.state.Load() == uint32(Cancelled) && o.after(n.loop, func() { n.onInput(1) }) {
+			return // a Work fn that may still use the resource: back here once it is over
+		}
 	}
 	if n.holdUse {
 		// Cancelled while using, and use has now ended: release, then let
@@ -115,6 +126,9 @@ func (n *bracketNode[R, T]) acquireDone() {
 		var zero T
 		n.settle(zero, err)
 		return
+	}
+	if h.lingers {
+		n.over = h.rare.over
 	}
 	n.use.attach(h, n, &n.core, 1)
 }

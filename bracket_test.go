@@ -1,6 +1,8 @@
 package aio
 
 import (
+	"context"
+	"sync/atomic"
 	"testing"
 
 	"github.com/stretchr/testify/require"
@@ -78,5 +80,122 @@ func TestBracketCancelledBeforeRegistrationReleasesBeforeDone(t *testing.T) {
 	acquire.Resolve(1)
 	require.Equal(t, 1, recv(t, released), "released before the result's cleanups")
 	_, err := wait(t, sink)
+	require.ErrorIs(t, err, ErrCancelled)
+}
+
+// workUse is a Bracket's use that is a Work job on l: its fn signals
+// started, and once its context ends it goes on using the resource until
+// finish is closed (as a blocking call that sees its context late does),
+// recording whether it has returned.
+type workUse struct {
+	started, finish chan struct{}
+	returned        atomic.Bool
+	hs              chan *Handle[int] // the Work handle, once made
+}
+
+func newWorkUse() *workUse {
+	return &workUse{started: make(chan struct{}), finish: make(chan struct{}), hs: make(chan *Handle[int], 1)}
+}
+
+// bracket makes, on a, a Bracket of a resource whose use is w on b; its
+// release counts in released and records in early whether it ran before
+// the fn returned.
+func (w *workUse) bracket(t *testing.T, a, b *Loop) (br *Handle[int], released *atomic.Int32, early *atomic.Bool) {
+	released, early = new(atomic.Int32), new(atomic.Bool)
+	onLoop(t, a, func() {
+		br = Bracket(Pure(a, "res"), func(string) {
+			early.Store(!w.returned.Load())
+			released.Add(1)
+		}, w.use(b))
+	})
+	return br, released, early
+}
+
+func (w *workUse) use(l *Loop) func(string) *Handle[int] {
+	return func(r string) *Handle[int] {
+		h := Work(l, func(ctx context.Context) (int, error) {
+			close(w.started)
+			<-ctx.Done()
+			<-w.finish
+			w.returned.Store(true)
+			return len(r), nil
+		})
+		w.hs <- h
+		return h
+	}
+}
+
+// A Work job's handle, cancelled while its fn runs, ends at once; a
+// Bracket whose use returned it releases only once the fn has returned,
+// as its doc promises, on the same loop or another. Bug: release ran as
+// soon as the handle ended, under the fn still using the resource.
+func TestBracketReleasesAfterWorkFnReturned(t *testing.T) {
+	for _, cross := range []bool{false, true} {
+		a := startLoop(t)
+		b := a
+		if cross {
+			b = startLoop(t)
+		}
+		w := newWorkUse()
+		br, released, releasedEarly := w.bracket(t, a, b)
+		recv(t, w.started)
+		require.True(t, br.Cancel())
+		<-recv(t, w.hs).Done() // the Work handle has ended: its dependents were told
+		onLoop(t, a, func() {})
+		onLoop(t, a, func() {})
+		require.Equal(t, int32(0), released.Load(), "cross %v: released while the Work fn runs", cross)
+		require.Equal(t, Cancelled, br.Status())
+		select {
+		case <-br.Done():
+			t.Fatalf("cross %v: the Bracket finished while its Work fn runs", cross)
+		default:
+		}
+		close(w.finish)
+		_, err := wait(t, br)
+		require.ErrorIs(t, err, ErrCancelled)
+		require.Equal(t, int32(1), released.Load())
+		require.False(t, releasedEarly.Load(), "cross %v: released before the fn returned", cross)
+	}
+}
+
+// A Work job cancelled before a worker took it never runs: the Bracket
+// releases at once, without waiting for the worker that is busy.
+func TestBracketReleasesAtOnceForAWorkNeverRun(t *testing.T) {
+	l := startLoop(t, Config{WorkPool: 1})
+	busy := make(chan struct{})
+	blocker := Work(l, func(context.Context) (int, error) { <-busy; return 0, nil })
+	var released atomic.Int32
+	ran := make(chan struct{}, 1)
+	br := Bracket(Pure(l, "res"), func(string) { released.Add(1) }, func(string) *Handle[int] {
+		return Work(l, func(context.Context) (int, error) { ran <- struct{}{}; return 0, nil })
+	})
+	onLoop(t, l, func() {})
+	require.True(t, br.Cancel())
+	_, err := wait(t, br)
+	require.ErrorIs(t, err, ErrCancelled)
+	require.Equal(t, int32(1), released.Load())
+	close(busy)
+	_, err = wait(t, blocker)
+	require.NoError(t, err)
+	onLoop(t, l, func() {}) // the worker has gone past the dropped job by the time blocker's result is in
+	require.Empty(t, ran, "a job dropped before it ran must never run")
+}
+
+// Stop while a Bracket waits for its Work fn: Stop waits for the fn, and
+// the release runs, once, before Stop's handle completes.
+func TestBracketWaitingForWorkFnAcrossStop(t *testing.T) {
+	rt := newRuntime(t, RuntimeConfig{})
+	l := startLoopOn(t, rt)
+	w := newWorkUse()
+	br, released, releasedEarly := w.bracket(t, l, l)
+	recv(t, w.started)
+	stop := l.Stop()
+	<-recv(t, w.hs).Done() // Stop cancelled it; the fn still runs
+	close(w.finish)
+	_, err := wait(t, stop)
+	require.NoError(t, err)
+	require.Equal(t, int32(1), released.Load(), "released once, before Stop's handle completed")
+	require.False(t, releasedEarly.Load())
+	_, err = wait(t, br)
 	require.ErrorIs(t, err, ErrCancelled)
 }

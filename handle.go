@@ -25,6 +25,9 @@ type core struct {
 	// waits: rare.waitLoop is set (see there). Immutable, set before the
 	// handle is shared; any goroutine reads it.
 	waits bool
+	// lingers: rare.over is set: a Work handle, which may end cancelled
+	// while its fn runs on (see fnOver). Immutable like waits.
+	lingers bool
 
 	loop *Loop                         // immutable; detached for handles without a loop
 	done atomic.Pointer[chan struct{}] // lazily made Done channel; closedDone once finished; any goroutine
@@ -63,6 +66,11 @@ type coreRare struct {
 	// Here rather than in core, which it would make a size class larger
 	// (a promise 112 bytes instead of 96) for the few handles that have it.
 	waitLoop *Loop
+
+	// over tells when a Work job's fn is over (see fnOver). Set with
+	// core.lingers before the handle is shared, and then immutable, as
+	// waitLoop is: any goroutine reads it, after lingers.
+	over *fnOver
 }
 
 // rareFields returns c's coreRare, allocating it on first use. On the loop

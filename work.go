@@ -114,6 +114,71 @@ type workNode[T any] struct {
 	fn        func(ctx context.Context) (T, error) // read by the pool goroutine; immutable
 	ctx       context.Context                      // immutable
 	ctxCancel context.CancelCauseFunc              // cancels ctx (not the handle: that is Cancel)
+	over      fnOver                               // when fn is over; core.rare.over points here
+}
+
+// fnOver tells when a Work job's fn is over: it has returned, or it will
+// never run. A Work handle cancelled while its fn runs ends at once, as
+// every cancelled handle does, and the fn goes on until it sees its
+// context; what must not happen while the fn may still use something
+// (Bracket's release of the resource it was given) waits here instead.
+type fnOver struct {
+	// claim decides, once, whether fn runs: a worker that takes the job
+	// sets fnClaimed (runWork), a stop before that sets fnDropped, and fn
+	// never runs. Any goroutine, CAS.
+	claim atomic.Int32
+
+	mu      sync.Mutex
+	over    bool         // under mu
+	waiters []overWaiter // under mu: told once over
+}
+
+// The values of fnOver.claim.
+const (
+	fnFree    int32 = iota // queued: no worker has taken it
+	fnClaimed              // a worker runs fn, or has run it
+	fnDropped              // stopped before a worker took it: fn never runs
+)
+
+// overWaiter is a function to run on its loop once fn is over.
+type overWaiter struct {
+	l  *Loop
+	fn func()
+}
+
+// after arranges for fn to run on l once the job's fn is over, and
+// reports true; if it is over already it reports false and does nothing
+// (the caller goes on at once). Any goroutine.
+func (o *fnOver) after(l *Loop, fn func()) bool {
+	o.mu.Lock()
+	defer o.mu.Unlock()
+	if o.over {
+		return false
+	}
+	o.waiters = append(o.waiters, overWaiter{l, fn})
+	return true
+}
+
+// end marks the job's fn over and runs the waiters, each on its loop:
+// queued there, or, if the loop is dead (its Stop waits for the work pool
+// to close, which waits for this worker), at once under its deadMu, so
+// that what they release is released before Stop's handle completes.
+// Idempotent. Any goroutine.
+func (o *fnOver) end() {
+	o.mu.Lock()
+	if o.over {
+		o.mu.Unlock()
+		return
+	}
+	o.over = true
+	ws := o.waiters
+	o.waiters = nil
+	o.mu.Unlock()
+	for _, w := range ws {
+		if w.l.enqueue(w.fn, stateStopping) != nil {
+			w.l.runDead(w.fn)
+		}
+	}
 }
 
 // Work runs fn on the loop's work pool (Config.WorkPool goroutines, 4 unless
@@ -129,7 +194,9 @@ type workNode[T any] struct {
 // it (a Cancel made off the loop just before Stop may read as the stop's).
 // ctx is also cancelled, context.Canceled, once fn has returned. A job
 // cancelled before a worker picked it up never runs; one cancelled while
-// fn runs ends cancelled at once, and what fn returns then is dropped. A
+// fn runs ends cancelled at once, and what fn returns then is dropped: its
+// OnCancel callbacks, dependents and cleanups do not wait for fn (a
+// Bracket whose use is the Work does: see Bracket). A
 // panic in fn fails the handle with a *PanicError, a runtime.Goexit with
 // ErrGoexit. Stop waits for running fns to return: so an fn that waits for
 // its own loop's Stop (Stop().Wait, Runtime.Shutdown) waits for itself,
@@ -150,9 +217,12 @@ func Work[T any](l *Loop, fn func(ctx context.Context) (T, error)) *Handle[T] {
 	n.init(l)
 	n.prod = n
 	n.ctx, n.ctxCancel = context.WithCancelCause(context.Background())
+	n.lingers, n.rareFields().over = true, &n.over
 	n.state.Store(uint32(Running))
 	n.adoptSelf()
 	if !l.pool.submit(n) {
+		n.over.claim.Store(fnDropped)
+		n.over.end()
 		n.ctxCancel(errCancelledByStop)
 		var zero T
 		n.settle(zero, ErrStopped)
@@ -163,7 +233,8 @@ func Work[T any](l *Loop, fn func(ctx context.Context) (T, error)) *Handle[T] {
 // runWork runs on a pool goroutine.
 func (n *workNode[T]) runWork() {
 	defer n.ctxCancel(nil) // release the context's resources in every path
-	if n.state.Load() != uint32(Running) {
+	if !n.over.claim.CompareAndSwap(fnFree, fnClaimed) || n.state.Load() != uint32(Running) {
+		n.over.end() // fn never runs (stop may have said so already)
 		return
 	}
 	running := &n.loop.pool.running
@@ -173,6 +244,7 @@ func (n *workNode[T]) runWork() {
 	defer func() {
 		running.Add(-1) // before the result is published: a waiter sees it counted out
 		n.settle(v, err)
+		n.over.end()
 	}()
 	v, err = callCtx(n.fn, n.ctx)
 }
@@ -183,6 +255,9 @@ func (n *workNode[T]) runWork() {
 func (n *workNode[T]) stop() {
 	n.loop.pool.cancelled.Add(1)
 	n.ctxCancel(cancelCause(n.loop))
+	if n.over.claim.CompareAndSwap(fnFree, fnDropped) {
+		n.over.end() // no worker has taken it, and none will run fn now
+	}
 }
 
 // callCtx calls fn(ctx), turning a panic into a *PanicError.
