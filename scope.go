@@ -153,8 +153,12 @@ func (s *Scope) cancelChildren() bool {
 }
 
 // Len returns the number of adopted handles still running. On the scope's
-// loop (elsewhere it is a racy snapshot and must not be used).
-func (s *Scope) Len() int { return len(s.children) }
+// loop only: elsewhere it would race with the loop (the aiodebug build
+// panics there).
+func (s *Scope) Len() int {
+	s.loop.checkOnLoop()
+	return len(s.children)
+}
 
 // scopeNode is the handle of WithScope.
 type scopeNode[T any] struct {
