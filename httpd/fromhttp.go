@@ -613,7 +613,8 @@ var newlineToSpace = strings.NewReplacer("\r", " ", "\n", " ")
 // fields are the response's header fields as the head was fixed, cleaned
 // as net/http cleans them (a name that is not a token is dropped, CR and
 // LF in a value become spaces, the value is trimmed, and one still not
-// valid is dropped, as net/http's HTTP/2 server drops it), with a
+// valid is dropped, as net/http's HTTP/2 server drops it, as it drops
+// the connection-specific Keep-Alive, Proxy-Connection and Upgrade), with a
 // Content-Type sniffed from sniff when the handler set none (a nil one
 // asks for none, and none is sniffed over a Content-Encoding, as in
 // net/http), and with the Content-Length the handler declared (fixHead)
@@ -628,6 +629,10 @@ func (w *responseWriter) fields(sniff []byte, withLength bool) []Field {
 		switch http.CanonicalHeaderKey(name) {
 		case "Content-Length", "Transfer-Encoding", "Connection", "Date":
 			continue // the server's own
+		case "Keep-Alive", "Proxy-Connection", "Upgrade":
+			if w.h2 {
+				continue // connection-specific: not on HTTP/2 (RFC 9113 §8.2.2), which net/http's drops too
+			}
 		}
 		if strings.HasPrefix(name, http.TrailerPrefix) || w.declared(name) {
 			continue // a trailer field (responseWriter.trailer)
