@@ -108,6 +108,9 @@ func FromHTTP(h http.Handler) Handler {
 		ctx = context.WithValue(ctx, http.LocalAddrContextKey, net.TCPAddrFromAddrPort(r.eng.conn().LocalAddr()))
 		return Later(aio.Work(r.Loop(), func(context.Context) (Response, error) {
 			defer end(context.Canceled)
+			if b, ok := req.Body.(*bufferedBody); ok {
+				defer b.Close() // as net/http's: a goroutine still reading gets an error
+			}
 			if p, ok := req.Body.(*bodyPipe); ok {
 				// The request ending first (its client gone, Shutdown's
 				// deadline) ends the body where it is: a reader waiting
@@ -210,7 +213,7 @@ func httpRequest(r *Request) (*http.Request, error) {
 		}
 	}
 	if b, ok := r.body.bytes(); ok {
-		req.Body = io.NopCloser(bytes.NewReader(bytes.Clone(b)))
+		req.Body = newBufferedBody(bytes.Clone(b))
 		req.Trailer = trailerOf(r, req.Trailer)
 	} else {
 		if req.Trailer == nil && r.body.length < 0 {
@@ -225,6 +228,41 @@ func httpRequest(r *Request) (*http.Request, error) {
 		}
 	}
 	return req, nil
+}
+
+// bufferedBody is a request body that arrived whole, copied out of the
+// arena, as an io.ReadCloser: once closed (by the handler, or by FromHTTP
+// when the handler returns) a Read fails with http.ErrBodyReadAfterClose,
+// as on net/http's body. The handler's goroutines read and close it:
+// under mu.
+type bufferedBody struct {
+	mu     sync.Mutex
+	r      bytes.Reader // under mu
+	closed bool         // under mu
+}
+
+func newBufferedBody(b []byte) *bufferedBody {
+	body := &bufferedBody{}
+	body.r.Reset(b)
+	return body
+}
+
+func (b *bufferedBody) Read(p []byte) (int, error) {
+	b.mu.Lock()
+	defer b.mu.Unlock()
+	if b.closed {
+		return 0, http.ErrBodyReadAfterClose
+	}
+	return b.r.Read(p)
+}
+
+// Close ends the body: what was not read is dropped. Idempotent.
+func (b *bufferedBody) Close() error {
+	b.mu.Lock()
+	b.closed = true
+	b.r.Reset(nil)
+	b.mu.Unlock()
+	return nil
 }
 
 // bodyPipe is a streamed request body as an io.ReadCloser for a goroutine:

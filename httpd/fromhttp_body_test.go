@@ -17,22 +17,38 @@ import (
 // http.ErrBodyReadAfterClose, as net/http's does: a goroutine the handler
 // left reading (an http.TimeoutHandler's, say) gets an error, where it
 // used to wait for good for bytes nobody would send (a leaked goroutine
-// that outlived Shutdown).
+// that outlived Shutdown). So does one the handler closed, and so for a
+// body small enough to arrive with the request, which used to stay
+// readable.
 func TestFromHTTPBodyReadAfterReturn(t *testing.T) {
-	read := make(chan struct{})
+	reads := make(chan chan struct{}, 1) // each request's signal that its response is in
 	res := make(chan error, 1)
-	h := FromHTTP(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+	m := NewMux()
+	m.Handle("POST /late", FromHTTP(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		rd := <-reads
 		go func() {
-			<-read // once the response is in: the handler has returned
+			<-rd // once the response is in: the handler has returned
 			_, err := io.Copy(io.Discard, r.Body)
 			res <- err
 		}()
-	}))
-	ts := startServer(t, h, Config{})
-	resp, _ := post(t, client(t), ts.url, bytes.NewReader(make([]byte, 1<<20))) // streams: over half an arena
-	require.Equal(t, 200, resp.StatusCode)
-	close(read)
-	assert.ErrorIs(t, recvT(t, res), http.ErrBodyReadAfterClose)
+	})))
+	m.Handle("POST /closed", FromHTTP(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		require.NoError(t, r.Body.Close())
+		_, err := io.Copy(io.Discard, r.Body)
+		res <- err
+	})))
+	ts := startServer(t, m, Config{})
+	for _, size := range []int{5, 1 << 20} { // buffered; streamed: over half an arena
+		read := make(chan struct{})
+		reads <- read
+		resp, _ := post(t, client(t), ts.url+"/late", bytes.NewReader(make([]byte, size)))
+		require.Equal(t, 200, resp.StatusCode)
+		close(read)
+		assert.ErrorIs(t, recvT(t, res), http.ErrBodyReadAfterClose, "%d bytes, after the handler returned", size)
+		resp, _ = post(t, client(t), ts.url+"/closed", bytes.NewReader(make([]byte, size)))
+		require.Equal(t, 200, resp.StatusCode)
+		assert.ErrorIs(t, recvT(t, res), http.ErrBodyReadAfterClose, "%d bytes, after Close", size)
+	}
 	ts.atRest(t)
 }
 
