@@ -142,8 +142,10 @@ type Config struct {
 
 	// HalfClose keeps serving a client that ended its side (EOF, a FIN)
 	// with requests pending: their responses are sent, then the
-	// connection closes. By default such a client has gone away, as
-	// net/http and nginx see it, and its pending handlers are cancelled.
+	// connection closes. By default such a client has gone away and its
+	// pending handlers are cancelled, sending nothing, as nginx does;
+	// net/http cancels the request's context too, but still sends what a
+	// handler that goes on regardless writes (FromHTTP's does not).
 	HalfClose bool
 
 	// DisableGeneralOptionsHandler hands "OPTIONS *" to the Handler. By
