@@ -16,7 +16,7 @@ import (
 // by sending the root value in.
 func runChain(o options) ([]result, error) {
 	if o.Chain <= 0 {
-		return nil, fmt.Errorf("chain: need -chain > 0")
+		return nil, fmt.Errorf("need -chain > 0")
 	}
 	var rs []result
 	r, err := chainAIO(o)
@@ -99,7 +99,7 @@ func chainGo(o options) (result, error) {
 // cancellation is Go's structured cancellation).
 func runCancelTree(o options) ([]result, error) {
 	if o.Chain <= 0 {
-		return nil, fmt.Errorf("cancel-tree: need -chain > 0")
+		return nil, fmt.Errorf("need -chain > 0")
 	}
 	var rs []result
 	for _, size := range []struct {
@@ -225,7 +225,7 @@ func cancelTreeGo(name string, fan int) result {
 // over unbuffered channels (request, reply) for each value.
 func runDoAwait(o options) ([]result, error) {
 	if o.Awaits <= 0 {
-		return nil, fmt.Errorf("do-await: need -awaits > 0")
+		return nil, fmt.Errorf("need -awaits > 0")
 	}
 	var rs []result
 	rt, ls, err := startLoops(aio.Config{Name: "do-await"})

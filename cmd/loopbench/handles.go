@@ -21,7 +21,7 @@ func (o options) handlesCap() time.Duration {
 // posts the next batch.
 func runHandles(o options) ([]result, error) {
 	if o.Handles <= 0 || o.Batch <= 0 {
-		return nil, fmt.Errorf("handles: need -handles > 0 and -batch > 0")
+		return nil, fmt.Errorf("need -handles > 0 and -batch > 0")
 	}
 	cfg := fmt.Sprintf("batch=%d", o.Batch)
 	var rs []result

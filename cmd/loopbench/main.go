@@ -139,7 +139,9 @@
 //
 // A default run takes about two minutes. The exit status is 1 if any workload
 // failed (a hang, a wrong count, a loop that would not stop); the rows that
-// did run are printed anyway.
+// did run are printed anyway. It is 2, with nothing run, for a usage error:
+// an unknown flag, workload or row, a list that names none, a count or
+// duration out of range.
 //
 // # Comparing with libuv
 //
@@ -264,6 +266,9 @@ func parseFlags(args []string, stderr io.Writer) (options, []workload, bool, err
 	if o.Duration <= 0 || o.Timeout <= 0 {
 		return o, nil, false, fmt.Errorf("-duration and -timeout must be positive")
 	}
+	if err := o.checkCounts(); err != nil {
+		return o, nil, false, err
+	}
 	if *rows != "" {
 		var names string
 		var err error
@@ -277,6 +282,27 @@ func parseFlags(args []string, stderr io.Writer) (options, []workload, bool, err
 	}
 	sel, err := selectWorkloads(*list)
 	return o, sel, *asJSON, err
+}
+
+// checkCounts says what is wrong with the counts, if anything: a usage
+// error before anything runs, not a failed workload after the others ran.
+// The workloads check their own too, for callers that build options.
+func (o options) checkCounts() error {
+	switch {
+	case o.Timers <= 0:
+		return fmt.Errorf("-timers must be positive")
+	case o.Handles <= 0 || o.Batch <= 0:
+		return fmt.Errorf("-handles and -batch must be positive")
+	case o.Chain <= 0:
+		return fmt.Errorf("-chain must be positive")
+	case o.Awaits <= 0:
+		return fmt.Errorf("-awaits must be positive")
+	case o.Producers <= 0 || o.Posts != 0 && o.Posts < o.Producers:
+		return fmt.Errorf("-producers must be positive, and -posts 0 or at least -producers")
+	case o.Spin < 0:
+		return fmt.Errorf("-spin must not be negative")
+	}
+	return nil
 }
 
 // startCPUProfile starts profiling the process's CPU into path; stop ends

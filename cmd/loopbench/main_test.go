@@ -14,6 +14,7 @@ import (
 	"testing"
 	"time"
 
+	"github.com/stretchr/testify/assert"
 	"github.com/stretchr/testify/require"
 	"github.com/valkyria/aio"
 	"go.uber.org/goleak"
@@ -254,6 +255,21 @@ func TestFlags(t *testing.T) {
 	_, sel, _, err = parseFlags(nil, &errOut)
 	require.NoError(t, err)
 	require.Len(t, sel, len(workloads))
+
+	// A list naming nothing, or a count out of range, is a usage error
+	// before anything runs (2, nothing on stdout), not a workload failing
+	// after the others ran (1).
+	for _, args := range [][]string{
+		{"-workload", ""}, {"-workload", ","},
+		{"-workload", "timers", "-timers", "0"}, {"-workload", "timers,post", "-posts", "-1"},
+		{"-producers", "0"}, {"-handles", "0"}, {"-batch", "-1"}, {"-chain", "0"}, {"-awaits", "0"},
+		{"-spin", "-1ms"},
+	} {
+		var out, errOut bytes.Buffer
+		assert.Equal(t, 2, run(args, &out, &errOut), "%q", args)
+		assert.Empty(t, out.String(), "%q", args)
+		assert.Contains(t, errOut.String(), "loopbench: -", "%q", args)
+	}
 }
 
 func TestGroup(t *testing.T) {

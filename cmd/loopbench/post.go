@@ -16,7 +16,7 @@ import (
 // last callback, so a backlog left at the deadline is charged to it.
 func runPost(o options) ([]result, error) {
 	if o.Producers <= 0 || o.Posts < 0 || (o.Posts > 0 && o.Posts < o.Producers) {
-		return nil, fmt.Errorf("post: need -producers > 0 and -posts 0 or at least -producers")
+		return nil, fmt.Errorf("need -producers > 0 and -posts 0 or at least -producers")
 	}
 	cfg := fmt.Sprintf("producers=%d duration=%v", o.Producers, o.Duration)
 	if o.Posts > 0 {

@@ -17,7 +17,7 @@ func timerDelay(i int) time.Duration {
 // runTimers: n one-shot timers created in one go, run until all fired.
 func runTimers(o options) ([]result, error) {
 	if o.Timers <= 0 {
-		return nil, fmt.Errorf("timers: need -timers > 0")
+		return nil, fmt.Errorf("need -timers > 0")
 	}
 	cfg := fmt.Sprintf("n=%d spread=%v", o.Timers, timerDelay(o.Timers-1))
 	var rs []result

@@ -119,7 +119,7 @@ var workloads = []workload{
 // workload) into menu entries, in menu order, each once.
 func selectWorkloads(list string) ([]workload, error) {
 	list = strings.TrimSpace(list)
-	if list == "" || list == "all" {
+	if list == "all" {
 		return workloads, nil
 	}
 	want := map[string]bool{}
@@ -138,6 +138,9 @@ func selectWorkloads(list string) ([]workload, error) {
 		if !found {
 			return nil, fmt.Errorf("unknown workload %q (have %s)", name, names())
 		}
+	}
+	if len(want) == 0 {
+		return nil, fmt.Errorf("-workload names no workload (have %s, or all)", names())
 	}
 	var out []workload
 	for _, w := range workloads {
