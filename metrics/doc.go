@@ -27,7 +27,10 @@
 // the loop runs, whatever other loops start or stop, so a series is one loop
 // from its first scrape to its last (sum by (loop) for a name's total). A
 // slot freed by a stopped loop is reused by a later one, whose counters start
-// from zero: a counter reset, which rate() handles. Names follow
+// from zero: a counter reset, which rate() sees when a scrape finds a value
+// below the last one (a loop of the same name that replaces another between
+// two scrapes and counts past it by the second shows as too small an
+// increase; scrape faster than loops are replaced). Names follow
 // Prometheus' conventions: the aio_ prefix, counters end in _total, times
 // are in seconds, sizes in bytes. The loop
 // health of aio.Stats becomes:

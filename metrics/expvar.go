@@ -14,14 +14,18 @@ var publishMu sync.Mutex
 
 // Publish exports the Stats of every loop running on rt as the expvar
 // variable name: a JSON object from each loop's "<name>#<slot>" (its
-// Prometheus labels loop and slot, joined) to its aio.Stats, read at each request of expvar's handler
-// (/debug/vars), durations in nanoseconds. It returns an error, and
-// publishes nothing, for a nil rt or a name already published (expvar
-// offers no way to take a name back, so call it once per name, at start-up).
-// Any goroutine.
+// Prometheus labels loop and slot, joined) to its aio.Stats, read at each
+// request of expvar's handler (/debug/vars), durations in nanoseconds. It returns an error, and
+// publishes nothing, for a nil rt, an empty name (wrapping
+// aio.ErrInvalidArgument) or a name already published (expvar offers no
+// way to take a name back, so call it once per name, at start-up). Any
+// goroutine.
 func Publish(name string, rt *aio.Runtime) error {
 	if rt == nil {
 		return ErrNilRuntime
+	}
+	if name == "" {
+		return fmt.Errorf("metrics: Publish with an empty name: %w", aio.ErrInvalidArgument)
 	}
 	publishMu.Lock()
 	defer publishMu.Unlock()

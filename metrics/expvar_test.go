@@ -25,6 +25,8 @@ func TestPublish(t *testing.T) {
 	require.Error(t, Publish(name, rt), "a name is published once")
 	require.ErrorIs(t, Publish("aio_test_nil", nil), ErrNilRuntime)
 	require.Nil(t, expvar.Get("aio_test_nil"), "a refused name is not published")
+	require.ErrorIs(t, Publish("", rt), aio.ErrInvalidArgument)
+	require.Nil(t, expvar.Get(""), "an empty name is not published")
 
 	var got map[string]aio.Stats
 	require.NoError(t, json.Unmarshal([]byte(expvar.Get(name).String()), &got))
