@@ -1,6 +1,7 @@
 package aio
 
 import (
+	"context"
 	"net"
 	"testing"
 	"time"
@@ -221,4 +222,19 @@ func benchReplyCycle(b *testing.B, l *Loop, reply func(*Handle[int]) *Handle[int
 			b.Errorf("%d cleanups ran, want %d", released, b.N)
 		}
 	})
+}
+
+// BenchmarkWork is a Work job's round trip, one at a time: the handle made
+// from a goroutine, the job handed to a pool goroutine, its result back on
+// the loop, and Wait woken. What a blocking call pays beyond itself.
+func BenchmarkWork(b *testing.B) {
+	l := startLoop(b)
+	ctx := context.Background()
+	fn := func(context.Context) (int, error) { return 1, nil }
+	b.ReportAllocs()
+	for b.Loop() {
+		if _, err := Work(l, fn).Wait(ctx); err != nil {
+			b.Fatal(err)
+		}
+	}
 }
