@@ -136,8 +136,10 @@ func (rt *Runtime) Loops() []*Loop {
 // itself: it stops every system at once, that loop's own included (which
 // stops after the current callback), and returns ErrAwaitOnLoop without
 // waiting. Called from a Work fn it waits for that fn too (see Work), so
-// until ctx ends. A nil ctx is an error wrapping ErrInvalidArgument, and
-// nothing is stopped.
+// until ctx ends. It stops the systems running when it is called: one that
+// another goroutine starts meanwhile may run on after it returns (a later
+// Shutdown stops it). A nil ctx is an error wrapping ErrInvalidArgument,
+// and nothing is stopped.
 func (rt *Runtime) Shutdown(ctx context.Context) error {
 	if ctx == nil {
 		return invalid("aio: Shutdown with a nil context")
