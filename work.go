@@ -184,7 +184,7 @@ func (o *fnOver) end() {
 // Work runs fn on the loop's work pool (Config.WorkPool goroutines, 4 unless
 // configured, as libuv's threadpool), off the loop, and completes the handle
 // with its result on the loop. Jobs beyond the pool's size wait in a queue,
-// first in first out; Stats.WorkQueued and Stats.WorkRunning show both, and
+// first in first out, unbounded (bound what you submit); Stats.WorkQueued and Stats.WorkRunning show both, and
 // Stats.WorkCancelled the jobs cancelled (work thrown away). ctx
 // is cancelled when the handle is cancelled, with cause (context.Cause)
 // ErrCancelled, or when the loop stops, with a cause matching both
@@ -198,7 +198,11 @@ func (o *fnOver) end() {
 // OnCancel callbacks, dependents and cleanups do not wait for fn (a
 // Bracket whose use is the Work does: see Bracket). A
 // panic in fn fails the handle with a *PanicError, a runtime.Goexit with
-// ErrGoexit. Stop waits for running fns to return: so an fn that waits for
+// ErrGoexit. An fn that waits for another job of the same pool (Wait on a
+// Work it submitted) holds a worker meanwhile: when every worker waits so,
+// none is left to run what they wait for, and they wait until something
+// cancels them (bound such waits, or keep nested jobs on another loop).
+// Stop waits for running fns to return: so an fn that waits for
 // its own loop's Stop (Stop().Wait, Runtime.Shutdown) waits for itself,
 // until its context ends. Start the shutdown from elsewhere (post it to a
 // goroutine of its own).
