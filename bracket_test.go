@@ -4,7 +4,9 @@ import (
 	"context"
 	"sync/atomic"
 	"testing"
+	"time"
 
+	"github.com/stretchr/testify/assert"
 	"github.com/stretchr/testify/require"
 )
 
@@ -199,3 +201,39 @@ func TestBracketWaitingForWorkFnAcrossStop(t *testing.T) {
 	_, err = wait(t, br)
 	require.ErrorIs(t, err, ErrCancelled)
 }
+
+// A stopping loop whose Bracket waits for its Work fn waits for a post
+// (the fn's end) instead of passing over its handles again and again.
+// Bug: teardown counted the held Bracket as found and spun, a CPU for as
+// long as the fn ran. On the Bracket's loop and across loops.
+func TestStopWaitsQuietlyForABracketsWorkFn(t *testing.T) {
+	for _, cross := range []bool{false, true} {
+		rt := newRuntime(t, RuntimeConfig{})
+		a := startLoopOn(t, rt)
+		b := a
+		if cross {
+			b = startLoopOn(t, rt)
+		}
+		w := newWorkUse()
+		br, released, releasedEarly := w.bracket(t, a, b)
+		onLoop(t, a, func() { br.OnCleanup(func() {}) }) // a record: teardown's passes see it
+		recv(t, w.started)
+		stop := a.Stop()
+		<-recv(t, w.hs).Done() // cancelled: the fn runs on
+		passes := a.passes.Load()
+		time.Sleep(50 * time.Millisecond) // a window for passes that must not happen
+		assert.LessOrEqual(t, a.passes.Load()-passes, int64(2), "cross %v: teardown passed again and again", cross)
+		select {
+		case <-stop.Done():
+			t.Fatalf("cross %v: Stop completed before the Bracket released", cross)
+		default:
+		}
+		close(w.finish)
+		_, err := wait(t, stop)
+		require.NoError(t, err)
+		require.Equal(t, int32(1), released.Load(), "cross %v: released once, before Stop's handle completed", cross)
+		require.False(t, releasedEarly.Load())
+		require.True(t, br.Status().Terminal())
+	}
+}
+

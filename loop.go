@@ -76,6 +76,10 @@ type Loop struct {
 	state     atomic.Int32  // stateRunning..stateDead, stored under postMu
 	awake     atomic.Bool   // false only while the loop blocks (or is about to) in the poller
 	spinning  atomic.Bool   // the loop spins for posts and fds (Config.Spin)
+	// stopWake: a post woke a teardown waiting for one (awaitPost). Buffer
+	// of one; any goroutine sends, the loop receives.
+	stopWake chan struct{}
+	passes   atomic.Int64 // teardown's passes so far; the loop writes, tests read
 
 	// ownerG is the goroutine OnLoop compares against: the one allowed to
 	// run loop-owned code. That is the loop goroutine, or a Do body the loop
@@ -246,6 +250,8 @@ func newLoop(rt *Runtime, slot int, cfg Config) (*Loop, error) {
 		poller: p,
 		base:   time.Now(),
 		evs:    make([]poll.Event, 128),
+
+		stopWake: make(chan struct{}, 1),
 	}
 	l.awake.Store(true)
 	l.pool = newWorkPool(l, cfg.WorkPool)
@@ -307,6 +313,12 @@ func (l *Loop) enqueue(fn func(), max int32) error {
 	if !l.awake.Load() && l.awake.CompareAndSwap(false, true) {
 		l.wakeups.Add(1)
 		_ = l.poller.Wake()
+		if l.state.Load() == stateStopping {
+			select { // a teardown may wait for this post (awaitPost)
+			case l.stopWake <- struct{}{}:
+			default:
+			}
+		}
 	}
 	return nil
 }

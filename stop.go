@@ -91,8 +91,9 @@ func (l *Loop) teardown() {
 	// timer armed from another goroutine just before Stop) can add pending
 	// handles: repeat until a pass finds nothing to cancel and nothing to run.
 	for {
+		l.passes.Add(1)
 		l.now.Store(int64(l.clock()))
-		found := l.cancelPending()
+		found, held := l.cancelPending()
 		l.drain()
 		// resume: a panic cut the last batch short, maybe in its last
 		// callback, and the batch is not done (counted) until runBatch
@@ -103,7 +104,14 @@ func (l *Loop) teardown() {
 		}
 		l.runClosing()
 		if !found && !l.hasWork() {
-			break
+			if !held {
+				break
+			}
+			// Only held handles are left (a Bracket waiting for a Work fn
+			// that has not returned, a scope for a child on another loop):
+			// a pass ends none of them, a post from elsewhere does. Wait
+			// for one rather than pass again and again.
+			l.awaitPost()
 		}
 	}
 	l.stopIdleWorkers() // every Do body has returned by now
@@ -120,6 +128,19 @@ func (l *Loop) teardown() {
 	// Last, the work pool: every Work job is cancelled by now (a late one by
 	// the pass above), so its function sees its context done and returns.
 	l.pool.close()
+}
+
+// awaitPost blocks the teardown until something is posted to the loop:
+// the loop announces a sleep as the poll phase does, and enqueue, finding
+// it asleep while stopping, signals stopWake besides waking the poller
+// (which teardown does not poll: the fds' events would be dropped, and one
+// that stays ready would end every wait at once). On the loop, at Stop.
+func (l *Loop) awaitPost() {
+	l.awake.Store(false)
+	if l.qlen.Load() == 0 { // see enqueue: one of the two sees the other
+		<-l.stopWake
+	}
+	l.awake.Store(true)
 }
 
 // turnDead makes the loop dead and runs what was still queued. deadMu is

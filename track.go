@@ -330,9 +330,10 @@ func compactPending(cs []*core) []*core {
 
 // cancelPending cancels every handle the loop knows to be pending: armed
 // timers, young and tracked producers. Records whose handle was collected are
-// abandoned. It reports whether it found anything. On the loop, at Stop.
-func (l *Loop) cancelPending() bool {
-	found := false
+// abandoned. It reports whether it found anything to act on, and whether it
+// found handles held (cancelled, their transition waiting for something
+// they hold for, which no pass ends). On the loop, at Stop.
+func (l *Loop) cancelPending() (found, held bool) {
 	for _, t := range l.timers.all() {
 		if _, ownsFD := t.owner.(ioHandler); ownsFD {
 			// A connection's or listener's timer: closeFDs closes its
@@ -377,7 +378,7 @@ func (l *Loop) cancelPending() bool {
 		case c.rare != nil && c.rare.deferred:
 			// Held (a Bracket's use, a scope's children): the rest of its
 			// transition comes when they end.
-			found = true
+			held = true
 		default:
 			// Finished but still listed: its terminal transition was cut
 			// off (a callback's runtime.Goexit; see goexited). Nothing will
@@ -388,5 +389,5 @@ func (l *Loop) cancelPending() bool {
 		}
 		r = next
 	}
-	return found
+	return found, held
 }
