@@ -2,6 +2,7 @@ package aio
 
 import (
 	"context"
+	"runtime"
 	"sync/atomic"
 	"testing"
 	"time"
@@ -237,3 +238,42 @@ func TestStopWaitsQuietlyForABracketsWorkFn(t *testing.T) {
 	}
 }
 
+// Two Brackets share a Work job as their use, on a loop that is dead when
+// the fn returns (nothing tracks them: teardown does not wait): the first
+// release calls runtime.Goexit on the worker that tells them; the second
+// is still released.
+func TestBracketsSharingAWorkSurviveAGoexitingRelease(t *testing.T) {
+	rt := newRuntime(t, RuntimeConfig{})
+	l := startLoopOn(t, rt)
+	w := newWorkUse()
+	var h *Handle[int]
+	released := make(chan int, 2)
+	var brs [2]*Handle[int]
+	onLoop(t, l, func() {
+		use := w.use(l)
+		for i := range brs {
+			brs[i] = Bracket(Pure(l, "res"), func(string) {
+				released <- i
+				if i == 0 {
+					runtime.Goexit()
+				}
+			}, func(r string) *Handle[int] {
+				if h == nil {
+					h = use(r)
+				}
+				return h
+			})
+		}
+	})
+	recv(t, w.started)
+	stop := l.Stop()
+	// Dead before the fn returns (nothing else shows it: Stop's handle
+	// waits for the fn): the waiters run on the worker that ends it.
+	require.Eventually(t, func() bool { return l.state.Load() == stateDead }, waitTimeout, time.Millisecond)
+	close(w.finish)
+	_, err := wait(t, stop)
+	require.NoError(t, err)
+	got := []int{recv(t, released), recv(t, released)}
+	require.ElementsMatch(t, []int{0, 1}, got, "both released, the second after the first's Goexit")
+	<-brs[1].Done()
+}

@@ -174,7 +174,21 @@ func (o *fnOver) end() {
 	ws := o.waiters
 	o.waiters = nil
 	o.mu.Unlock()
-	for _, w := range ws {
+	tellOver(ws)
+}
+
+// tellOver runs the waiters ws, each on its loop (see end). One run here
+// for a dead loop that calls runtime.Goexit ends this goroutine: the rest
+// are told from a goroutine of their own.
+func tellOver(ws []overWaiter) {
+	defer func() {
+		if len(ws) > 0 {
+			go tellOver(ws)
+		}
+	}()
+	for len(ws) > 0 {
+		w := ws[0]
+		ws = ws[1:]
 		if w.l.enqueue(w.fn, stateStopping) != nil {
 			w.l.runDead(w.fn)
 		}
