@@ -295,11 +295,14 @@
 // (a posted one, a connection's) goes to Config.OnPanic.
 //
 // A function that returns a handle reports bad arguments in it and never
-// panics: a nil loop gives a handle failed with [ErrNilLoop] (on no loop), a
-// nil function [ErrNilFunc], a nil input handle [ErrNilHandle] (a
-// combinator's error names the input's index), and a producer ([New], [Do],
-// [Work], [Delay], …) called on a loop that is stopping [ErrStopped]. A nil context given to Wait, Shutdown or DialContext is an
-// error wrapping [ErrInvalidArgument].
+// panics: a producer ([New], [Do], [Work], [Delay], [Every], [Sleep],
+// [Retry], [WithScope], [Dial]) given a nil loop gives a handle failed with
+// [ErrNilLoop] (on no loop), and on a loop that is stopping [ErrStopped]; a
+// nil function gives [ErrNilFunc], a nil input handle [ErrNilHandle] (a
+// combinator's error names the input's index). [Pure] and [Fail] of a nil
+// loop make a handle on no loop, as documented there. A nil context given
+// to Wait, Shutdown or DialContext is an error wrapping
+// [ErrInvalidArgument].
 //
 // # Debugging
 //

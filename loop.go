@@ -272,9 +272,10 @@ var detached = func() *Loop {
 
 // Post queues fn to run on the loop. It may be called from any goroutine,
 // including the loop itself, where fn runs after the current callback
-// returns (in this iteration's posted phase, or the next one's), never
-// inside the call. Order is causal FIFO: a Post that happens before another (on any
-// goroutines) runs before it. It returns ErrStopped once the loop is stopping,
+// returns (in a posted phase: this iteration's, or, behind more than
+// Config.PostBatch callbacks, a later one's), never inside the call. Order
+// is causal FIFO: a Post that happens before another (on any goroutines)
+// runs before it. It returns ErrStopped once the loop is stopping,
 // and ErrNilFunc for a nil fn. A panic in fn is recovered and reported through
 // Config.OnPanic; the loop goes on.
 func (l *Loop) Post(fn func()) error {

@@ -115,8 +115,9 @@ var workloads = []workload{
 	{name: "chain", run: runChain},
 }
 
-// selectWorkloads resolves a comma list of names ("" or "all" for every
-// workload) into menu entries, in menu order, each once.
+// selectWorkloads resolves a comma list of names ("all" for every
+// workload) into menu entries, in menu order, each once; a list that
+// names none is an error.
 func selectWorkloads(list string) ([]workload, error) {
 	list = strings.TrimSpace(list)
 	if list == "all" {
