@@ -304,6 +304,9 @@ func (fr *framer) keep(tail []byte) {
 	fr.carry, fr.off = append(buf, tail...), 0
 }
 
+// noBytes is an empty slice that is not nil.
+var noBytes = []byte{}
+
 // splitFrame runs split once over data, or its first fr.max bytes, and
 // holds what it returns to the SplitFunc contract. adv == 0 with a nil tok
 // and !final means split wants more bytes; err is the error to close the
@@ -311,6 +314,13 @@ func (fr *framer) keep(tail []byte) {
 func (c *Conn) splitFrame(fr *framer, data []byte, atEOF bool) (adv int, tok []byte, final bool, err error) {
 	if len(data) > fr.max {
 		data, atEOF = data[:fr.max], false // more is there: not the end yet
+	}
+	if data == nil {
+		// Empty, not nil, as bufio.Scanner's buffer is at EOF: a split
+		// that returns data as its final token (bufio's
+		// ExampleScanner_emptyFinalToken) then gives an empty token, not
+		// none.
+		data = noBytes
 	}
 	adv, tok, err = fr.split(data, atEOF)
 	if err == bufio.ErrFinalToken { // compared as bufio.Scanner does

@@ -356,6 +356,44 @@ func TestOnFrameEOF(t *testing.T) {
 	require.Equal(t, []string{"ok"}, framesOf(t, frames, 1))
 }
 
+// A split that gives the data left at EOF as its final token (bufio's
+// ExampleScanner_emptyFinalToken) gives an empty token when none is left,
+// as under bufio.Scanner: "1,2," is "1", "2", "", and nothing at all is
+// one empty frame. Bug: split saw nil data at EOF, so the token was nil and
+// no frame was delivered.
+func TestOnFrameEmptyFinalToken(t *testing.T) {
+	onComma := func(data []byte, atEOF bool) (int, []byte, error) {
+		if i := bytes.IndexByte(data, ','); i >= 0 {
+			return i + 1, data[:i], nil
+		}
+		if !atEOF {
+			return 0, nil, nil
+		}
+		return 0, data, bufio.ErrFinalToken
+	}
+	l := startLoop(t)
+	fn, frames := collectFrames(16)
+	ln, conns := frameListen(t, l, ListenConfig{}, func(c *Conn) {
+		assert.NoError(t, c.OnFrame(onComma, 0, fn))
+	})
+	for input, want := range map[string][]string{"1,2,": {"1", "2", ""}, "": {""}, "1,2": {"1", "2"}} {
+		var scanned []string // what bufio.Scanner gives: the reference
+		sc := bufio.NewScanner(strings.NewReader(input))
+		sc.Split(onComma)
+		for sc.Scan() {
+			scanned = append(scanned, sc.Text())
+		}
+		require.Equal(t, want, scanned, "%q under bufio.Scanner", input)
+		nc := netDial(t, ln)
+		netWrite(t, nc, []byte(input))
+		require.NoError(t, nc.CloseWrite())
+		_, err := wait(t, recv(t, conns).Closed())
+		require.NoError(t, err)
+		assert.Equal(t, want, framesOf(t, frames, len(want)), "%q", input)
+		noMoreFrames(t, l, frames)
+	}
+}
+
 // PauseRead in fn stops the frames at once; the connection reads nothing
 // more while it holds frames; ResumeRead delivers the rest in order, and
 // EOF waits behind them.
