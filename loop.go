@@ -76,10 +76,6 @@ type Loop struct {
 	state     atomic.Int32  // stateRunning..stateDead, stored under postMu
 	awake     atomic.Bool   // false only while the loop blocks (or is about to) in the poller
 	spinning  atomic.Bool   // the loop spins for posts and fds (Config.Spin)
-	// stopWake: a post woke a teardown waiting for one (awaitPost). Buffer
-	// of one; any goroutine sends, the loop receives.
-	stopWake chan struct{}
-	passes   atomic.Int64 // teardown's passes so far; the loop writes, tests read
 
 	// ownerG is the goroutine OnLoop compares against: the one allowed to
 	// run loop-owned code. That is the loop goroutine, or a Do body the loop
@@ -141,6 +137,11 @@ type Loop struct {
 
 	stopOnce sync.Once
 	stopH    *Handle[struct{}] // completed by the loop goroutine after teardown
+	// stopWake: a post woke a teardown waiting for one (awaitPost). Buffer
+	// of one; any goroutine sends, the loop receives. Kept off the cache
+	// lines of the hot fields above, as passes is.
+	stopWake chan struct{}
+	passes   atomic.Int64 // teardown's passes so far; the loop writes, tests read
 }
 
 // Stats is a snapshot of a loop's counters.
