@@ -29,9 +29,10 @@ type bracketNode[R, T any] struct {
 // or stop using the resource when its context ends. If acquire completes
 // anyway, the resource is released as soon as it arrives. The result's Done
 // closes only after that: release runs exactly once iff acquire completed,
-// always on the loop, always before the result's Done closes. If acquire fails or is
-// cancelled, use and release never run. A panic in use or release fails the
-// result with a *PanicError (release still runs after a panic in use).
+// always on the loop, always before the result's Done closes. If acquire
+// fails or is cancelled, use and release never run. A panic in use or
+// release fails the result with a *PanicError (release still runs after a
+// panic in use).
 func Bracket[R, T any](acquire *Handle[R], release func(R), use func(R) *Handle[T]) *Handle[T] {
 	if acquire == nil || release == nil || use == nil {
 		return refusedAfter[R, T](acquire)

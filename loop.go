@@ -55,10 +55,10 @@ const (
 // timers, run posted callbacks (at most Config.PostBatch), poll for I/O
 // (without waiting if work is queued, and then not at all when no fd is
 // registered; until the next timer if one is armed, else until woken),
-// dispatch I/O callbacks, resume queued TLS work (a few handshake steps,
-// reads held back by the per-turn record budget), run closing callbacks. After every callback the loop
-// drains its job queue: handle terminal transitions and continuations they
-// trigger, iteratively, never recursively.
+// dispatch I/O callbacks, resume queued TLS work (a few handshake steps, reads
+// held back by the per-turn record budget), run closing callbacks. After every
+// callback the loop drains its job queue: handle terminal transitions and
+// continuations they trigger, iteratively, never recursively.
 type Loop struct {
 	name string
 	cfg  Config

@@ -39,10 +39,10 @@ const (
 // A connection is a scope (see Scope): handles adopted into it are cancelled
 // when it closes, so the work a client started ends when the client goes.
 //
-// Every method but Draining (for the loop) may be called from any
-// goroutine. On the loop they act at once; elsewhere the work is posted to the loop (in the caller's order) and
-// what completes later is a handle. Every callback runs on the loop, never
-// inside the call that registers it.
+// Every method but Draining (for the loop) may be called from any goroutine.
+// On the loop they act at once; elsewhere the work is posted to the loop (in
+// the caller's order) and what completes later is a handle. Every callback
+// runs on the loop, never inside the call that registers it.
 type Conn struct {
 	// closed is Closed(): a producer of the loop; cancelling it closes the
 	// connection, and Stop does so through the fd table (see newConn).

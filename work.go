@@ -198,28 +198,28 @@ func tellOver(ws []overWaiter) {
 // Work runs fn on the loop's work pool (Config.WorkPool goroutines, 4 unless
 // configured, as libuv's threadpool), off the loop, and completes the handle
 // with its result on the loop. Jobs beyond the pool's size wait in a queue,
-// first in first out, unbounded (bound what you submit); Stats.WorkQueued and Stats.WorkRunning show both, and
-// Stats.WorkCancelled the jobs cancelled (work thrown away). ctx
-// is cancelled when the handle is cancelled, with cause (context.Cause)
-// ErrCancelled, or when the loop stops, with a cause matching both
-// ErrCancelled and ErrStopped; fn should return soon after. A Within or a
-// Race that gives the job up cancels it: the cause is ErrCancelled. The
-// cause says whether the loop was stopping when the cancellation reached
-// it (a Cancel made off the loop just before Stop may read as the stop's).
-// ctx is also cancelled, context.Canceled, once fn has returned. A job
-// cancelled before a worker picked it up never runs; one cancelled while
-// fn runs ends cancelled at once, and what fn returns then is dropped: its
-// OnCancel callbacks, dependents and cleanups do not wait for fn (a
-// Bracket whose use is the Work does: see Bracket). A
+// first in first out, unbounded (bound what you submit); Stats.WorkQueued
+// and Stats.WorkRunning show both, and Stats.WorkCancelled the jobs
+// cancelled (work thrown away). ctx is cancelled when the handle is
+// cancelled, with cause (context.Cause) ErrCancelled, or when the loop
+// stops, with a cause matching both ErrCancelled and ErrStopped; fn should
+// return soon after. A Within or a Race that gives the job up cancels it:
+// the cause is ErrCancelled. The cause says whether the loop was stopping
+// when the cancellation reached it (a Cancel made off the loop just before
+// Stop may read as the stop's). ctx is also cancelled, context.Canceled,
+// once fn has returned. A job cancelled before a worker picked it up never
+// runs; one cancelled while fn runs ends cancelled at once, and what fn
+// returns then is dropped: its OnCancel callbacks, dependents and cleanups
+// do not wait for fn (a Bracket whose use is the Work does: see Bracket). A
 // panic in fn fails the handle with a *PanicError, a runtime.Goexit with
 // ErrGoexit. An fn that waits for another job of the same pool (Wait on a
 // Work it submitted) holds a worker meanwhile: when every worker waits so,
 // none is left to run what they wait for, and they wait until something
-// cancels them (bound such waits, or keep nested jobs on another loop).
-// Stop waits for running fns to return: so an fn that waits for
-// its own loop's Stop (Stop().Wait, Runtime.Shutdown) waits for itself,
-// until its context ends. Start the shutdown from elsewhere (post it to a
-// goroutine of its own).
+// cancels them (bound such waits, or keep nested jobs on another loop). Stop
+// waits for running fns to return: so an fn that waits for its own loop's
+// Stop (Stop().Wait, Runtime.Shutdown) waits for itself, until its context
+// ends. Start the shutdown from elsewhere (post it to a goroutine of its
+// own).
 //
 // The pool's goroutines share Go's Ps (GOMAXPROCS) with the loops: while
 // CPU-bound fns hold every P, a loop whose events arrive waits for one, and
