@@ -361,3 +361,34 @@ func TestHandleOnAnotherLoop(t *testing.T) {
 	assert.Equal(t, uint64(1), ts.Stats().ResponsesSuppressed)
 	eventually(t, func() bool { return l.Stats().Timers == 0 }, "the timer on the other loop is still armed")
 }
+
+// A request's context is done, with its cause, by the time what its
+// cancellation runs on the loop looks at it (a Finally of the handler's
+// handle, the natural place to log why a stream ended): when the client
+// goes away, and when Shutdown's deadline closes the connection. Bug: at
+// the deadline the handle's Finally ran first and saw no cause.
+func TestContextDoneBeforeWhatItsCancellationRuns(t *testing.T) {
+	started, causes := make(chan struct{}, 1), make(chan error, 1)
+	ts := startServer(t, HandlerFunc(func(r *Request) Reply {
+		s := r.Stream(200, nil)
+		ctx := r.Context()
+		aio.Adopt(r.Scope(), aio.Every(r.Loop(), 5*time.Millisecond, func() { _, _ = s.WriteString("x") }))
+		aio.Finally(s.Handle(), func() { causes <- context.Cause(ctx) })
+		started <- struct{}{}
+		return s.Reply()
+	}), Config{})
+
+	c := dialRaw(t, ts.addr)
+	c.send("GET / HTTP/1.1\r\nHost: x\r\n\r\n")
+	recvT(t, started)
+	require.NoError(t, c.Close())
+	assert.ErrorIs(t, recvT(t, causes), ErrClientGone, "the client went away")
+
+	c = dialRaw(t, ts.addr)
+	c.send("GET / HTTP/1.1\r\nHost: x\r\n\r\n")
+	recvT(t, started)
+	ctx, cancel := context.WithTimeout(t.Context(), 50*time.Millisecond)
+	defer cancel()
+	assert.ErrorIs(t, ts.Shutdown(ctx), context.DeadlineExceeded)
+	assert.ErrorIs(t, recvT(t, causes), ErrServerClosed, "Shutdown's deadline")
+}

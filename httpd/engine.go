@@ -126,6 +126,9 @@ func dropReply(r *Request, reply Reply) {
 func (ls *loopState) adoptReply(r *Request, hd *aio.Handle[Response]) {
 	r.h = hd
 	ls.st.handlersPending.Add(1)
+	if r.ctxEnd != nil {
+		r.endContextWith(hd)
+	}
 	aio.Adopt(r.eng.conn().Scope(), hd)
 	seq := r.seq
 	if hd.Loop() == ls.l {

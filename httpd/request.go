@@ -299,8 +299,20 @@ func (r *Request) Context() context.Context {
 		r.ctx, r.ctxEnd = causeContext(r.cause())
 		end := r.ctxEnd
 		r.scopeH.OnCancel(func() { end(aio.ErrCancelled) })
+		if r.h != nil {
+			r.endContextWith(r.h)
+		}
 	}
 	return r.ctx
+}
+
+// endContextWith ends r's context when hd, its handler's handle, is
+// cancelled: in an OnCancel, which runs before hd's continuations, so a
+// Finally of hd finds the context done and its cause said, whichever of
+// the request's handles the connection's scope cancels first. On the loop.
+func (r *Request) endContextWith(hd *aio.Handle[Response]) {
+	end := r.ctxEnd
+	hd.OnCancel(func() { end(aio.ErrCancelled) })
 }
 
 // endedContext is the Context of a request that has ended.
