@@ -8,6 +8,8 @@ import (
 	"sync"
 	"syscall"
 	"time"
+
+	"github.com/valkyria/aio/internal/sock"
 )
 
 // The net.Conn view of a Conn, for goroutine code: the loop reads into a
@@ -68,9 +70,11 @@ var netViews sync.Map // *Conn → *netConn
 //     which errors.Is(err, net.ErrClosed) holds, and closes the connection
 //     once what was written has reached the kernel (as closing a socket
 //     lets the kernel send what it holds): at the write deadline if one is
-//     set, else within 10 seconds at most, if the peer does not read. It
-//     does not wait for that: Conn.Closed tells when it happened. A second
-//     Close returns an error.
+//     set, else within 10 seconds at most, if the peer does not read; a
+//     connection closed with written bytes still queued is reset, so that
+//     its peer sees the stream cut, not a clean end. It does not wait for
+//     that: Conn.Closed tells when it happened. A second Close returns an
+//     error.
 //   - CloseWrite half-closes: the peer gets EOF once the bytes written
 //     before have been sent. SyscallConn is the Conn's.
 //   - The view holds the connection busy (a running handle in its Scope)
@@ -407,12 +411,32 @@ func (v *netConn) lingerClose(linger time.Duration) {
 	if c.state != connOpen {
 		return
 	}
-	if c.queued.Load() == 0 || linger <= 0 {
+	if c.queued.Load() == 0 {
 		c.closeWith(nil)
 		return
 	}
+	if linger <= 0 {
+		v.cut()
+		return
+	}
 	_ = c.ResumeRead()
-	Finally(Within(c.Flush(), linger), func() { c.closeWith(nil) })
+	Finally(Within(c.Flush(), linger), func() {
+		if c.state == connOpen && c.queued.Load() > 0 {
+			v.cut()
+			return
+		}
+		c.closeWith(nil)
+	})
+}
+
+// cut closes the connection with bytes the view's Writes counted still
+// queued: with a reset, not a FIN, so that the peer sees its stream end
+// short instead of a clean end (a *net.TCPConn's Write counts only what
+// the kernel took, which its close still sends). On the loop.
+func (v *netConn) cut() {
+	c := v.c
+	_ = sock.SetResetOnClose(c.fd)
+	c.closeWith(nil)
 }
 
 // CloseWrite half-closes the connection: see NetConn.

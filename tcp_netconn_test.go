@@ -605,3 +605,33 @@ func TestNetConnHoldsItsConnectionThroughADrain(t *testing.T) {
 		})
 	}
 }
+
+// A view closed with bytes its Writes counted still queued (the write
+// deadline has passed, or the queue does not flush in time) resets the
+// connection: the peer reads what reached it and then an error, not a
+// clean EOF it would take for the end of the stream. Bug: it got a FIN
+// after 64 KiB of the 192 KiB Write had reported written. Once the queue
+// has flushed, Close still ends cleanly.
+func TestNetConnCloseWithWritesQueuedResets(t *testing.T) {
+	l := startLoop(t)
+	cfg := ListenConfig{Conn: ConnConfig{WriteBuffer: 16 << 10, HighWater: 64 << 10}}
+	view, c, peer := viewPair(t, l, cfg)
+	require.NoError(t, peer.SetReadBuffer(16<<10))
+	require.NoError(t, view.SetWriteDeadline(time.Now().Add(100*time.Millisecond)))
+	n, err := view.Write(make([]byte, 32<<20)) // the peer does not read yet
+	require.ErrorIs(t, err, os.ErrDeadlineExceeded)
+	require.NoError(t, view.Close())
+	got, err := io.Copy(io.Discard, peer)
+	require.Error(t, err, "a clean EOF after %d bytes of the %d Write counted", got, n)
+	assert.ErrorIs(t, err, syscall.ECONNRESET)
+	closedView(t, c)
+
+	view, c, peer = viewPair(t, l, cfg)
+	_, err = view.Write([]byte("all of it"))
+	require.NoError(t, err)
+	require.NoError(t, view.Close())
+	b, err := io.ReadAll(peer)
+	require.NoError(t, err, "a view whose queue flushed closes cleanly")
+	assert.Equal(t, "all of it", string(b))
+	closedView(t, c)
+}

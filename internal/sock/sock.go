@@ -133,6 +133,13 @@ func SetKeepAlive(fd int, d time.Duration) error {
 	return nil
 }
 
+// SetResetOnClose makes close(2) of fd reset the connection (SO_LINGER on
+// with a zero timeout): the peer gets RST, not FIN, and what the kernel
+// still holds is dropped. Through the scheduler (x/sys).
+func SetResetOnClose(fd int) error {
+	return unix.SetsockoptLinger(fd, unix.SOL_SOCKET, unix.SO_LINGER, &unix.Linger{Onoff: 1, Linger: 0})
+}
+
 // Dup duplicates fd as a close-on-exec fd (fcntl F_DUPFD_CLOEXEC, atomic:
 // no fork can inherit it in between). The copy shares the open socket
 // with fd: its options and file status flags (O_NONBLOCK) are the same
