@@ -617,9 +617,19 @@ func TestNetConnCloseWithWritesQueuedResets(t *testing.T) {
 	cfg := ListenConfig{Conn: ConnConfig{WriteBuffer: 16 << 10, HighWater: 64 << 10}}
 	view, c, peer := viewPair(t, l, cfg)
 	require.NoError(t, peer.SetReadBuffer(16<<10))
-	require.NoError(t, view.SetWriteDeadline(time.Now().Add(100*time.Millisecond)))
-	n, err := view.Write(make([]byte, 32<<20)) // the peer does not read yet
+	var n int
+	var err error
+	wrote := make(chan struct{})
+	go func() {
+		defer close(wrote)
+		n, err = view.Write(make([]byte, 32<<20)) // the peer does not read yet
+	}()
+	require.Eventually(t, func() bool { return l.Stats().TCPWriteQueued > 0 }, waitTimeout, time.Millisecond,
+		"bytes the kernel has not taken wait in the queue")
+	require.NoError(t, view.SetWriteDeadline(time.Now())) // the blocked Write returns
+	recv(t, wrote)
 	require.ErrorIs(t, err, os.ErrDeadlineExceeded)
+	require.Positive(t, n)
 	require.NoError(t, view.Close())
 	got, err := io.Copy(io.Discard, peer)
 	require.Error(t, err, "a clean EOF after %d bytes of the %d Write counted", got, n)
