@@ -148,11 +148,7 @@ func TestBracketReleasesAfterWorkFnReturned(t *testing.T) {
 		onLoop(t, a, func() {})
 		require.Equal(t, int32(0), released.Load(), "cross %v: released while the Work fn runs", cross)
 		require.Equal(t, Cancelled, br.Status())
-		select {
-		case <-br.Done():
-			t.Fatalf("cross %v: the Bracket finished while its Work fn runs", cross)
-		default:
-		}
+		require.False(t, closed(br.Done()), "cross %v: the Bracket finished while its Work fn runs", cross)
 		close(w.finish)
 		_, err := wait(t, br)
 		require.ErrorIs(t, err, ErrCancelled)
@@ -224,11 +220,7 @@ func TestStopWaitsQuietlyForABracketsWorkFn(t *testing.T) {
 		passes := a.passes.Load()
 		time.Sleep(50 * time.Millisecond) // a window for passes that must not happen
 		assert.LessOrEqual(t, a.passes.Load()-passes, int64(2), "cross %v: teardown passed again and again", cross)
-		select {
-		case <-stop.Done():
-			t.Fatalf("cross %v: Stop completed before the Bracket released", cross)
-		default:
-		}
+		require.False(t, closed(stop.Done()), "cross %v: Stop completed before the Bracket released", cross)
 		close(w.finish)
 		_, err := wait(t, stop)
 		require.NoError(t, err)
@@ -276,4 +268,14 @@ func TestBracketsSharingAWorkSurviveAGoexitingRelease(t *testing.T) {
 	got := []int{recv(t, released), recv(t, released)}
 	require.ElementsMatch(t, []int{0, 1}, got, "both released, the second after the first's Goexit")
 	<-brs[1].Done()
+}
+
+// closed reports whether ch is closed now, without waiting.
+func closed(ch <-chan struct{}) bool {
+	select {
+	case <-ch:
+		return true
+	default:
+		return false
+	}
 }
