@@ -151,8 +151,13 @@ func (c *Conn) setReader(split bufio.SplitFunc, maxFrame int, fn func(*Conn, []b
 	c.update()
 }
 
-// splitAll is the split of a framer in plain mode: every chunk is a frame.
+// splitAll is the split of a framer in plain mode: every chunk is a frame,
+// and no bytes are none (at EOF data is empty, not nil: see runFrames),
+// so that the framer steps aside instead of delivering empty chunks.
 func splitAll(data []byte, _ bool) (int, []byte, error) {
+	if len(data) == 0 {
+		return 0, nil, nil
+	}
 	return len(data), data, nil
 }
 

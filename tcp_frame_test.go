@@ -568,6 +568,20 @@ func TestOnFrameSwitchReader(t *testing.T) {
 		require.Equal(t, "raw:more", got(t, s, 1))
 		require.Nil(t, onLoopValue(t, l, func() *framer { return c.fr }), "the framer stepped aside")
 	})
+	// The switch made by the last line, unterminated, at EOF: the plain
+	// reader has nothing to deliver, and EOF follows. Bug: it was given
+	// empty chunks until the connection closed with io.ErrNoProgress.
+	t.Run("raw in fn at EOF", func(t *testing.T) {
+		s := serve(t, bufio.ScanLines)
+		nc := netDial(t, s.ln)
+		c := recv(t, s.conns)
+		netWrite(t, nc, []byte("RAW"))
+		require.NoError(t, nc.CloseWrite())
+		require.Equal(t, "line:RAW|EOF", got(t, s, 2))
+		noMoreFrames(t, l, s.out)
+		_, err := wait(t, c.Close())
+		require.NoError(t, err, "closed by the program, not by an error")
+	})
 	t.Run("raw from elsewhere", func(t *testing.T) {
 		s := serve(t, bufio.ScanLines)
 		nc := netDial(t, s.ln)
