@@ -3,9 +3,12 @@ package aio
 import (
 	"errors"
 	"fmt"
+
+	"github.com/valkyria/aio/internal/sock"
 )
 
-// Piped counts the bytes a Pipe copied each way.
+// Piped counts the bytes a Pipe copied each way: those it gave to the
+// destination, not those it read and had to drop.
 type Piped struct {
 	AToB, BToA int64
 }
@@ -23,7 +26,10 @@ var errPipeLoops = fmt.Errorf("%w: Pipe of connections on different loops (dial 
 // connections does; a direction then holds back at most the destination's
 // HighWater bytes, in the kernel, and Buffered and Full do not count them.
 // Bytes the program writes to a piped connection go after those the pipe
-// moved before, and its CloseWrite after both. A FIN
+// moved before, and its CloseWrite after both. Bytes that arrive for it
+// after that CloseWrite have nowhere to go: the connection that sent them
+// is reset, the other is flushed and closes in order, and the pipe fails
+// with an error for which errors.Is(err, ErrWriteClosed) holds. A FIN
 // passes on as a half-close: when a reaches EOF, b's write side is closed
 // once its queue is flushed, and the other way round; each connection
 // closes once both its directions are finished, and one closed by Close
@@ -148,10 +154,14 @@ func (d *pipeDir) start() {
 	// As OnRead does: bytes an OnFrame framer still holds are piped
 	// first, then the framer steps aside (and splicing may begin).
 	src.setOnRead(func(src *Conn, b []byte) {
-		*d.n += int64(len(b))
-		if _, err := dst.write(b, false); err != nil {
-			return // dst closed (its OnClose ends the pipe) or shut (src is at EOF)
+		switch _, err := dst.write(b, false); {
+		case err == ErrWriteClosed:
+			d.refuse(len(b))
+			return
+		case err != nil:
+			return // dst closed: its OnClose ended the pipe, or src reads on to its EOF
 		}
+		*d.n += int64(len(b))
 		if dst.full.Load() {
 			d.pauseSource() // until dst drains
 		}
@@ -163,6 +173,22 @@ func (d *pipeDir) start() {
 	if src.eof { // EOF came before Pipe: pass it on now
 		dst.closeWrite(nil)
 	}
+}
+
+// refuse ends a direction whose destination the program shut
+// (CloseWrite) while its source still sends n bytes: they have nowhere to
+// go, and dropping them quietly would report a copy that did not happen.
+// The source is reset, so that its peer learns it was cut off rather than
+// seeing an orderly end; the destination keeps what it was given before,
+// flushes it and its FIN and closes in order; the pipe then fails. On the
+// loop.
+func (d *pipeDir) refuse(n int) {
+	p := d.pipe()
+	if p.err == nil {
+		p.err = fmt.Errorf("aio: Pipe: %d bytes arrived for a connection after its CloseWrite: %w", n, ErrWriteClosed)
+	}
+	_ = sock.SetResetOnClose(d.src.fd)
+	d.src.closeWith(nil) // an orderly close for the pipe: the other side finishes
 }
 
 // pipe returns the Pipe the direction belongs to.

@@ -7,6 +7,7 @@ import (
 	"fmt"
 	"io"
 	"net"
+	"syscall"
 	"testing"
 	"time"
 
@@ -424,4 +425,54 @@ func TestPipeAfterOnFrameKeepsTheFramersBytes(t *testing.T) {
 	require.NoError(t, up.Close())
 	_, err = wait(t, pipe)
 	require.NoError(t, err)
+}
+
+// Bytes that arrive for a side whose write side the program closed
+// (CloseWrite, during the pipe or before it) have nowhere to go: their
+// sender is reset, and the pipe fails with ErrWriteClosed once the other
+// side has closed in order. Bug: they were read and dropped, counted as
+// copied, and the pipe completed as if they had been delivered.
+func TestPipeBytesAfterCloseWriteFailThePipe(t *testing.T) {
+	for _, before := range []bool{false, true} {
+		t.Run(fmt.Sprintf("CloseWrite before Pipe %v", before), func(t *testing.T) {
+			pipeModes(t, false, func(t *testing.T) {
+				l := startLoop(t)
+				nl, err := net.Listen("tcp", "127.0.0.1:0")
+				require.NoError(t, err)
+				defer nl.Close()
+				pipes := make(chan *Handle[Piped], 1)
+				shut := make(chan *Conn, 1)
+				ln, err := Listen(l, "127.0.0.1:0", ListenConfig{}, func(c *Conn) {
+					Then(Dial(l, nl.Addr().String(), ConnConfig{}), func(u *Conn) (struct{}, error) {
+						if before {
+							u.CloseWrite()
+						}
+						pipes <- Pipe(c, u)
+						shut <- u
+						return struct{}{}, nil
+					})
+				})
+				require.NoError(t, err)
+				nc, up := proxyEnds(t, ln, nl)
+				pipe, u := recv(t, pipes), recv(t, shut)
+				if !before {
+					_, err = wait(t, u.CloseWrite())
+					require.NoError(t, err)
+				}
+				rest, err := io.ReadAll(up) // the FIN of that CloseWrite
+				require.NoError(t, err)
+				require.Empty(t, rest)
+
+				_, err = nc.Write([]byte("nowhere to go"))
+				require.NoError(t, err)
+				require.NoError(t, nc.SetReadDeadline(time.Now().Add(waitTimeout)))
+				_, err = nc.Read(make([]byte, 1))
+				require.ErrorIs(t, err, syscall.ECONNRESET, "the client learns it was cut off")
+				require.NoError(t, up.Close()) // the upstream's FIN: its side closes in order
+				_, err = wait(t, pipe)
+				require.ErrorIs(t, err, ErrWriteClosed)
+				closedLoopTCP(t, l.closeListener(t, ln))
+			})
+		})
+	}
 }

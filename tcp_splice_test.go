@@ -162,8 +162,9 @@ func TestPipeWriteKeepsOrder(t *testing.T) {
 }
 
 // CloseWrite on a piped connection sends its FIN after the bytes the pipe
-// moved before it; what the client sends afterwards is dropped, as any
-// Write after CloseWrite is.
+// moved before it; what the client sends afterwards has nowhere to go: the
+// client is reset, and the pipe fails with ErrWriteClosed, while the
+// upstream still gets every byte from before and the FIN.
 func TestPipeCloseWriteAfterPipedBytes(t *testing.T) {
 	pipeModes(t, true, func(t *testing.T) {
 		const total = 4 << 20
@@ -175,8 +176,13 @@ func TestPipeCloseWriteAfterPipedBytes(t *testing.T) {
 		})
 		got, err := io.ReadAll(up) // to the FIN
 		require.NoError(t, err)
-		require.NoError(t, recv(t, sent))
 		requirePatternPrefix(t, k, got)
+		require.NoError(t, up.Close())
+		_, err = wait(t, pc.pipe)
+		require.ErrorIs(t, err, ErrWriteClosed)
+		_, err = wait(t, pc.a.Closed())
+		require.NoError(t, err, "the client's side was closed by the pipe, not by an error")
+		recv(t, sent) // the client's write fails or ends, as the reset finds it
 	})
 }
 
