@@ -178,12 +178,15 @@ func (o *fnOver) end() {
 }
 
 // tellOver runs the waiters ws, each on its loop (see end). One run here
-// for a dead loop that calls runtime.Goexit ends this goroutine: the rest
-// are told from a goroutine of their own.
+// for a dead loop that calls runtime.Goexit ends this goroutine, but only
+// after the deferred call has told the rest, on this goroutine: a worker
+// that ends that way is still counted by its pool, whose close (and so
+// the dead loop's Stop handle) waits for every release. A goroutine of
+// their own would be waited for by nobody.
 func tellOver(ws []overWaiter) {
 	defer func() {
-		if len(ws) > 0 {
-			go tellOver(ws)
+		if len(ws) > 0 { // cut short by a Goexit (or a panic): go on
+			tellOver(ws)
 		}
 	}()
 	for len(ws) > 0 {
