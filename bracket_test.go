@@ -279,6 +279,36 @@ func TestBracketsSharingAWorkSurviveAGoexitingRelease(t *testing.T) {
 	<-brs[1].Done()
 }
 
+// A teardown that a callback's Goexit started (no Stop) waits for a held
+// Bracket's Work fn; a Stop made meanwhile, as Runtime.Shutdown makes one,
+// must not hide the loop from the post that ends the wait. Bug: Stop
+// marked the loop awake, enqueue then never signalled the waiting
+// teardown, and Stop's handle never completed.
+func TestStopDuringATeardownWaitingForAPost(t *testing.T) {
+	rt := newRuntime(t, RuntimeConfig{})
+	l := startLoopOn(t, rt, Config{OnPanic: func(any) {}})
+	w := newWorkUse()
+	br, released, releasedEarly := w.bracket(t, l, l)
+	onLoop(t, l, func() { br.OnCleanup(func() {}) }) // a record: teardown sees it held
+	recv(t, w.started)
+	require.NoError(t, l.Post(func() { runtime.Goexit() })) // teardown begins, without Stop
+	<-recv(t, w.hs).Done()                                  // cancelled: the fn runs on
+	require.Eventually(t, func() bool {
+		return l.state.Load() == stateStopping && !l.awake.Load()
+	}, waitTimeout, time.Millisecond, "teardown did not come to wait for a post")
+	stop := l.Stop()
+	close(w.finish) // the fn returns: its end is posted to l
+	select {
+	case <-stop.Done():
+	case <-time.After(waitTimeout):
+		l.stopWake <- struct{}{} // so that the runtime's cleanup can end
+		<-stop.Done()
+		t.Fatal("Stop's handle did not complete: the post did not wake the teardown")
+	}
+	require.Equal(t, int32(1), released.Load())
+	require.False(t, releasedEarly.Load())
+}
+
 // closed reports whether ch is closed now, without waiting.
 func closed(ch <-chan struct{}) bool {
 	select {

@@ -30,6 +30,15 @@ func (l *Loop) Stop() *Handle[struct{}] {
 		l.markStopping()
 		l.awake.Store(true)
 		_ = l.poller.Wake()
+		// A teardown already under way (a callback's Goexit starts one
+		// without Stop) may be parked in awaitPost, and the awake flag
+		// just stored hides it from enqueue, which would then never
+		// signal it: tell it here. A token nobody waits for costs
+		// teardown one extra pass.
+		select {
+		case l.stopWake <- struct{}{}:
+		default:
+		}
 	})
 	return l.stopH
 }
