@@ -19,6 +19,9 @@ type dialNode struct {
 	Handle[*Conn]
 	r *dialResolve // the name resolution while it runs; owned by the loop
 	c *Conn        // the connection while it connects; owned by the loop
+	// ownPort: Dialer.LocalAddr named the local port, so a connection to
+	// itself is the program's doing (see connected). Owned by the loop.
+	ownPort bool
 
 	// conn is the connection's memory, allocated with the handle: one
 	// allocation per Dial instead of two. Set up by connect.
@@ -31,7 +34,9 @@ type dialNode struct {
 // decides. A host that is not an IP literal or "localhost" is resolved first,
 // off the loop, on the loop's Work pool (DNS may block). The handle fails with
 // the wrapped errno (errors.Is(err, unix.ECONNREFUSED) for a port nobody
-// listens on), with a resolution error, or for a bad address or config;
+// listens on, and for a socket the kernel connected to itself, which
+// happens there now and then and which package net redials), with a
+// resolution error, or for a bad address or config;
 // cancelling it (or Loop.Stop) aborts the connect and closes the socket. A
 // deadline is Within(Dial(...), d), or a Dialer's DialContext. Any goroutine.
 //
@@ -249,6 +254,10 @@ func (n *dialNode) connect(ap netip.AddrPort, cfg *ConnConfig, local netip.AddrP
 		fail("options", err)
 		return
 	}
+	n.ownPort = local.Port() != 0
+	if dialBound != nil {
+		dialBound(fd)
+	}
 	if local.IsValid() || local.Port() != 0 {
 		if err := bindLocal(fd, local, ap); err != nil {
 			unix.Close(fd)
@@ -290,6 +299,11 @@ func (n *dialNode) connect(ap netip.AddrPort, cfg *ConnConfig, local netip.AddrP
 		c.closeWith(fmt.Errorf("aio: dial tcp %s: connect: %w", ap, err))
 	}
 }
+
+// dialBound, when set, is called with each dial's socket before it is
+// bound or connects: tests bind it as the kernel would choose a port. Set
+// only while no dial runs.
+var dialBound func(fd int)
 
 // loopbackRetry enables the second connect over loopback; tests turn it off
 // to exercise the wait for writability. Read on loops, written only while
@@ -362,8 +376,17 @@ func (c *Conn) finishConnect() {
 // the Dial handle. On the loop.
 func (c *Conn) connected() {
 	c.l.checkOnLoop()
-	c.state = connOpen
 	c.laddr, _ = sock.LocalAddr(c.fd)
+	if c.laddr == c.raddr && !c.dial.ownPort {
+		// The kernel chose the remote's own port as the local one, and
+		// the SYN met itself (a simultaneous open): a connection that
+		// echoes its own writes and holds the port the real server
+		// wants. It happens only when nothing is bound to that port, so
+		// it is the refusal a redial would get (package net redials).
+		c.closeWith(fmt.Errorf("aio: dial tcp %s: connect: %w (the socket connected to itself: nothing listens there)", c.raddr, unix.ECONNREFUSED))
+		return
+	}
+	c.state = connOpen
 	c.tl.dialed.Add(1)
 	c.tl.open.Add(1)
 	c.startTimeouts()

@@ -83,6 +83,46 @@ func TestTCPDialRefused(t *testing.T) {
 	require.Zero(t, s.TCPOpen)
 }
 
+// A socket the kernel connects to itself (the local port it chose is the
+// remote's, nothing being bound there: a simultaneous open) is refused, as
+// package net's redial would be; one whose local port the program named is
+// the program's. Bug: Dial completed with a connection that echoed its own
+// writes and held the port the server wanted. The kernel's choice is made
+// here by binding the port before the connect; by chance it took a few
+// thousand dials to a closed port.
+func TestTCPDialToItselfIsRefused(t *testing.T) {
+	for _, wait4 := range []bool{false, true} { // the loopback shortcut, and writability
+		loopbackRetry = !wait4
+		t.Cleanup(func() { loopbackRetry = true })
+		l := startLoop(t)
+		closedPort := func() netip.AddrPort {
+			probe, err := net.Listen("tcp", "127.0.0.1:0")
+			require.NoError(t, err)
+			require.NoError(t, probe.Close()) // nobody listens there now
+			return netip.MustParseAddrPort(probe.Addr().String())
+		}
+		ap := closedPort()
+		dialBound = func(fd int) {
+			require.NoError(t, unix.Bind(fd, &unix.SockaddrInet4{Port: int(ap.Port()), Addr: ap.Addr().As4()}))
+		}
+		t.Cleanup(func() { dialBound = nil })
+		fds := fdCount(t)
+		_, err := wait(t, Dial(l, ap.String(), ConnConfig{}))
+		require.ErrorIs(t, err, unix.ECONNREFUSED, "waiting for writability: %v", wait4)
+		require.Contains(t, err.Error(), "connected to itself")
+		require.Equal(t, fds, fdCount(t))
+		require.Zero(t, l.Stats().TCPDialed)
+		dialBound = nil
+
+		ap = closedPort() // the other is in TIME_WAIT
+		c, err := wait(t, (&Dialer{LocalAddr: ap}).Dial(l, ap.String()))
+		require.NoError(t, err, "a local port the program named")
+		require.Equal(t, c.RemoteAddr(), c.LocalAddr())
+		_, err = wait(t, c.Close())
+		require.NoError(t, err)
+	}
+}
+
 // Without the loopback shortcut a dial waits for writability and reads
 // SO_ERROR, as it does towards any other host.
 func TestTCPDialWaitsForWritable(t *testing.T) {
