@@ -4,6 +4,7 @@ import (
 	"crypto/tls"
 	"errors"
 	"fmt"
+	"math"
 	"net"
 	"net/netip"
 	"sync"
@@ -161,7 +162,8 @@ type ConnConfig struct {
 	// established, so that the receive window is scaled for it: on the
 	// listening socket for accepted connections (which inherit them), on
 	// the socket before connect for Dial. 0 leaves the system's default
-	// (and its autotuning); negative is an error. Keep ReadBuffer above the
+	// (and its autotuning); negative is an error; a size beyond an int32
+	// counts as the largest int32. Keep ReadBuffer above the
 	// path's segment size (64 KiB over Linux's loopback): below one
 	// segment, Linux stops advertising the window that reading opens, and
 	// the peer sends only at its zero-window probes, seconds apart (as with
@@ -184,6 +186,9 @@ func (c ConnConfig) withDefaults() (ConnConfig, error) {
 		return c, fmt.Errorf("%w: tcp: negative buffer size (read %d, write %d)",
 			ErrInvalidArgument, c.ReadBuffer, c.WriteBuffer)
 	}
+	// The kernel takes an int32: a larger size would wrap, to the
+	// minimum buffer (1<<32) or anything else, instead of to the cap.
+	c.ReadBuffer, c.WriteBuffer = min(c.ReadBuffer, math.MaxInt32), min(c.WriteBuffer, math.MaxInt32)
 	if c.HighWater == 0 {
 		c.HighWater = DefaultHighWater
 	}
@@ -199,7 +204,8 @@ func (c ConnConfig) withDefaults() (ConnConfig, error) {
 // ListenConfig holds the options of Listen. The zero value is ready to use.
 type ListenConfig struct {
 	// Backlog is listen(2)'s backlog. 0 means DefaultBacklog; the kernel caps
-	// it at net.core.somaxconn. Negative is an error.
+	// it at net.core.somaxconn (a value beyond an int32 counts as the
+	// largest int32). Negative is an error.
 	Backlog int
 	// ReusePort sets SO_REUSEPORT, so that several listeners (one per loop)
 	// can bind the same address and the kernel spreads connections over them
@@ -267,6 +273,7 @@ func (c ListenConfig) withDefaults() (ListenConfig, error) {
 	if c.Backlog == 0 {
 		c.Backlog = DefaultBacklog
 	}
+	c.Backlog = min(c.Backlog, math.MaxInt32) // as for the buffer sizes: no wrap to 0
 	if c.AcceptBatch == 0 {
 		c.AcceptBatch = DefaultAcceptBatch
 	}

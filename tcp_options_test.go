@@ -3,7 +3,9 @@ package aio
 import (
 	"errors"
 	"io"
+	"math"
 	"net"
+	"strconv"
 	"testing"
 	"time"
 
@@ -211,6 +213,37 @@ func TestTCPBufferSizes(t *testing.T) {
 	_, err = wait(t, dialed.Close()) // and the echo side sees EOF and closes
 	require.NoError(t, err)
 	closedLoopTCP(t, l.closeListener(t, ln))
+}
+
+// A size or backlog beyond an int32 is the largest the kernel allows, not
+// the int32 it wraps to. Bug: 1<<32 became 0, so the buffers got the
+// kernel's minimum (a zero-window stall waiting to happen) and the
+// backlog 0.
+func TestTCPHugeSizesAreTheCap(t *testing.T) {
+	l := startLoop(t)
+	rcvBuf := func(cfg ConnConfig) int {
+		ln := echoListen(t, l, ListenConfig{})
+		c, err := wait(t, Dial(l, ln.Addr().String(), cfg))
+		require.NoError(t, err)
+		defer c.Close()
+		return onLoopValue(t, l, func() int {
+			r, err := unix.GetsockoptInt(c.fd, unix.SOL_SOCKET, unix.SO_RCVBUF)
+			require.NoError(t, err)
+			return r
+		})
+	}
+	huge, shift := math.MaxInt32, 32
+	if strconv.IntSize == 64 {
+		huge = 1<<shift + 8192 // wrapped, 8192
+	}
+	capped := rcvBuf(ConnConfig{ReadBuffer: math.MaxInt32})
+	require.Equal(t, capped, rcvBuf(ConnConfig{ReadBuffer: huge}))
+
+	// listen(2) and SO_SNDBUF get what withDefaults leaves.
+	c, err := ListenConfig{Backlog: huge, Conn: ConnConfig{WriteBuffer: huge}}.withDefaults()
+	require.NoError(t, err)
+	require.Equal(t, math.MaxInt32, c.Backlog)
+	require.Equal(t, math.MaxInt32, c.Conn.WriteBuffer)
 }
 
 // A peer that stops reading closes the connection with ErrWriteTimeout
