@@ -174,10 +174,15 @@ func dupSocket(from syscall.Conn) (fd int, err error) {
 	}
 	// A nil hidden deeper (a value embedding a nil *net.TCPConn, a nil
 	// RawConn) panics in from's methods: the caller's mistake, said as
-	// one rather than a crash of its goroutine.
+	// one rather than a crash of its goroutine. A panic after the dup
+	// (in a Control of the caller's own) must not leak it.
+	fd = -1
 	defer func() {
-		if recover() != nil {
-			fd, err = -1, invalid(fmt.Sprintf("nil socket (%T)", from))
+		if p := recover(); p != nil {
+			if fd >= 0 {
+				unix.Close(fd)
+			}
+			fd, err = -1, invalid(fmt.Sprintf("%T panicked (a nil socket inside it?): %v", from, p))
 		}
 	}()
 	rc, err := from.SyscallConn()
@@ -189,7 +194,6 @@ func dupSocket(from syscall.Conn) (fd int, err error) {
 	if err != nil {
 		return -1, err
 	}
-	fd = -1
 	var derr error
 	if err := rc.Control(func(s uintptr) { fd, derr = sock.Dup(int(s)) }); err != nil {
 		if fd >= 0 {

@@ -296,3 +296,37 @@ func boundAddr(t *testing.T, fd int) string {
 type nilRawConn struct{}
 
 func (nilRawConn) SyscallConn() (syscall.RawConn, error) { return nil, nil }
+
+// panicAfterControl is a syscall.Conn whose RawConn panics once its
+// Control has run fn (the dup made).
+type panicAfterControl struct{ c *net.TCPConn }
+
+func (p panicAfterControl) SyscallConn() (syscall.RawConn, error) {
+	rc, err := p.c.SyscallConn()
+	return panicRawConn{rc}, err
+}
+
+type panicRawConn struct{ syscall.RawConn }
+
+func (r panicRawConn) Control(fn func(uintptr)) error {
+	_ = r.RawConn.Control(fn)
+	panic("after the dup")
+}
+
+// A panic in the caller's Control after the dup is an error that says so,
+// and the dup is closed. Bug: the duplicate fd leaked, and the error
+// called it a nil socket whatever the panic was.
+func TestAdoptConnFromPanickingControlLeaksNothing(t *testing.T) {
+	l := startLoop(t)
+	nl, err := net.Listen("tcp", "127.0.0.1:0")
+	require.NoError(t, err)
+	defer nl.Close()
+	nc, err := net.Dial("tcp", nl.Addr().String())
+	require.NoError(t, err)
+	defer nc.Close()
+	fds := fdCount(t)
+	_, err = AdoptConnFrom(l, panicAfterControl{nc.(*net.TCPConn)}, ConnConfig{})
+	require.ErrorIs(t, err, ErrInvalidArgument)
+	require.ErrorContains(t, err, "after the dup")
+	require.Equal(t, fds, fdCount(t), "the duplicate fd was closed")
+}
