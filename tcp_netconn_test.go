@@ -624,8 +624,13 @@ func TestNetConnCloseWithWritesQueuedResets(t *testing.T) {
 		defer close(wrote)
 		n, err = view.Write(make([]byte, 32<<20)) // the peer does not read yet
 	}()
-	require.Eventually(t, func() bool { return l.Stats().TCPWriteQueued > 0 }, waitTimeout, time.Millisecond,
-		"bytes the kernel has not taken wait in the queue")
+	// Full: the kernel stopped taking bytes (the loop met EAGAIN) and the
+	// queue grew to HighWater, more than the kernel takes later, while the
+	// peer does not read, as its window updates. Merely queued bytes
+	// could all reach the kernel before the Close below, which then ends
+	// cleanly, as it should.
+	require.Eventually(t, c.Full, waitTimeout, time.Millisecond,
+		"bytes the kernel does not take fill the queue")
 	require.NoError(t, view.SetWriteDeadline(time.Now())) // the blocked Write returns
 	recv(t, wrote)
 	require.ErrorIs(t, err, os.ErrDeadlineExceeded)
