@@ -91,7 +91,10 @@ func (a *ctxAfter) stop() bool {
 // library call that takes a context, a deadline over several Awaits): it
 // is cancelled with cause ErrCancelled as soon as the Do handle is
 // cancelled, before the Await the body is suspended in returns, and
-// cancelled (context.Canceled) when the body returns. While the loop stops,
+// cancelled (context.Canceled) when the body returns. A cancel made while
+// the body runs (by the body, or from another goroutine) reaches the
+// context at the body's next Await or Context call, or as it returns: the
+// body holds the loop that would tell it. While the loop stops,
 // the cause matches ErrStopped too, and the context ends before the body
 // goes on from an Await that Stop cancelled: what the body awaits is
 // cancelled first. The cause says whether the loop was stopping when the
@@ -105,6 +108,7 @@ func (co *Co) Context() context.Context {
 	if co == nil || co.g.Load() != getg() {
 		return notInBody
 	}
+	co.noticeCancel()
 	if co.ctx == nil {
 		co.ctx, co.endCtx = context.WithCancelCause(context.Background())
 		if co.cause != nil {

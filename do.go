@@ -189,6 +189,19 @@ func (n *doNode[T]) stop() {
 	n.resume()
 }
 
+// noticeCancel makes a cancel of the Do handle made while its body runs
+// (by the body itself, or from another goroutine) count at once: the
+// transition that tells the body (stop) is a job of the loop, which the
+// body holds until it suspends, and an Await or a Context meanwhile must
+// not go on as if nothing had happened. stop does the same again later.
+// One atomic load. In the body.
+func (co *Co) noticeCancel() {
+	if !co.cancelled && statusOf(co.core.state.Load()) == Cancelled {
+		co.cancelled = true
+		co.cancelContext(cancelCause(co.l))
+	}
+}
+
 // enter makes the body's goroutine the loop's owner while it runs, as
 // the body starts.
 func (co *Co) enter() {
@@ -275,10 +288,14 @@ func (a *awaitLink) withdraw() {
 }
 
 // Await suspends the Do body that co belongs to until h ends, without blocking
-// the loop, and returns h's outcome (as Result). An already terminal h returns
-// at once. When the Do handle is cancelled, h is withdrawn from (cancelled
-// unless another dependent wants it) and Await returns ErrCancelled; after
-// that every Await cancels its h and returns ErrCancelled at once. h may live
+// the loop, and returns h's outcome (as Result). An already terminal h on
+// co's loop returns at once; one of another loop (or of none) that
+// completed is taken through a report from its loop, so the body suspends
+// for it and other callbacks may run meanwhile. When the Do handle is
+// cancelled, h is withdrawn from (cancelled unless another dependent wants
+// it) and Await returns ErrCancelled; after that (a cancel made while the
+// body runs, by the body itself or from another goroutine, included)
+// every Await cancels its h and returns ErrCancelled at once. h may live
 // on any loop. Called anywhere but in co's body, it returns ErrNotInBody.
 func Await[T any](co *Co, h *Handle[T]) (T, error) {
 	var zero T
@@ -288,6 +305,7 @@ func Await[T any](co *Co, h *Handle[T]) (T, error) {
 	if h == nil {
 		return zero, ErrNilHandle
 	}
+	co.noticeCancel()
 	if co.cancelled {
 		// As if the body had awaited and withdrawn at once: h is cancelled
 		// unless another dependent wants it.

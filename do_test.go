@@ -315,3 +315,46 @@ func TestDoCancelledFromAnotherBodyResumes(t *testing.T) {
 	_, err = wait(t, b)
 	require.ErrorIs(t, err, ErrCancelled)
 }
+
+// A Do handle cancelled while its body runs, by the body itself or from
+// another goroutine, counts at the body's next Context and Await: the
+// context is done with cause ErrCancelled, and Await returns ErrCancelled
+// even for a handle that has ended already. Bug: until the body next suspended, Await
+// handed it values and the context read as live, though Cancel had
+// returned true.
+func TestDoCancelledWhileBodyRunsCountsAtOnce(t *testing.T) {
+	for _, offLoop := range []bool{false, true} {
+		l := startLoop(t)
+		type seen struct {
+			cancelled bool
+			ctxErr    error
+			cause     error
+			err       error
+		}
+		out := make(chan seen, 1)
+		self := make(chan *Handle[int], 1)
+		h := Do(l, func(co *Co) (int, error) {
+			_, _ = Await(co, Sleep(l, 0)) // self is known from here on
+			var s seen
+			if offLoop {
+				s.cancelled = cancelFromGoroutine(<-self)
+			} else {
+				s.cancelled = (<-self).Cancel()
+			}
+			ctx := co.Context()
+			s.ctxErr, s.cause = ctx.Err(), context.Cause(ctx)
+			given := Pure(l, 42) // ended already: Await would not suspend
+			_, s.err = Await(co, given)
+			out <- s
+			return 0, nil
+		})
+		self <- h
+		s := recv(t, out)
+		require.True(t, s.cancelled)
+		require.ErrorIs(t, s.err, ErrCancelled, "off the loop: %v", offLoop)
+		require.ErrorIs(t, s.ctxErr, context.Canceled)
+		require.ErrorIs(t, s.cause, ErrCancelled)
+		_, err := wait(t, h)
+		require.ErrorIs(t, err, ErrCancelled)
+	}
+}
