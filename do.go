@@ -53,7 +53,11 @@ type doNode[T any] struct {
 // suspends at each Await without blocking the loop, and resumes, on the loop,
 // when the awaited handle ends. The returned handle ends with body's result.
 // Called on the loop, Do runs body up to its first Await before it returns;
-// called elsewhere, it posts it.
+// called elsewhere, or in another Do body (a body cannot run inside
+// another), it posts it. A suspended body keeps what its stack holds, the
+// Do handle and the awaited handle among them: one waiting on a promise
+// nobody will resolve is not garbage collected (its goroutine stays until
+// it is cancelled or the loop stops), unlike a Then on that promise.
 // Cancelling it cancels (withdraws from) the handle the body is awaiting and
 // resumes the body with ErrCancelled from that Await; every later Await
 // returns ErrCancelled at once, and body's result is discarded. The body runs

@@ -29,7 +29,10 @@ type rawConn struct {
 // Control runs fn with the fd on the connection's loop while the connection
 // is open, inline when called there; called from another goroutine, it posts
 // fn to the loop and waits until it ran (a panic in fn comes back to the
-// caller). fn must not close the fd, make it blocking, or keep it past its
+// caller). Called on another loop, that loop waits too: two loops calling
+// Control on each other's sockets at once wait for each other for ever, as
+// adoption would (post the call to the socket's loop instead, with
+// Loop.Post). fn must not close the fd, make it blocking, or keep it past its
 // return. Control returns ErrConnClosed once the connection has closed. The
 // RawConn's Read and Write return an error for which errors.Is(err,
 // errors.ErrUnsupported) holds: the loop waits for the socket's readiness,

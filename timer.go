@@ -241,7 +241,9 @@ type delayNode[T any] struct {
 
 // Delay returns a handle that runs fn on the loop once d has passed and
 // completes with its result (fails with its error). Cancelling the handle
-// first disarms the timer at once (Stats.Timers drops) and fn never runs. d
+// before it fires disarms the timer at once (Stats.Timers drops) and fn
+// never runs; a Cancel from another goroutine that lands while fn runs
+// still returns true, and what fn returns is dropped. d
 // counts from the call, on the loop too (not from the cached Now, as libuv
 // counts: fn never runs before d has passed). d <= 0 fires on the next
 // iteration. A nil fn or loop gives a failed handle (ErrNilFunc,
