@@ -371,9 +371,8 @@ func (hc *h1conn) onHead(raw []byte) {
 			buffer = h.ContentLength <= limit
 		}
 		if buffer {
-			hc.buffering, hc.bodyBy = true, 0
 			r.body.data = r.arena.take(int(h.ContentLength))[:0]
-			hc.continueBuffering()
+			hc.bufferBody()
 			return
 		}
 		hc.enqueue(r)
@@ -383,21 +382,35 @@ func (hc *h1conn) onHead(raw []byte) {
 		r.dec.Reset()
 		r.dec.MaxBody = r.bodyLimit
 		hc.cur, hc.rstate = r, rsChunked
-		hc.buffering, hc.bodyBy = true, 0
 		r.body.data = r.arena.take(r.arena.Room() / 2)[:0]
-		hc.continueBuffering()
+		hc.bufferBody()
 	}
+}
+
+// bufferBody begins buffering the body of hc.cur, whose head has just
+// come whole. The head's own time ends here: HeaderTimeout counted it from
+// its first byte, or from the connection's start on its first request,
+// and what is left of it is no bound on the body, whose first pause is
+// bounded from now (continueBuffering), as each later one is from the
+// piece before it (onBody), and as HTTP/2 bounds it from its HEADERS
+// (timeBody). Left under the head's deadline, a client that sent its head
+// late in that time and the body in a write of its own was closed
+// unanswered, with the body on its way.
+func (hc *h1conn) bufferBody() {
+	hc.buffering, hc.bodyBy = true, 0
+	hc.setTimeout(nil)
+	hc.continueBuffering()
 }
 
 // continueBuffering sends "100 Continue" for the body being buffered (its
 // handler has not started) once no response before it is owed: an interim
 // response must not overtake the final one of an earlier request, which
 // its client would take it for. A buffered body may pause for
-// HeaderTimeout at most, as a streamed one may: counted from its head
-// (from its first byte when the head took more than one read), or from
-// its 100 Continue (its client does not send it while it waits for
-// that), and restarted by each piece (onBody). BodyTimeout starts with
-// it, for the whole body.
+// HeaderTimeout at most, as a streamed one may: counted from the end of
+// its head (bufferBody), or from its 100 Continue (its client does not
+// send it while it waits for that), and restarted by each piece (onBody);
+// not by a call here after a response (pump), which the client has no
+// part in. BodyTimeout starts with it, for the whole body.
 func (hc *h1conn) continueBuffering() {
 	r := hc.cur
 	switch {
@@ -410,7 +423,7 @@ func (hc *h1conn) continueBuffering() {
 		hc.sendContinue(r)
 		hc.setTimeout(&hc.ls.headQ)
 	case hc.links[linkTime].in != &hc.ls.headQ:
-		hc.setTimeout(&hc.ls.headQ) // kept alive (idleQ), or after a dispatch (none)
+		hc.setTimeout(&hc.ls.headQ) // from the head's end (bufferBody leaves it in none)
 	}
 	if d := hc.ls.cfg.BodyTimeout; d > 0 && hc.bodyBy == 0 {
 		hc.bodyBy = hc.ls.l.Now() + d

@@ -304,6 +304,48 @@ func TestBufferedBodyTimeout(t *testing.T) {
 	ts.atRest(t)
 }
 
+// A buffered body's first pause is bounded from the end of its head, as
+// each later one is from the piece before it: not by what is left of the
+// head's own time, which on a connection's first request counts from the
+// connection's start. A client that opens the connection, sends the head
+// late within HeaderTimeout, and the body in a write of its own within a
+// HeaderTimeout of the head, keeps to every bound and gets its answer.
+// Before, the connection stayed under the head's deadline and closed
+// unanswered while the body was on its way.
+func TestBufferedBodyPauseFromHead(t *testing.T) {
+	const timeout = time.Second
+	const pause = timeout * 7 / 10 // each pause is within timeout; both are well past it
+	// IdleTimeout only makes the sweep (every min(HeaderTimeout,
+	// IdleTimeout)/4) run often, so that a deadline that has passed closes
+	// at once: no connection here is idle.
+	ts := startServer(t, testMux(), Config{HeaderTimeout: timeout, BodyTimeout: 10 * timeout, IdleTimeout: 40 * time.Millisecond})
+	framings := [...][2]string{
+		{"Content-Length: 5", "hello"},
+		{"Transfer-Encoding: chunked", "5\r\nhello\r\n0\r\n\r\n"},
+	}
+	var cs [len(framings)]*rawConn
+	for i := range cs {
+		cs[i] = dialRaw(t, ts.addr)
+	}
+	eventually(t, func() bool { return ts.Stats().ConnsOpen == int64(len(cs)) }, "not accepted")
+	time.Sleep(pause) // paces a slow client: the head comes late in its time
+	for i, c := range cs {
+		c.send("POST /echo HTTP/1.1\r\nHost: x\r\n" + framings[i][0] + "\r\n\r\n")
+	}
+	eventually(t, func() bool { return ts.Stats().ArenasInUse == int64(len(cs)) }, "the heads are not read")
+	time.Sleep(pause) // and the body late after it: the connection is still open
+	for i, c := range cs {
+		c.send(framings[i][1])
+	}
+	for i, c := range cs {
+		resp := c.read("POST")
+		assert.Equal(t, 200, resp.status, "%s", framings[i][0])
+		assert.Equal(t, "hello", resp.body, "%s", framings[i][0])
+		c.Close()
+	}
+	ts.atRest(t)
+}
+
 // A body small enough to wait in the arena may take longer than
 // HeaderTimeout in all, as a streamed one may: each piece restarts the
 // time; only a pause longer than HeaderTimeout ends it (TestBufferedBodyTimeout).
