@@ -186,10 +186,11 @@
 // connection. Past a budget the connection gets GOAWAY(ENHANCE_YOUR_CALM)
 // and closes, counted in Stats.Abusive. The decoded header list is bounded
 // by Config.MaxHeadBytes (SETTINGS_MAX_HEADER_LIST_SIZE), so an HPACK bomb
-// is answered 431 without being expanded. A single field longer than
-// that cannot be decoded at all (its string is past the decoder's bound)
-// and ends the connection with COMPRESSION_ERROR, as x/net's server
-// does; HTTP/1.1 answers such a field 431.
+// is answered 431 without being expanded, and so is a list longer than
+// that, a single field longer than all of it included (as HTTP/1.1
+// answers it; x/net's server ends the connection for such a field): the
+// block is decoded to its end, its fields past the bound dropped, and
+// the connection goes on.
 //
 // A response held by a flow-control window the client keeps shut (the
 // "zero window" and "data dribble" attacks: the client reads everything

@@ -25,9 +25,12 @@ import (
 // (Config.MaxHeadBytes) the decoder stops emitting and the block is
 // truncated (431), and a fragment of more than twice the budget left ends
 // the connection; HPACK errors and a block that ends mid-field are a
-// connection COMPRESSION_ERROR. Why: readMetaFrame allocated a frame, a
-// closure with its captured counters and a growing field slice for every
-// block, most of a small request's allocations.
+// connection COMPRESSION_ERROR. One answer differs: a single field longer
+// than the list truncates the block too (431), where x/net's decoder
+// refuses its string and ends the connection (initBlock). Why:
+// readMetaFrame allocated a frame, a closure with its captured counters
+// and a growing field slice for every block, most of a small request's
+// allocations.
 
 // h2block is the header block being read, and the connection's decoder.
 // Owned by the loop.
@@ -75,11 +78,25 @@ const (
 
 // initBlock readies the connection's decoder; max is the header list
 // accepted.
+//
+// A field longer than the whole list is past it like any other: emit
+// drops it, the stream is answered 431 and the connection goes on. The
+// decoder's own bound on a string could only be answered with the
+// connection (ErrStringLength leaves its table out of step: a
+// COMPRESSION_ERROR), so it is set past the longest string that a block
+// split lets through can decode to (a Huffman code takes 5 bits at
+// least): a backstop, never reached. x/net's Framer sets it to the list,
+// so that there a field longer than the list ends the connection (its
+// list is 1 MiB by default; ours is Config.MaxHeadBytes, 16 KiB). The
+// cost: the field that goes past the list is decoded before emit drops
+// it (as, past it, the fields the table takes are), garbage at once and
+// at most 8/5 of the block's bytes, which are bounded (h2BlockMax) and
+// held already; b.fields keeps no more than max.
 func (h *h2conn) initBlock(max uint32) {
 	b := &h.blk
 	b.max = max
 	b.dec = hpack.NewDecoder(4096, b.emit)
-	b.dec.SetMaxStringLength(int(max))
+	b.dec.SetMaxStringLength(h.h2BlockMax() * 8 / 5)
 }
 
 // begin starts reading the block of f.

@@ -33,11 +33,12 @@ import (
 //   - The decoded header list (an HPACK bomb: a few bytes that name the
 //     dynamic table's entries again and again) is bounded by the Framer:
 //     SETTINGS_MAX_HEADER_LIST_SIZE is Config.MaxHeadBytes, advertised,
-//     and the decoder stops emitting fields past it (SetEmitEnabled) and
-//     refuses longer strings (SetMaxStringLength), so the expansion is
-//     never allocated. The block is still decoded to its end, keeping the
-//     table in step, and the stream is answered 431 (as net/http does):
-//     only that request is refused, the connection goes on.
+//     and the decoder stops emitting fields past it (SetEmitEnabled), so
+//     the expansion is never allocated. The block is still decoded to its
+//     end, keeping the table in step, and the stream is answered 431 (as
+//     net/http does): only that request is refused, the connection goes
+//     on. A single field longer than the list is one past it too (x/net
+//     ends the connection for it: initBlock).
 //   - SETTINGS: a frame of more than h2MaxSettings settings ends the
 //     connection with ENHANCE_YOUR_CALM (x/net/http2 refuses it too), and
 //     a change of SETTINGS_INITIAL_WINDOW_SIZE costs one pass over the
