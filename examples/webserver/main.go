@@ -167,8 +167,16 @@ func parseFlags(args []string, out io.Writer) (options, error) {
 		return o, fmt.Errorf("-arena-size %d: need %d to %d bytes", o.arenaSize, minArenaSize, httpd.MaxArenaSize)
 	case o.tlsSelfSigned && (o.tlsCert != "" || o.tlsKey != ""), (o.tlsCert == "") != (o.tlsKey == ""):
 		return o, errors.New("-tls-cert and -tls-key go together, and exclude -tls-self-signed")
-	case o.grace < 0, o.headerTimeout <= 0, o.bodyTimeout <= 0, o.idleTimeout <= 0, o.apiTimeout <= 0:
-		return o, errors.New("-grace must not be negative, and -header-timeout, -body-timeout, -idle-timeout and -api-timeout must be positive")
+	case o.grace < 0:
+		return o, fmt.Errorf("-grace %v: must not be negative", o.grace)
+	}
+	for _, d := range []struct {
+		name string
+		v    time.Duration
+	}{{"header-timeout", o.headerTimeout}, {"body-timeout", o.bodyTimeout}, {"idle-timeout", o.idleTimeout}, {"api-timeout", o.apiTimeout}} {
+		if d.v <= 0 {
+			return o, fmt.Errorf("-%s %v: must be positive", d.name, d.v)
+		}
 	}
 	return o, nil
 }
