@@ -428,8 +428,9 @@ func (h *h2conn) onSettings(f *http2.SettingsFrame) {
 // (RFC 9113 §6.9.2) in one pass once all are read, however often they
 // name it: a window past 2^31-1 at any step, the largest, is a
 // FLOW_CONTROL_ERROR. Moved for each, a frame of thousands cost a pass
-// over the streams each; a frame that leaves the value as it was costs
-// none.
+// over the streams each; a frame that names no value above the old one
+// and leaves it as it was costs none (a higher value on the way could
+// overflow a window, which the pass checks).
 func (h *h2conn) applySettings(each func(func(http2.Setting) error) error) error {
 	init, top, named := h.peerInit, int64(0), false
 	err := each(func(s http2.Setting) error {

@@ -31,7 +31,8 @@ import (
 //     with GOAWAY(ENHANCE_YOUR_CALM) as soon as the frame headers show
 //     it, whatever follows.
 //   - The decoded header list (an HPACK bomb: a few bytes that name the
-//     dynamic table's entries again and again) is bounded by the Framer:
+//     dynamic table's entries again and again) is bounded by our decoder
+//     (h2block.go):
 //     SETTINGS_MAX_HEADER_LIST_SIZE is Config.MaxHeadBytes, advertised,
 //     and the decoder stops emitting fields past it (SetEmitEnabled), so
 //     the expansion is never allocated. The block is still decoded to its
@@ -43,7 +44,8 @@ import (
 //     connection with ENHANCE_YOUR_CALM (x/net/http2 refuses it too), and
 //     a change of SETTINGS_INITIAL_WINDOW_SIZE costs one pass over the
 //     streams per frame, however often the frame names it, and a frame
-//     that changes nothing costs none (applySettings). x/net/http2's
+//     that names no value above the one in force and leaves that value
+//     as it was costs none (applySettings). x/net/http2's
 //     server also passes over its streams per frame.
 //   - Control frames we owe (PING and SETTINGS acknowledgements,
 //     RST_STREAM): past h2MaxQueuedControl of them written while the

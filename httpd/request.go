@@ -287,9 +287,10 @@ func (r *Request) Scope() *aio.Scope {
 // the connection's error, if any) when the client went away; ErrServerClosed
 // when Server.Shutdown's deadline closed the connection; an
 // *http.MaxBytesError or ErrBadBody when the body was refused as it
-// streamed (413, 400); aio.ErrStopped when the loop stopped. It is made on
-// the first call (allocations the fast path does not make). Call it on
-// the loop; the context may be used from any goroutine.
+// streamed (413, 400); aio.ErrStopped when the loop stopped;
+// aio.ErrCancelled when the program cancelled the handler's handle. It is
+// made on the first call (allocations the fast path does not make). Call
+// it on the loop; the context may be used from any goroutine.
 func (r *Request) Context() context.Context {
 	if r.released {
 		return endedContext // late: the request has ended

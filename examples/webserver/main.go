@@ -13,7 +13,8 @@
 //	-arenas N             request arenas per loop (default 1024)
 //	-arena-size BYTES     size of one request arena (default 65536)
 //	-grace DURATION       drain deadline on SIGTERM/SIGINT (default 5s)
-//	-header-timeout DUR   time a client has to send a complete request head (default 5s)
+//	-header-timeout DUR   time a client has to send a complete request head, and the
+//	                      longest it may pause in a body (default 5s)
 //	-body-timeout DUR     time a small body (one that waits in its arena) has to arrive whole (default 30s)
 //	-idle-timeout DUR     idle keep-alive connection timeout (default 60s)
 //	-api-timeout DUR      the timeout of /api/slow (default 5s)
@@ -144,7 +145,7 @@ func parseFlags(args []string, out io.Writer) (options, error) {
 	fs.IntVar(&o.arenas, "arenas", httpd.DefaultArenas, "request arenas per loop")
 	fs.IntVar(&o.arenaSize, "arena-size", httpd.DefaultArenaSize, "size of one request arena in bytes")
 	fs.DurationVar(&o.grace, "grace", 5*time.Second, "drain deadline on SIGTERM/SIGINT")
-	fs.DurationVar(&o.headerTimeout, "header-timeout", httpd.DefaultHeaderTimeout, "time a client has to send a complete request head")
+	fs.DurationVar(&o.headerTimeout, "header-timeout", httpd.DefaultHeaderTimeout, "time a client has to send a complete request head, and the longest it may pause in a body")
 	fs.DurationVar(&o.bodyTimeout, "body-timeout", httpd.DefaultBodyTimeout, "time a small body (one that waits in its arena) has to arrive whole")
 	fs.DurationVar(&o.idleTimeout, "idle-timeout", httpd.DefaultIdleTimeout, "idle keep-alive connection timeout")
 	fs.DurationVar(&o.apiTimeout, "api-timeout", 5*time.Second, "the timeout of /api/slow")
