@@ -45,8 +45,10 @@ import (
 // that is not a socket, not a stream, not of the IPv4 or IPv6 family, not
 // TCP, listening (see AdoptListener) or not connected are refused, as is
 // an fd the loop already owns. nil l, a stopping loop (ErrStopped) and bad
-// ConnConfig values are errors too. AdoptTLSConn adopts one that speaks
-// TLS.
+// ConnConfig values are errors too. The socket options come after the
+// checks: one the kernel refuses (rare: a buffer size, keep-alive) fails
+// the adoption with the options before it already set. AdoptTLSConn adopts
+// one that speaks TLS.
 //
 // Any goroutine. Off the loop it waits until the loop has taken the
 // socket over (so that the error is known when it returns), blocking the

@@ -7,6 +7,7 @@ import (
 	"fmt"
 	"net"
 	"net/netip"
+	"strconv"
 	"time"
 
 	"github.com/valkyria/aio/internal/poll"
@@ -65,8 +66,9 @@ type Dialer struct {
 	// (netip.AddrPortFrom(netip.Addr{}, port)) binds only the port, on every
 	// address of the remote's family; port 0 lets the kernel choose it. A
 	// specific IP of the other family than the remote address fails the
-	// dial. The zero AddrPort binds nothing: the kernel chooses both when
-	// it connects.
+	// dial. An IPv4-mapped IPv6 address counts as the IPv4 one; a zone
+	// must be numeric (an interface index). The zero AddrPort binds
+	// nothing: the kernel chooses both when it connects.
 	LocalAddr netip.AddrPort
 	// Conn is applied to the connection.
 	Conn ConnConfig
@@ -157,6 +159,16 @@ func dial(l *Loop, addr string, cfg ConnConfig, local netip.AddrPort) (*dialNode
 	if err != nil {
 		return nil, Fail[*Conn](l, fmt.Errorf("aio: dial tcp %q: %w", addr, err))
 	}
+	// The local address as splitAddr takes a remote one: unmapped (an
+	// IPv4-mapped IPv6 address binds as the IPv4 one, as package net
+	// binds it), and with a numeric zone only, rather than scope 0.
+	if z := local.Addr().Zone(); z != "" {
+		if _, err := strconv.ParseUint(z, 10, 32); err != nil {
+			return nil, Fail[*Conn](l, fmt.Errorf("aio: dial tcp %q: local address %s: %w", addr, local,
+				invalid(fmt.Sprintf("zone %q: only numeric zones are supported", z))))
+		}
+	}
+	local = netip.AddrPortFrom(local.Addr().Unmap(), local.Port())
 	n := &dialNode{}
 	n.init(l)
 	n.prod = n

@@ -53,8 +53,20 @@ func TestTCPDialerLocalAddr(t *testing.T) {
 	_, err = wait(t, peer.Closed()) // its fd too, before the count below
 	require.NoError(t, err)
 
-	// The wrong family fails before connecting, and closes the socket.
+	// An IPv4-mapped IPv6 address is the IPv4 one, as package net binds it.
+	// Bug: it was refused as of the other family.
+	c, peer = dialVia(netip.MustParseAddrPort("[::ffff:127.0.0.1]:0"))
+	require.Equal(t, netip.MustParseAddr("127.0.0.1"), c.LocalAddr().Addr())
+	require.Equal(t, c.LocalAddr(), peer.RemoteAddr())
+	_, err = wait(t, c.Close())
+	require.NoError(t, err)
+
+	// The wrong family fails before connecting, and closes the socket; so
+	// does a named zone, which was bound as scope 0.
 	fds := fdCount(t)
+	_, err = wait(t, (&Dialer{LocalAddr: netip.MustParseAddrPort("[fe80::1%nosuchif]:0")}).Dial(l, remote))
+	require.ErrorIs(t, err, ErrInvalidArgument)
+	require.ErrorContains(t, err, "only numeric zones")
 	_, err = wait(t, (&Dialer{LocalAddr: netip.MustParseAddrPort("[::1]:0")}).Dial(l, remote))
 	require.ErrorContains(t, err, "different families")
 	require.Equal(t, fds, fdCount(t))
