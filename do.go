@@ -145,6 +145,10 @@ func (n *doNode[T]) runBody() {
 	returned = true
 }
 
+// errAwaitSelf is Await's refusal of the body's own Do handle, which ends
+// only when the body returns.
+var errAwaitSelf = invalid("aio: Await of the body's own Do handle: it ends only when the body returns")
+
 // ErrGoexit is the error of a Do handle whose body, or a Work handle whose
 // fn, called runtime.Goexit (as testing's FailNow does): the body's or the
 // pool worker's goroutine is gone (another worker takes its place), the
@@ -300,7 +304,9 @@ func (a *awaitLink) withdraw() {
 // it) and Await returns ErrCancelled; after that (a cancel made while the
 // body runs, by the body itself or from another goroutine, included)
 // every Await cancels its h and returns ErrCancelled at once. h may live
-// on any loop. Called anywhere but in co's body, it returns ErrNotInBody.
+// on any loop, but not be co's own Do handle (an ErrInvalidArgument: it
+// would wait for itself). Called anywhere but in co's body, it returns
+// ErrNotInBody.
 func Await[T any](co *Co, h *Handle[T]) (T, error) {
 	var zero T
 	if co == nil || co.g.Load() != getg() {
@@ -308,6 +314,9 @@ func Await[T any](co *Co, h *Handle[T]) (T, error) {
 	}
 	if h == nil {
 		return zero, ErrNilHandle
+	}
+	if &h.core == co.core {
+		return zero, errAwaitSelf // it would wait for itself for ever
 	}
 	co.noticeCancel()
 	if co.cancelled {

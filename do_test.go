@@ -358,3 +358,18 @@ func TestDoCancelledWhileBodyRunsCountsAtOnce(t *testing.T) {
 		require.ErrorIs(t, err, ErrCancelled)
 	}
 }
+
+// A body that awaits its own Do handle gets an error, not a wait for
+// itself that only a cancel or Stop would end. Bug: it hung.
+func TestAwaitOwnHandleIsRefused(t *testing.T) {
+	l := startLoop(t)
+	self := make(chan *Handle[int], 1)
+	h := Do(l, func(co *Co) (int, error) {
+		_, _ = Await(co, Sleep(l, 0)) // self is known from here on
+		return Await(co, <-self)
+	})
+	self <- h
+	_, err := wait(t, h)
+	require.ErrorIs(t, err, ErrInvalidArgument)
+	require.ErrorContains(t, err, "own Do handle")
+}
