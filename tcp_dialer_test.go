@@ -60,6 +60,8 @@ func TestTCPDialerLocalAddr(t *testing.T) {
 	require.Equal(t, c.LocalAddr(), peer.RemoteAddr())
 	_, err = wait(t, c.Close())
 	require.NoError(t, err)
+	_, err = wait(t, peer.Closed()) // its fd too, before the count below
+	require.NoError(t, err)
 
 	// The wrong family fails before connecting, and closes the socket; so
 	// does a named zone, which was bound as scope 0.
