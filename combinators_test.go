@@ -338,7 +338,10 @@ func TestRetryWithBackoff(t *testing.T) {
 	attempts.Store(0)
 	_, err = wait(t, Retry(l, 3, 0, func() *Handle[int] { attempts.Add(1); return Fail[int](l, errBoom) }))
 	require.ErrorIs(t, err, errBoom)
+	require.ErrorContains(t, err, "3 attempts failed", "the error says it was retried")
 	require.Equal(t, int32(3), attempts.Load())
+	_, err = wait(t, Retry(l, 1, 0, func() *Handle[int] { return Fail[int](l, errBoom) }))
+	require.Equal(t, errBoom, err, "one attempt: its error as it is")
 
 	// Fewer than one attempt: fn is never called.
 	attempts.Store(0)

@@ -17,17 +17,20 @@ type retryNode[T any] struct {
 }
 
 // Retry calls fn (on the loop) for up to attempts attempts and ends as the
-// first attempt that completes, or as the last one fails. Between attempts it
-// waits on a loop timer: base after the first failure, then 2·base, 4·base,
-// and so on (a negative base counts as 0: no wait). Only failures are
-// retried: an attempt that is cancelled cancels the retry. Cancelling the
-// result withdraws from the running attempt, or disarms the timer, and no
-// further attempt starts. attempts < 1 fails with an error wrapping
-// ErrInvalidArgument; a nil l or fn, or a stopping loop, fail it as they
-// fail every producer (see the package doc's Errors); fn returning nil
-// fails with ErrNilHandle;
-// a panic in fn fails with a *PanicError. Called on the loop, Retry makes
-// the first attempt before it returns.
+// first attempt that completes, or as the last one fails (with its error,
+// wrapped in one that counts the attempts when there was more than one).
+// Between attempts it waits on a loop timer: base after the first failure,
+// then 2·base, 4·base, and so on (a negative base counts as 0: no wait).
+// Only failures are retried: an attempt that is cancelled cancels the retry.
+// An attempt that failed because a context ended (DialContext's, say) is a
+// failure too, and retried: Retry sees no context, so tie its handle to ctx
+// (Bind) to end the retries with it. Cancelling the result withdraws from
+// the running attempt, or disarms the timer, and no further attempt starts.
+// attempts < 1 fails with an error wrapping ErrInvalidArgument; a nil l or
+// fn, or a stopping loop, fail it as they fail every producer (see the
+// package doc's Errors); fn returning nil fails with ErrNilHandle; a panic
+// in fn fails with a *PanicError. Called on the loop, Retry makes the first
+// attempt before it returns.
 func Retry[T any](l *Loop, attempts int, base time.Duration, fn func() *Handle[T]) *Handle[T] {
 	if err := checkProducer(l, fn == nil); err != nil {
 		return Fail[T](l, err)
@@ -82,7 +85,11 @@ func (n *retryNode[T]) onInput(idx int) {
 	}
 	if n.left--; n.left <= 0 {
 		var zero T
-		n.settle(zero, in.err)
+		err := in.err
+		if n.attempt > 1 { // say that it was retried: the error is the last attempt's
+			err = fmt.Errorf("aio: retry: %d attempts failed, the last: %w", n.attempt, err)
+		}
+		n.settle(zero, err)
 		return
 	}
 	n.t.when = n.loop.deadline(n.backoff)   // from now, as every timer
