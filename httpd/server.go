@@ -548,7 +548,7 @@ type Stats struct {
 	Requests            uint64 `json:"requests"`             // requests whose handler was started
 	HandlersPending     int64  `json:"handlers_pending"`     // handler handles not yet terminal
 	Cancelled           uint64 `json:"cancelled"`            // handler handles that ended cancelled
-	ResponsesSuppressed uint64 `json:"responses_suppressed"` // responses not sent: the client was gone, or the handler cancelled
+	ResponsesSuppressed uint64 `json:"responses_suppressed"` // responses not sent whole: the client was gone, or the handler cancelled (a stream cut after some of its body counts too)
 	ArenasInUse         int64  `json:"arenas_in_use"`        // arenas taken and not yet released
 	ArenasCapacity      int64  `json:"arenas_capacity"`      // arenas in all
 	Refused             uint64 `json:"refused"`              // times a connection stopped reading for want of an arena, or an HTTP/2 stream was refused
