@@ -3,12 +3,12 @@ package aio
 import (
 	"errors"
 	"fmt"
-
-	"github.com/valkyria/aio/internal/sock"
 )
 
 // Piped counts the bytes a Pipe copied each way: those it gave to the
-// destination, not those it read and had to drop.
+// destination (its write queue, or the kernel pipe on the way to it), not
+// those it read and had to drop. A destination that closes with an
+// error drops what it still held, and the Pipe fails then.
 type Piped struct {
 	AToB, BToA int64
 }
@@ -27,9 +27,10 @@ var errPipeLoops = fmt.Errorf("%w: Pipe of connections on different loops (dial 
 // HighWater bytes, in the kernel, and Buffered and Full do not count them.
 // Bytes the program writes to a piped connection go after those the pipe
 // moved before, and its CloseWrite after both. Bytes that arrive for it
-// after that CloseWrite have nowhere to go: the connection that sent them
-// is reset, the other is flushed and closes in order, and the pipe fails
-// with an error for which errors.Is(err, ErrWriteClosed) holds. A FIN
+// after that CloseWrite, or after its Close, have nowhere to go: they are
+// dropped, not counted, the connections end as they would, and the pipe
+// fails at its end with an error that counts them, for which
+// errors.Is(err, ErrWriteClosed) holds. A FIN
 // passes on as a half-close: when a reaches EOF, b's write side is closed
 // once its queue is flushed, and the other way round; each connection
 // closes once both its directions are finished, and one closed by Close
@@ -80,18 +81,19 @@ func Pipe(a, b *Conn) *Handle[Piped] {
 // pipeNode is Pipe's handle and state. Owned by the loop.
 type pipeNode struct {
 	Handle[Piped]
-	a, b  *Conn
-	stats Piped
-	open  int        // connections not closed yet
-	err   error      // the first error that closed a connection
-	dirs  [2]pipeDir // a to b, b to a
-	busy  [2]*Promise[struct{}]
+	a, b    *Conn
+	stats   Piped
+	open    int        // connections not closed yet
+	refused int64      // bytes read for a connection that took no more (see refuse)
+	err     error      // the first error that closed a connection
+	dirs    [2]pipeDir // a to b, b to a
+	busy    [2]*Promise[struct{}]
 }
 
 // pipeDir is one direction of a Pipe. Owned by the loop.
 type pipeDir struct {
 	src, dst *Conn
-	n        *int64 // the bytes src read, in the pipe's stats
+	n        *int64 // the bytes given to dst (its queue, or the kernel pipe), in the pipe's stats
 	// The splice path (tcp_splice.go): the kernel pipe while it holds
 	// bytes, how many, and whether splicing failed on these sockets.
 	kp       kpipe
@@ -154,12 +156,13 @@ func (d *pipeDir) start() {
 	// As OnRead does: bytes an OnFrame framer still holds are piped
 	// first, then the framer steps aside (and splicing may begin).
 	src.setOnRead(func(src *Conn, b []byte) {
-		switch _, err := dst.write(b, false); {
-		case err == ErrWriteClosed:
+		if _, err := dst.write(b, false); err != nil {
+			// dst's write side is shut (the program's CloseWrite: src's
+			// own EOF would have ended its bytes), or dst has closed
+			// (the program's Close; one closed with an error has closed
+			// src too).
 			d.refuse(len(b))
 			return
-		case err != nil:
-			return // dst closed: its OnClose ended the pipe, or src reads on to its EOF
 		}
 		*d.n += int64(len(b))
 		if dst.full.Load() {
@@ -175,21 +178,14 @@ func (d *pipeDir) start() {
 	}
 }
 
-// refuse ends a direction whose destination the program shut
-// (CloseWrite) while its source still sends n bytes: they have nowhere to
-// go, and dropping them quietly would report a copy that did not happen.
-// The source is reset, so that its peer learns it was cut off rather than
-// seeing an orderly end; the destination keeps what it was given before,
-// flushes it and its FIN and closes in order; the pipe then fails. On the
+// refuse drops n bytes src read for a destination that can take no more
+// (the program shut its write side, or closed it): they have nowhere to
+// go. Counting them as copied, and completing as if they had been, would
+// hide the loss; resetting src would lose the bytes queued to it from the
+// other direction too. So the connections end as they would, and the pipe
+// fails at its end with an error that counts what was dropped. On the
 // loop.
-func (d *pipeDir) refuse(n int) {
-	p := d.pipe()
-	if p.err == nil {
-		p.err = fmt.Errorf("aio: Pipe: %d bytes arrived for a connection after its CloseWrite: %w", n, ErrWriteClosed)
-	}
-	_ = sock.SetResetOnClose(d.src.fd)
-	d.src.closeWith(nil) // an orderly close for the pipe: the other side finishes
-}
+func (d *pipeDir) refuse(n int) { d.pipe().refused += int64(n) }
 
 // pipe returns the Pipe the direction belongs to.
 func (d *pipeDir) pipe() *pipeNode { return d.src.pipe }
@@ -229,6 +225,9 @@ func (p *pipeNode) closed(other *Conn, err error) {
 		b.Resolve(struct{}{})
 	}
 	switch {
+	case p.err == nil && p.refused > 0:
+		p.settle(p.stats, fmt.Errorf("aio: Pipe: %d bytes arrived for a connection that took no more (its CloseWrite or Close) and were dropped: %w",
+			p.refused, ErrWriteClosed))
 	case p.err == nil:
 		p.settle(p.stats, nil)
 	case errors.Is(p.err, ErrCancelled):

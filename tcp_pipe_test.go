@@ -7,7 +7,6 @@ import (
 	"fmt"
 	"io"
 	"net"
-	"syscall"
 	"testing"
 	"time"
 
@@ -362,8 +361,9 @@ func TestPipeCloseOneSideHalfClosesTheOther(t *testing.T) {
 // Closing the destination of a direction whose source is paused for it
 // (its queue full, or the kernel pipe holding bytes it did not take)
 // half-closes the source, which must then read on to its peer's EOF and
-// close, so that the pipe ends. It stayed paused: the pipe never ended and
-// held a drain to its deadline.
+// close, so that the pipe ends: failed, since what it read went nowhere.
+// It stayed paused: the pipe never ended and held a drain to its
+// deadline.
 func TestPipeCloseOfAFullSideResumesTheOther(t *testing.T) {
 	pipeModes(t, false, func(t *testing.T) {
 		l := startLoop(t)
@@ -377,7 +377,7 @@ func TestPipeCloseOfAFullSideResumesTheOther(t *testing.T) {
 		// closes: the client's write ends, and so does the pipe.
 		require.NoError(t, recvWithin(t, 5*time.Second, sent), "the client's write never finished")
 		_, err = waitWithin(t, 5*time.Second, pc.pipe)
-		require.NoError(t, err)
+		require.ErrorIs(t, err, ErrWriteClosed, "the bytes read for nobody were dropped")
 	})
 }
 
@@ -428,13 +428,15 @@ func TestPipeAfterOnFrameKeepsTheFramersBytes(t *testing.T) {
 }
 
 // Bytes that arrive for a side whose write side the program closed
-// (CloseWrite, during the pipe or before it) have nowhere to go: their
-// sender is reset, and the pipe fails with ErrWriteClosed once the other
-// side has closed in order. Bug: they were read and dropped, counted as
-// copied, and the pipe completed as if they had been delivered.
+// (CloseWrite, during the pipe or before it), or which has closed in order
+// since, have nowhere to go: they are dropped, not counted, and the pipe,
+// its connections ending as they would, fails with ErrWriteClosed saying
+// how many. Bug: they were counted as copied, and the pipe completed as
+// if they had been delivered.
 func TestPipeBytesAfterCloseWriteFailThePipe(t *testing.T) {
-	for _, before := range []bool{false, true} {
-		t.Run(fmt.Sprintf("CloseWrite before Pipe %v", before), func(t *testing.T) {
+	for _, mode := range []string{"during", "before", "closed first"} {
+		before, closedFirst := mode != "during", mode == "closed first"
+		t.Run("CloseWrite "+mode, func(t *testing.T) {
 			pipeModes(t, false, func(t *testing.T) {
 				l := startLoop(t)
 				nl, err := net.Listen("tcp", "127.0.0.1:0")
@@ -462,15 +464,26 @@ func TestPipeBytesAfterCloseWriteFailThePipe(t *testing.T) {
 				rest, err := io.ReadAll(up) // the FIN of that CloseWrite
 				require.NoError(t, err)
 				require.Empty(t, rest)
+				require.NoError(t, nc.SetReadDeadline(time.Now().Add(waitTimeout)))
+				if closedFirst {
+					require.NoError(t, up.Close()) // u closes in order, and the client gets the FIN
+					_, err = wait(t, u.Closed())
+					require.NoError(t, err)
+					_, err = nc.Read(make([]byte, 1))
+					require.ErrorIs(t, err, io.EOF)
+				}
 
 				_, err = nc.Write([]byte("nowhere to go"))
 				require.NoError(t, err)
-				require.NoError(t, nc.SetReadDeadline(time.Now().Add(waitTimeout)))
-				_, err = nc.Read(make([]byte, 1))
-				require.ErrorIs(t, err, syscall.ECONNRESET, "the client learns it was cut off")
-				require.NoError(t, up.Close()) // the upstream's FIN: its side closes in order
+				require.NoError(t, nc.CloseWrite())
+				if !closedFirst {
+					require.NoError(t, up.Close()) // the upstream's FIN: its side closes in order
+					_, err = nc.Read(make([]byte, 1))
+					require.ErrorIs(t, err, io.EOF, "the client's side ends as it would")
+				}
 				_, err = wait(t, pipe)
-				require.ErrorIs(t, err, ErrWriteClosed)
+				require.ErrorIs(t, err, ErrWriteClosed, "the bytes were dropped silently")
+				require.ErrorContains(t, err, "13 bytes")
 				closedLoopTCP(t, l.closeListener(t, ln))
 			})
 		})

@@ -90,7 +90,8 @@ func (kp kpipe) close() {
 // bytes of the source, and nothing stands before them on the way out (the
 // pipe is empty, the destination's queue too, and its write side is open:
 // otherwise the copy path takes the bytes, and drops them after
-// CloseWrite, as it always has). On the loop.
+// CloseWrite, failing the pipe at its end: see pipeDir.refuse). On the
+// loop.
 func (d *pipeDir) splices() bool {
 	dst := d.dst
 	return sock.SpliceSupported && !d.noSplice && d.held == 0 && d.src.fr == nil && d.src.tls == nil && dst.tls == nil &&
