@@ -1,6 +1,7 @@
 package aio
 
 import (
+	"errors"
 	"testing"
 	"time"
 
@@ -226,4 +227,34 @@ func TestSettledFromDoBody(t *testing.T) {
 		}
 		require.Equal(t, 1, n, "one error, then the sequence stops")
 	})
+}
+
+// A Do body whose handle was cancelled while it ran gets ErrCancelled from
+// Settling.Await, as from Await, even with an input ready. Bug: it was
+// handed the input.
+func TestSettlingAwaitAfterSelfCancel(t *testing.T) {
+	l := startLoop(t)
+	type seen struct {
+		h   *Handle[int]
+		err error
+	}
+	out := make(chan seen, 1)
+	self := make(chan *Handle[int], 1)
+	h := Do(l, func(co *Co) (int, error) {
+		_, _ = Await(co, Sleep(l, 0))
+		s := Settled(Pure(l, 42))
+		_, _ = Await(co, Sleep(l, 0)) // the input is delivered by now
+		if !(<-self).Cancel() {
+			out <- seen{nil, errors.New("Cancel reported false")}
+			return 0, nil
+		}
+		for g, err := range s.Await(co) {
+			out <- seen{g, err}
+			break
+		}
+		return 0, nil
+	})
+	self <- h
+	s := recv(t, out)
+	require.ErrorIs(t, s.err, ErrCancelled, "handed %v", s.h)
 }
