@@ -7,8 +7,9 @@ import (
 
 // Piped counts the bytes a Pipe copied each way: those it gave to the
 // destination (its write queue, or the kernel pipe on the way to it), not
-// those it read and had to drop. A destination that closes with an
-// error drops what it still held, and the Pipe fails then.
+// those it read and had to drop. A destination closed before it sent what
+// it held drops it, still counted: closed with an error, the Pipe fails
+// then; closed by the program's Close, that is the program's doing.
 type Piped struct {
 	AToB, BToA int64
 }
@@ -28,9 +29,10 @@ var errPipeLoops = fmt.Errorf("%w: Pipe of connections on different loops (dial 
 // Bytes the program writes to a piped connection go after those the pipe
 // moved before, and its CloseWrite after both. Bytes that arrive for it
 // after that CloseWrite, or after its Close, have nowhere to go: they are
-// dropped, not counted, the connections end as they would, and the pipe
-// fails at its end with an error that counts them, for which
-// errors.Is(err, ErrWriteClosed) holds. A FIN
+// dropped, not counted, the connections end as they would (the sender is
+// read, for nobody, up to its peer's EOF: cancel the pipe to end it
+// sooner), and the pipe fails at its end with an error that counts them,
+// for which errors.Is(err, ErrWriteClosed) holds. A FIN
 // passes on as a half-close: when a reaches EOF, b's write side is closed
 // once its queue is flushed, and the other way round; each connection
 // closes once both its directions are finished, and one closed by Close
