@@ -315,15 +315,15 @@ func Await[T any](co *Co, h *Handle[T]) (T, error) {
 	if h == nil {
 		return zero, ErrNilHandle
 	}
-	if &h.core == co.core {
-		return zero, errAwaitSelf // it would wait for itself for ever
-	}
 	co.noticeCancel()
 	if co.cancelled {
 		// As if the body had awaited and withdrawn at once: h is cancelled
 		// unless another dependent wants it.
 		h.dropIfUnwanted()
 		return zero, ErrCancelled
+	}
+	if &h.core == co.core {
+		return zero, errAwaitSelf // it would wait for itself for ever
 	}
 	if st := statusOf(h.state.Load()); st.Terminal() && (st != Completed || h.loop == co.l) {
 		if st == Completed {
