@@ -28,17 +28,13 @@ import "errors"
 func (l *Loop) Stop() *Handle[struct{}] {
 	l.stopOnce.Do(func() {
 		l.markStopping()
-		l.awake.Store(true)
+		// Woken outright: the poll phase looks at the state after it
+		// announces its sleep, so a loop that saw it running before the
+		// mark sleeps until this. The awake flag is the loop's own: were
+		// it stored here, a teardown already parked in awaitPost (a
+		// callback's Goexit starts one without Stop) would be hidden from
+		// the enqueue that must signal it.
 		_ = l.poller.Wake()
-		// A teardown already under way (a callback's Goexit starts one
-		// without Stop) may be parked in awaitPost, and the awake flag
-		// just stored hides it from enqueue, which would then never
-		// signal it: tell it here. A token nobody waits for costs
-		// teardown one extra pass.
-		select {
-		case l.stopWake <- struct{}{}:
-		default:
-		}
 	})
 	return l.stopH
 }
