@@ -42,12 +42,21 @@ func splitAddr(addr string, listen bool) (ap netip.AddrPort, name string, err er
 			}
 			return netip.AddrPortFrom(netip.Addr{}, uint16(p)), host, nil // the port, for after resolving
 		}
-		if z := ip.Zone(); z != "" {
-			if _, err := strconv.ParseUint(z, 10, 32); err != nil {
-				return ap, "", invalid(fmt.Sprintf("zone %q: only numeric zones are supported", z))
-			}
+		if err := checkZone(ip); err != nil {
+			return ap, "", err
 		}
 		ip = ip.Unmap()
 	}
 	return netip.AddrPortFrom(ip, uint16(p)), "", nil
+}
+
+// checkZone refuses an IPv6 zone that is not numeric (an interface index):
+// a name would have to be looked up, and sock.Sockaddr takes only numbers.
+func checkZone(ip netip.Addr) error {
+	if z := ip.Zone(); z != "" {
+		if _, err := strconv.ParseUint(z, 10, 32); err != nil {
+			return invalid(fmt.Sprintf("zone %q: only numeric zones are supported", z))
+		}
+	}
+	return nil
 }

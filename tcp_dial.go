@@ -7,7 +7,6 @@ import (
 	"fmt"
 	"net"
 	"net/netip"
-	"strconv"
 	"time"
 
 	"github.com/valkyria/aio/internal/poll"
@@ -162,11 +161,8 @@ func dial(l *Loop, addr string, cfg ConnConfig, local netip.AddrPort) (*dialNode
 	// The local address as splitAddr takes a remote one: unmapped (an
 	// IPv4-mapped IPv6 address binds as the IPv4 one, as package net
 	// binds it), and with a numeric zone only, rather than scope 0.
-	if z := local.Addr().Zone(); z != "" {
-		if _, err := strconv.ParseUint(z, 10, 32); err != nil {
-			return nil, Fail[*Conn](l, fmt.Errorf("aio: dial tcp %q: local address %s: %w", addr, local,
-				invalid(fmt.Sprintf("zone %q: only numeric zones are supported", z))))
-		}
+	if err := checkZone(local.Addr()); err != nil {
+		return nil, Fail[*Conn](l, fmt.Errorf("aio: dial tcp %q: local address %s: %w", addr, local, err))
 	}
 	local = netip.AddrPortFrom(local.Addr().Unmap(), local.Port())
 	n := &dialNode{}
