@@ -442,21 +442,14 @@ func TestPipeBytesAfterCloseWriteFailThePipe(t *testing.T) {
 				nl, err := net.Listen("tcp", "127.0.0.1:0")
 				require.NoError(t, err)
 				defer nl.Close()
-				pipes := make(chan *Handle[Piped], 1)
-				shut := make(chan *Conn, 1)
-				ln, err := Listen(l, "127.0.0.1:0", ListenConfig{}, func(c *Conn) {
-					Then(Dial(l, nl.Addr().String(), ConnConfig{}), func(u *Conn) (struct{}, error) {
-						if before {
-							u.CloseWrite()
-						}
-						pipes <- Pipe(c, u)
-						shut <- u
-						return struct{}{}, nil
-					})
+				ln, pcs := proxyConnsAfter(t, l, nl.Addr().String(), ConnConfig{}, func(u *Conn) {
+					if before {
+						u.CloseWrite()
+					}
 				})
-				require.NoError(t, err)
 				nc, up := proxyEnds(t, ln, nl)
-				pipe, u := recv(t, pipes), recv(t, shut)
+				pc := recv(t, pcs)
+				pipe, u := pc.pipe, pc.b
 				if !before {
 					_, err = wait(t, u.CloseWrite())
 					require.NoError(t, err)

@@ -67,10 +67,17 @@ type pipedConns struct {
 }
 
 func proxyConns(t *testing.T, l *Loop, upstream string, cfg ConnConfig) (*Listener, <-chan pipedConns) {
+	return proxyConnsAfter(t, l, upstream, cfg, func(*Conn) {})
+}
+
+// proxyConnsAfter is proxyConns calling before with the dialed connection
+// just before Pipe, on the loop.
+func proxyConnsAfter(t *testing.T, l *Loop, upstream string, cfg ConnConfig, before func(u *Conn)) (*Listener, <-chan pipedConns) {
 	t.Helper()
 	ch := make(chan pipedConns, 1)
 	ln, err := Listen(l, "127.0.0.1:0", ListenConfig{Conn: cfg}, func(c *Conn) {
 		Then(Adopt(c.Scope(), Dial(l, upstream, cfg)), func(u *Conn) (struct{}, error) {
+			before(u)
 			ch <- pipedConns{a: c, b: u, pipe: Pipe(c, u)}
 			return struct{}{}, nil
 		})
