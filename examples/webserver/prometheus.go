@@ -32,9 +32,13 @@ var statsHelp = map[string]string{
 }
 
 // prometheusResponse is the /metrics page: st, the server's counters, as
-// aio_httpd_<key> (a counter, with _total, for an unsigned field of
-// httpd.Stats, which only grows; a gauge for a signed one, a level), then
-// the loops of rt (package metrics). Off the loop.
+// aio_httpd_<key> (a counter for an unsigned field of httpd.Stats, which
+// only grows; a gauge for a signed one, a level), then the loops of rt
+// (package metrics). Off the loop.
+//
+// A counter keeps its /stats key as its name, without Prometheus's usual
+// _total suffix: the page promises "the same counters, names prefixed
+// aio_httpd_", and a scraper that looks up aio_httpd_requests must find it.
 func prometheusResponse(st httpd.Stats, rt *aio.Runtime) (httpd.Response, error) {
 	var buf bytes.Buffer
 	v := reflect.ValueOf(st)
@@ -51,7 +55,7 @@ func prometheusResponse(st httpd.Stats, rt *aio.Runtime) (httpd.Response, error)
 		name, kind, val := "aio_httpd_"+key, "gauge", ""
 		switch fv := v.Field(i); {
 		case fv.CanUint():
-			name, kind, val = name+"_total", "counter", fmt.Sprint(fv.Uint())
+			kind, val = "counter", fmt.Sprint(fv.Uint())
 		case fv.CanInt():
 			val = fmt.Sprint(fv.Int())
 		default:
