@@ -28,9 +28,43 @@ type Slab[T any] struct {
 }
 
 type slabSlot[T any] struct {
-	next atomic.Uint32 // index+1 of the next free slot (valid while free)
+	next atomic.Uint32 // the next free slot while free, encoded by linkAfter
 	used atomic.Bool   // between Acquire and Release
 	val  T
+}
+
+// A free slot's next word names the slot below it on the free list: 0 the
+// slot after it in the array (none after the last), 1 none, and k >= 2
+// index k-2. The zero value chains the fresh array in index order, so
+// NewSlab writes no slot and a slab's pages are touched only as its slots
+// are first taken: an httpd loop's 1,024 request slots, over a megabyte,
+// stay out of memory until the load needs them.
+const (
+	nextFollowing = 0 // the slot after this one in the array
+	nextNone      = 1 // the bottom of the free list
+)
+
+// linkAfter encodes head's top (index+1, 0: empty) as a next word.
+func linkAfter(top uint32) uint32 {
+	if top == 0 {
+		return nextNone
+	}
+	return top + 1
+}
+
+// topBelow decodes the next word of slot idx into a head top (index+1, 0:
+// empty) among capacity slots.
+func topBelow(next uint32, idx, capacity int) uint32 {
+	switch next {
+	case nextFollowing:
+		if idx+1 < capacity {
+			return uint32(idx + 2)
+		}
+		return 0
+	case nextNone:
+		return 0
+	}
+	return next - 1
 }
 
 // ErrSlabRelease is returned by Release for an index out of range or a slot
@@ -52,12 +86,8 @@ func NewSlab[T any](capacity int) *Slab[T] {
 		capacity = 1
 	}
 	capacity = min(capacity, maxSlabCapacity)
-	s := &Slab[T]{slots: make([]slabSlot[T], capacity)}
-	for i := range s.slots {
-		s.slots[i].next.Store(uint32(i + 2)) // i+1 is next, stored plus one
-	}
-	s.slots[capacity-1].next.Store(0)
-	s.head.Store(1) // generation 0, slot 0
+	s := &Slab[T]{slots: make([]slabSlot[T], capacity)} // chained in order: nextFollowing
+	s.head.Store(1)                                     // generation 0, slot 0
 	return s
 }
 
@@ -74,7 +104,7 @@ func (s *Slab[T]) Acquire() (idx int, v *T, ok bool) {
 		slot := &s.slots[top-1]
 		// next may be stale if another goroutine popped top meanwhile; then the
 		// generation has moved and the CAS below fails.
-		next := slot.next.Load()
+		next := topBelow(slot.next.Load(), int(top-1), len(s.slots))
 		if s.head.CompareAndSwap(old, (old>>32+1)<<32|uint64(next)) {
 			// A slot on the free list is never marked used (Release clears the
 			// mark before pushing), and the pop made it ours alone.
@@ -98,7 +128,7 @@ func (s *Slab[T]) Release(idx int) error {
 	s.inUse.Add(-1)
 	for {
 		old := s.head.Load()
-		slot.next.Store(uint32(old))
+		slot.next.Store(linkAfter(uint32(old)))
 		if s.head.CompareAndSwap(old, (old>>32+1)<<32|uint64(idx+1)) {
 			return nil
 		}

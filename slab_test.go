@@ -42,6 +42,48 @@ func TestSlabAcquireReleaseBasics(t *testing.T) {
 	require.NotNil(t, NewSlab[int](0), "capacity 0 means 1")
 }
 
+// A fresh slab hands its slots out in index order (the free list the zero
+// value chains), and released slots come back last in, first out, ahead of
+// the fresh ones not yet taken.
+func TestSlabFreeListOrder(t *testing.T) {
+	s := NewSlab[[64]byte](5)
+	take := func() int {
+		t.Helper()
+		idx, _, ok := s.Acquire()
+		require.True(t, ok)
+		return idx
+	}
+	require.Equal(t, 0, take())
+	require.Equal(t, 1, take())
+	require.NoError(t, s.Release(0))
+	require.NoError(t, s.Release(1))
+	require.Equal(t, 1, take(), "the last released first")
+	require.Equal(t, 0, take())
+	require.Equal(t, 2, take(), "then the fresh ones, in order")
+	require.Equal(t, 3, take())
+	require.Equal(t, 4, take())
+	_, _, ok := s.Acquire()
+	require.False(t, ok, "no slot after the last fresh one")
+	require.NoError(t, s.Release(4))
+	require.NoError(t, s.Release(2))
+	require.Equal(t, 2, take())
+	require.Equal(t, 4, take())
+	_, _, ok = s.Acquire()
+	require.False(t, ok)
+	require.Equal(t, 5, s.InUse())
+
+	one := NewSlab[int](1)
+	idx, _, ok := one.Acquire()
+	require.True(t, ok)
+	require.Zero(t, idx)
+	_, _, ok = one.Acquire()
+	require.False(t, ok)
+	require.NoError(t, one.Release(0))
+	idx, _, ok = one.Acquire()
+	require.True(t, ok)
+	require.Zero(t, idx)
+}
+
 // Many goroutines acquiring and releasing for a while: no slot is ever held
 // by two owners at once and the in-use count stays exact.
 func TestSlabConcurrentInvariants(t *testing.T) {
