@@ -15,10 +15,10 @@ import (
 // for the counters (atomic, read by Server.Stats) and the fields said to be
 // immutable.
 type loopState struct {
-	srv  *Server            // immutable
-	cfg  *Config            // the server's, defaults applied; immutable
-	l    *aio.Loop          // immutable
-	slab *aio.Slab[Request] // the arenas (and the Requests around them); immutable
+	srv  *Server             // immutable
+	cfg  *Config             // the server's, defaults applied; immutable
+	l    *aio.Loop           // immutable
+	slab *aio.Slab[*Request] // the arenas (and the Requests around them), each made on its first take; immutable
 
 	ln     *aio.Listener
 	ticker *aio.Handle[struct{}] // the timeout sweep
@@ -72,7 +72,7 @@ type loopStats struct {
 }
 
 func newLoopState(srv *Server, cfg *Config, l *aio.Loop) *loopState {
-	ls := &loopState{srv: srv, cfg: cfg, l: l, slab: aio.NewSlab[Request](cfg.Arenas)}
+	ls := &loopState{srv: srv, cfg: cfg, l: l, slab: aio.NewSlab[*Request](cfg.Arenas)}
 	ls.conns.i, ls.waiters.i, ls.waitersMore.i, ls.headQ.i, ls.idleQ.i = linkAll, linkWait, linkWait, linkTime, linkTime
 	ls.reserve = cfg.Arenas / 8
 	ls.maxBody = cfg.MaxBodyBytes
@@ -98,17 +98,20 @@ func (ls *loopState) dateValue() []byte {
 
 // acquire takes an arena for a request, or returns nil when none is free.
 func (ls *loopState) acquire() *Request {
-	idx, r, ok := ls.slab.Acquire()
+	idx, slot, ok := ls.slab.Acquire()
 	if !ok {
 		return nil
 	}
-	if r.buf == nil {
-		r.buf = make([]byte, ls.cfg.ArenaSize)
-		r.ls, r.idx = ls, idx
+	if *slot == nil {
+		// Made on the first take, not with the slab: a Request is over a
+		// kilobyte before its arena, and a loop that never sees its peak
+		// load never pays for it (nor does the collector scan it).
+		r := &Request{buf: make([]byte, ls.cfg.ArenaSize), ls: ls, idx: idx}
 		r.body.r = r
 		r.stream.r = r
+		*slot = r
 	}
-	return r
+	return *slot
 }
 
 // release gives r's arena back and hands it, or another, to the

@@ -28,13 +28,14 @@ const (
 	DefaultMaxPipeline   = 16
 )
 
-// Bounds of Config: a larger value is taken as the bound. Each loop makes
-// its Requests for all its arenas up front (about 1.3 KB each) and an
-// arena's block when the arena is first used, so a value past these would
-// ask for memory no machine has, at Serve or at the first request, where
-// the Go runtime stops the process rather than fail.
+// Bounds of Config: a larger value is taken as the bound. A loop makes an
+// arena's Request (about 1.3 KB) and its block when the arena is first
+// used, and keeps them for the next request: a loop holds as many as its
+// peak of requests in progress needed, up to Arenas. A value past these
+// bounds would ask for memory no machine has at that peak, where the Go
+// runtime stops the process rather than fail.
 const (
-	MaxArenas    = 1 << 16 // per loop: 65,536 requests in progress, some 85 MB of Requests
+	MaxArenas    = 1 << 16 // per loop: 65,536 requests in progress, some 85 MB of Requests at that peak
 	MaxArenaSize = 1 << 26 // 64 MiB
 )
 
