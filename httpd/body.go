@@ -14,7 +14,8 @@ import (
 // the handler is Duplex: it starts at the head). A larger one streams
 // to the handler, which reads it with OnData; until it does, and while it
 // has paused, the connection does not read (TCP flow control holds the
-// client back). Either way, OnData works.
+// client back). Either way, OnData works, and ReadAll
+// collects the whole body in one handle.
 //
 // A streamed body that the handler leaves unread, wholly or in part, when
 // its response is written is not read on its behalf: on HTTP/1.1 that
@@ -175,9 +176,24 @@ func (b *bodyState) deliver(p []byte, end bool) {
 	b.fn(p, end)
 }
 
-// ErrBodyRead is what CopyTo fails with when the body already has a
-// reader (OnData, or an earlier CopyTo), or its request has ended.
+// ErrBodyRead is what CopyTo and ReadAll fail with when the body already
+// has a reader (OnData, or an earlier CopyTo or ReadAll), or its request
+// has ended.
 var ErrBodyRead = errors.New("httpd: the body already has a reader")
+
+// unread returns the body's request and state when nothing has read it
+// yet (no OnData, CopyTo or ReadAll) and its request goes on, else a nil
+// state; l is the loop for a handle that fails (nil for the zero Body).
+func (b Body) unread() (r *Request, s *bodyState, l *aio.Loop) {
+	r = b.r
+	if r != nil {
+		l = r.ls.l
+	}
+	if s = b.state(); s != nil && (s.fn != nil || s.done) {
+		s = nil
+	}
+	return r, s, l
+}
 
 // CopyTo copies the body to w on the loop's Work pool (a file, a
 // compressor, a client of another service: anything that blocks) and
@@ -186,7 +202,7 @@ var ErrBodyRead = errors.New("httpd: the body already has a reader")
 // connection does not read, so a slow w holds the client back instead of
 // filling memory. The handle fails with w's first error (the rest of the
 // body is then dropped as it arrives), or at once with ErrBodyRead when
-// OnData or CopyTo was called before or the request has ended.
+// OnData, CopyTo or ReadAll was called before or the request has ended.
 //
 // The handle is in the request's scope: a client that goes away, or a
 // request that ends while the copy runs, cancels it. A cancelled copy
@@ -201,13 +217,8 @@ var ErrBodyRead = errors.New("httpd: the body already has a reader")
 //
 // On the loop.
 func (b Body) CopyTo(w io.Writer) *aio.Handle[int64] {
-	r := b.r
-	s := b.state()
-	if s == nil || s.fn != nil || s.done {
-		var l *aio.Loop // the zero Body's handle has none
-		if r != nil {
-			l = r.ls.l
-		}
+	r, s, l := b.unread()
+	if s == nil {
 		return aio.Fail[int64](l, ErrBodyRead)
 	}
 	p := newBodyPipe(r, nil)
@@ -220,4 +231,54 @@ func (b Body) CopyTo(w io.Writer) *aio.Handle[int64] {
 		return n, err
 	})
 	return aio.Adopt(r.Scope(), h)
+}
+
+// readAllFirstCap bounds the room ReadAll makes for a streamed body ahead
+// of its bytes: a Content-Length is the client's claim, not its bytes.
+const readAllFirstCap = 64 << 10
+
+// ReadAll returns a handle to the whole body, in place of OnData: at once
+// when it arrived with the request (the bytes Bytes returns, in the arena,
+// valid until the request ends), else once it has streamed in, collected
+// into memory of its own. The body's limit bounds that memory: a body that
+// outgrows Config.MaxBodyBytes or a MaxBytesHandler's limit is answered
+// 413 and the handler's handle cancelled, as with OnData; with no limit,
+// nothing bounds it (net/http's io.ReadAll(r.Body) likewise). The handle
+// fails at once with ErrBodyRead when OnData, CopyTo or ReadAll was called
+// before or the request has ended.
+//
+// The handle is in the request's scope: a client that goes away cancels
+// it. A cancelled ReadAll drops the rest of the body as it arrives.
+//
+// On the loop.
+func (b Body) ReadAll() *aio.Handle[[]byte] {
+	r, s, l := b.unread()
+	if s == nil {
+		return aio.Fail[[]byte](l, ErrBodyRead)
+	}
+	if p, ok := s.bytes(); ok {
+		s.done = true // read: a later reader fails as after OnData
+		return aio.Adopt(r.Scope(), aio.Pure(r.ls.l, p))
+	}
+	p := aio.NewPromise[[]byte](r.ls.l)
+	h := aio.Adopt(r.Scope(), p.Handle())
+	var buf []byte
+	if s.length > 0 {
+		buf = make([]byte, 0, min(s.length, readAllFirstCap))
+	}
+	dropped := false
+	h.OnCancel(func() { buf, dropped = nil, true })
+	s.onData(func(piece []byte, end bool) {
+		if dropped {
+			return
+		}
+		buf = append(buf, piece...)
+		if end {
+			if buf == nil {
+				buf = []byte{}
+			}
+			p.Resolve(buf)
+		}
+	})
+	return h
 }

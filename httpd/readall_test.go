@@ -1,0 +1,127 @@
+package httpd
+
+import (
+	"bytes"
+	"crypto/sha256"
+	"errors"
+	"fmt"
+	"io"
+	"net/http"
+	"strings"
+	"testing"
+
+	"github.com/stretchr/testify/assert"
+	"github.com/stretchr/testify/require"
+	"github.com/valkyria/aio"
+)
+
+func readAllMux() *Mux {
+	m := NewMux()
+	sum := func(r *Request) Reply {
+		return Later(aio.Then(r.Body().ReadAll(), func(b []byte) (Response, error) {
+			return TextResponse(200, fmt.Sprintf("%d %x", len(b), sha256.Sum256(b))), nil
+		}))
+	}
+	m.HandleFunc("PUT /sum", sum)
+	m.Handle("PUT /small", MaxBytesHandler(HandlerFunc(sum), 100<<10))
+	m.HandleFunc("PUT /twice", func(r *Request) Reply {
+		first := r.Body().ReadAll()
+		second := r.Body().ReadAll()
+		third := r.Body().CopyTo(io.Discard)
+		h := aio.Then(aio.AllSettled(first, second), func(o []aio.Outcome[[]byte]) (Response, error) {
+			_, err := third.Result()
+			return TextResponse(200, fmt.Sprintf("%s %v %v", o[0].Value, errors.Is(o[1].Err, ErrBodyRead), errors.Is(err, ErrBodyRead))), nil
+		})
+		return Later(h)
+	})
+	return m
+}
+
+// TestBodyReadAll reads bodies that arrive with the request, stream in
+// with a Content-Length, and stream in chunked, over HTTP/1.1 and
+// HTTP/2: the handle gives every byte, in order.
+func TestBodyReadAll(t *testing.T) {
+	ts := startServer(t, readAllMux(), Config{})
+	for _, proto := range []struct {
+		name string
+		c    *http.Client
+	}{{"h1", client(t)}, {"h2", h2Client(t)}} {
+		for _, size := range []int{0, 100, 40 << 10, 4 << 20} {
+			for _, chunked := range []bool{false, true} {
+				t.Run(fmt.Sprintf("%s/%d/chunked=%v", proto.name, size, chunked), func(t *testing.T) {
+					body := make([]byte, size)
+					for i := range body {
+						body[i] = byte(i * 7 / 3)
+					}
+					var rd io.Reader = bytes.NewReader(body)
+					if chunked {
+						rd = unsized{rd}
+					}
+					req, err := http.NewRequest("PUT", ts.url+"/sum", rd)
+					require.NoError(t, err)
+					resp, got := do(t, proto.c, req)
+					require.Equal(t, 200, resp.StatusCode, string(got))
+					assert.Equal(t, fmt.Sprintf("%d %x", size, sha256.Sum256(body)), string(got))
+				})
+			}
+		}
+	}
+	ts.atRest(t)
+}
+
+// TestBodyReadAllOverLimit: a body past its route's limit is answered
+// 413 in the handler's place, whether its length was announced or not,
+// and the request gives everything back.
+func TestBodyReadAllOverLimit(t *testing.T) {
+	ts := startServer(t, readAllMux(), Config{})
+	for _, proto := range []struct {
+		name string
+		c    *http.Client
+	}{{"h1", client(t)}, {"h2", h2Client(t)}} {
+		for _, chunked := range []bool{false, true} {
+			t.Run(fmt.Sprintf("%s/chunked=%v", proto.name, chunked), func(t *testing.T) {
+				var rd io.Reader = bytes.NewReader(make([]byte, 1<<20))
+				if chunked {
+					rd = unsized{rd}
+				}
+				req, err := http.NewRequest("PUT", ts.url+"/small", rd)
+				require.NoError(t, err)
+				resp, err := proto.c.Do(req)
+				if err == nil { // a client may see the reset of the body it still sends first
+					_, _ = io.Copy(io.Discard, resp.Body)
+					resp.Body.Close()
+					assert.Equal(t, 413, resp.StatusCode)
+				}
+			})
+		}
+	}
+	ts.atRest(t)
+}
+
+// TestBodyReadAllTwice: a body has one reader; a second ReadAll, or a
+// CopyTo after it, fails at once with ErrBodyRead and leaves the first
+// alone, for a body that arrived with its request and one that streams.
+func TestBodyReadAllTwice(t *testing.T) {
+	ts := startServer(t, readAllMux(), Config{})
+	for _, body := range []string{"hello", strings.Repeat("x", 1<<20)} {
+		req, err := http.NewRequest("PUT", ts.url+"/twice", strings.NewReader(body))
+		require.NoError(t, err)
+		resp, got := do(t, client(t), req)
+		assert.Equal(t, 200, resp.StatusCode)
+		assert.Equal(t, body+" true true", string(got))
+	}
+	ts.atRest(t)
+}
+
+// TestBodyReadAllClientGone: a client that goes away mid-body cancels
+// the ReadAll, and with it the handler, and the request gives
+// everything back.
+func TestBodyReadAllClientGone(t *testing.T) {
+	ts := startServer(t, readAllMux(), Config{})
+	c := dialRaw(t, ts.addr)
+	c.send("PUT /sum HTTP/1.1\r\nHost: x\r\nContent-Length: 1048576\r\n\r\n" + strings.Repeat("y", 100<<10))
+	eventually(t, func() bool { return ts.Stats().HandlersPending == 1 }, "the handler did not start")
+	require.NoError(t, c.Close())
+	eventually(t, func() bool { return ts.Stats().Cancelled == 1 }, "the handler was not cancelled: %+v", ts.Stats())
+	ts.atRest(t)
+}
