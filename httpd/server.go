@@ -540,9 +540,16 @@ func (ls *loopState) checkDrained() {
 // before that (a head or body over its limit, a malformed request, a body
 // over MaxBodyBytes that arrived with its head) counts in BadRequests
 // only. Cancelled counts handler handles that ended cancelled: their
-// client went away (closed, reset, RST_STREAM, timed out), or Shutdown's
-// deadline came. A handler that turns its own timeout into a reply (a
-// 504 from Within and Catch) completed, and is not counted there.
+// client went away (closed, reset, RST_STREAM, timed out), Shutdown's
+// deadline came, or their body outgrew its limit while they read it. A
+// handler that turns its own timeout into a reply (a 504 from Within and
+// Catch) completed, and is not counted there.
+//
+// So a body over its limit counts by when it is found out: before the
+// handler starts (MaxBodyBytes, with the head) in BadRequests; when a
+// MaxBytesHandler would start its handler, in Requests only (its 413 is
+// the handler's answer); while the handler reads it, in Requests,
+// BadRequests and Cancelled.
 type Stats struct {
 	ConnsOpen           int64  `json:"conns_open"`           // TCP connections open now
 	StreamsOpen         int64  `json:"streams_open"`         // requests in progress now (head read, not yet ended)
