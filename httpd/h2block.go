@@ -23,9 +23,10 @@ import (
 // a CONTINUATION follows), a pseudo-header unknown, repeated, or of a
 // response (a stream PROTOCOL_ERROR); past SETTINGS_MAX_HEADER_LIST_SIZE
 // (Config.MaxHeadBytes) the decoder stops emitting and the block is
-// truncated (431), and a fragment of more than twice the budget left ends
-// the connection; HPACK errors and a block that ends mid-field are a
-// connection COMPRESSION_ERROR. One answer differs: a single field longer
+// truncated (431), its later fragments still decoded, within split's
+// bound on the block, to keep the table in step; before that, a fragment
+// of more than twice the budget left ends the connection; HPACK errors
+// and a block that ends mid-field are a connection COMPRESSION_ERROR. One answer differs: a single field longer
 // than the list truncates the block too (431), where x/net's decoder
 // refuses its string and ends the connection (initBlock). Why:
 // readMetaFrame allocated a frame, a closure with its captured counters
@@ -299,7 +300,10 @@ func (h *h2conn) onContinuation(f *http2.ContinuationFrame) {
 func (h *h2conn) fragment(frag []byte, ended bool) {
 	b := &h.blk
 	b.open = !ended
-	if int64(len(frag)) > 2*int64(b.headRemain+b.trailRemain) || b.invalid {
+	// A truncated block is still decoded to its end, to keep the table in
+	// step (its 431 is the stream's, not the connection's): its raw bytes
+	// are bounded by split (h2BlockMax), and the decoder emits nothing more.
+	if !b.truncated && int64(len(frag)) > 2*int64(b.headRemain+b.trailRemain) || b.invalid {
 		b.open = false
 		h.fail(http2.ErrCodeProtocol) // far past the list we accept, or more after an invalid field
 		return

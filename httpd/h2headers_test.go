@@ -140,3 +140,56 @@ func appendHpackString(b []byte, s string) []byte {
 	}
 	return append(append(b, byte(n)), s...)
 }
+
+// A field longer than the list that ends in the HEADERS frame, with the
+// block going on in a CONTINUATION (as a client that splits its block at
+// SETTINGS_MAX_FRAME_SIZE sends it): the stream gets 431, the rest of the
+// block is decoded for the table, and the connection goes on.
+func TestH2HeaderTooLargeBeforeContinuation(t *testing.T) {
+	for _, tc := range []struct {
+		name string
+		cfg  Config
+	}{{"default", Config{}}, {"small arena", Config{ArenaSize: 2048}}} {
+		t.Run(tc.name, func(t *testing.T) {
+			m := testMux()
+			m.HandleFunc("GET /fields", func(r *Request) Reply {
+				return Text(200, r.Header("x-before")+"|"+r.Header("x-after"))
+			})
+			ts := startServer(t, m, tc.cfg)
+			limit := ts.cfg.MaxHeadBytes
+			c := dialH2(t, ts.addr)
+
+			c.head("/big")
+			for _, f := range []hpack.HeaderField{{Name: "x-before", Value: "b4"},
+				{Name: "x-long", Value: strings.Repeat("a", limit*3/2)}} {
+				require.NoError(t, c.he.WriteField(f))
+			}
+			cut := c.hb.Len() // x-long ends here: the list is found too long in HEADERS
+			require.NoError(t, c.he.WriteField(hpack.HeaderField{Name: "x-after", Value: "af"}))
+			block := c.hb.Bytes()
+			require.Less(t, len(block), 2*limit)
+			require.LessOrEqual(t, cut, h2MaxFrame)
+			require.NoError(t, c.fr.WriteHeaders(http2.HeadersFrameParam{StreamID: 1,
+				BlockFragment: block[:cut], EndStream: true}))
+			require.NoError(t, c.fr.WriteContinuation(1, true, block[cut:]))
+			f := c.next()
+			if ga, ok := f.(*http2.GoAwayFrame); ok {
+				t.Fatalf("GOAWAY %v: the connection ended", ga.ErrCode)
+			}
+			mh, ok := f.(*http2.MetaHeadersFrame)
+			require.True(t, ok, "frame %v", f)
+			require.Equal(t, "431", mh.PseudoValue("status"))
+			c.expectBody(1, statusBody(431))
+
+			c.hb.Reset()
+			for _, f := range [][2]string{{":method", "GET"}, {":scheme", "http"}, {":authority", "x"},
+				{":path", "/fields"}, {"x-before", "b4"}, {"x-after", "af"}} {
+				require.NoError(t, c.he.WriteField(hpack.HeaderField{Name: f[0], Value: f[1]}))
+			}
+			require.NoError(t, c.fr.WriteHeaders(http2.HeadersFrameParam{StreamID: 3,
+				BlockFragment: c.hb.Bytes(), EndStream: true, EndHeaders: true}))
+			c.expect(3, "200", "b4|af") // x-after entered the table in the refused block's CONTINUATION
+			assert.Equal(t, uint64(0), ts.Stats().Abusive)
+		})
+	}
+}
