@@ -23,14 +23,12 @@ func Catch[T any](h *Handle[T], fn func(error) (T, error)) *Handle[T] {
 }
 
 func (n *catchNode[T]) inputDone() {
-	src := n.src
-	n.src = nil
+	src, fn := n.src, n.fn
+	n.src, n.fn = nil, nil // fn runs at most once: what it captured goes with it
 	if src == nil || n.declines(&src.core) {
 		return
 	}
 	if src.state.Load() == uint32(Failed) {
-		fn := n.fn
-		n.fn = nil
 		v, err := apply(fn, src.err)
 		n.settle(v, err)
 		return
@@ -39,6 +37,7 @@ func (n *catchNode[T]) inputDone() {
 }
 
 func (n *catchNode[T]) stop() {
+	n.fn = nil // never to run now
 	if src := n.src; src != nil {
 		n.src = nil
 		src.withdraw()

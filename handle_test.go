@@ -458,6 +458,70 @@ func TestCancelWithdrawsInterest(t *testing.T) {
 
 // UT-02 and the deep chain (deepN() links): completion and cancellation walk
 // the graph with the job queue, not the stack (boundStack fails recursion).
+// A Then, ThenAsync, Catch or Tap whose function will never run
+// (cancelled before or after its input settled, or its input settled the
+// way that passes through) lets go of the function, and of what it
+// captured, though its handle is kept: a server that keeps cancelled
+// handles must not keep their requests' buffers.
+func TestUnrunFunctionIsLetGo(t *testing.T) {
+	l := startLoop(t)
+	type chain func(h *Handle[int], big *[1 << 20]byte) *Handle[int]
+	for _, c := range []struct {
+		name   string
+		chain  chain
+		passes func(p *Promise[int]) // settles p the way that does not run fn
+	}{
+		{"Then", func(h *Handle[int], big *[1 << 20]byte) *Handle[int] {
+			return Then(h, func(int) (int, error) { return int(big[0]), nil })
+		}, func(p *Promise[int]) { p.Reject(errors.New("no")) }},
+		{"ThenAsync", func(h *Handle[int], big *[1 << 20]byte) *Handle[int] {
+			return ThenAsync(h, func(int) *Handle[int] { return Pure(h.Loop(), int(big[0])) })
+		}, func(p *Promise[int]) { p.Reject(errors.New("no")) }},
+		{"Catch", func(h *Handle[int], big *[1 << 20]byte) *Handle[int] {
+			return Catch(h, func(error) (int, error) { return int(big[0]), nil })
+		}, func(p *Promise[int]) { p.Resolve(1) }},
+		{"Tap", func(h *Handle[int], big *[1 << 20]byte) *Handle[int] {
+			return Tap(h, func(int) { _ = big[0] })
+		}, func(p *Promise[int]) { p.Reject(errors.New("no")) }},
+	} {
+		for _, how := range []string{"cancelled", "cancelled, then input done", "input passed through"} {
+			t.Run(c.name+"/"+how, func(t *testing.T) {
+				freed := make(chan struct{})
+				var res *Handle[int]
+				p := NewPromise[int](l)
+				onLoop(t, l, func() {
+					big := new([1 << 20]byte)
+					runtime.AddCleanup(big, func(ch chan struct{}) { close(ch) }, freed)
+					res = c.chain(p.Handle(), big)
+					switch how {
+					case "cancelled":
+						res.Cancel()
+					case "cancelled, then input done":
+						res.Cancel()
+						c.passes(p)
+					case "input passed through":
+						c.passes(p)
+					}
+				})
+				_, _ = wait(t, res)
+				onLoop(t, l, func() {}) // the loop is past every job of the test
+				gone := false
+				for i := 0; i < 100 && !gone; i++ { // a collection is seen only by asking
+					runtime.GC()
+					select {
+					case <-freed:
+						gone = true
+					case <-time.After(10 * time.Millisecond):
+					}
+				}
+				assert.True(t, gone, "the handle keeps its function's captures")
+				runtime.KeepAlive(res)
+				runtime.KeepAlive(p)
+			})
+		}
+	}
+}
+
 func TestDeepChainCompletesAndCancels(t *testing.T) {
 	inc := func(v int) (int, error) { return v + 1, nil }
 	l, build := deepChain(t, func(_ *Loop, h *Handle[int]) *Handle[int] { return Then(h, inc) })

@@ -28,8 +28,8 @@ func Tap[T any](h *Handle[T], fn func(T)) *Handle[T] {
 }
 
 func (n *tapNode[T]) inputDone() {
-	src := n.src
-	n.src = nil
+	src, fn := n.src, n.fn
+	n.src, n.fn = nil, nil // fn runs at most once: what it captured goes with it
 	if src == nil || n.declines(&src.core) {
 		return
 	}
@@ -41,8 +41,6 @@ func (n *tapNode[T]) inputDone() {
 	// on as a value of the program's, never released by aio (see
 	// releaseUnwanted).
 	n.state.CompareAndSwap(uint32(Pending), uint32(Running))
-	fn := n.fn
-	n.fn = nil
 	if err := callErr(func() { fn(src.val) }); err != nil {
 		var zero T
 		n.settle(zero, err)
@@ -52,6 +50,7 @@ func (n *tapNode[T]) inputDone() {
 }
 
 func (n *tapNode[T]) stop() {
+	n.fn = nil // never to run now
 	if src := n.src; src != nil {
 		n.src = nil
 		src.withdraw()

@@ -30,16 +30,14 @@ func Then[T, U any](h *Handle[T], fn func(T) (U, error)) *Handle[U] {
 }
 
 func (n *thenNode[T, U]) inputDone() {
-	src := n.src
-	n.src = nil
+	src, fn := n.src, n.fn
+	n.src, n.fn = nil, nil // fn runs at most once: what it captured goes with it
 	if src == nil || n.declines(&src.core) {
 		return
 	}
 	switch src.state.Load() {
 	case uint32(Completed):
 		n.state.CompareAndSwap(uint32(Pending), uint32(Running))
-		fn := n.fn
-		n.fn = nil
 		v, err := apply(fn, src.val)
 		n.settle(v, err)
 	case uint32(Failed):
@@ -51,6 +49,7 @@ func (n *thenNode[T, U]) inputDone() {
 }
 
 func (n *thenNode[T, U]) stop() {
+	n.fn = nil // never to run now
 	if src := n.src; src != nil {
 		n.src = nil
 		src.withdraw()
@@ -95,16 +94,14 @@ func ThenAsync[T, U any](h *Handle[T], fn func(T) *Handle[U]) *Handle[U] {
 }
 
 func (n *thenAsyncNode[T, U]) inputDone() {
-	src := n.src
-	n.src = nil
+	src, fn := n.src, n.fn
+	n.src, n.fn = nil, nil // fn runs at most once: what it captured goes with it
 	if src == nil || n.declines(&src.core) {
 		return
 	}
 	switch src.state.Load() {
 	case uint32(Completed):
 		n.state.CompareAndSwap(uint32(Pending), uint32(Running))
-		fn := n.fn
-		n.fn = nil
 		inner, err := apply(func(v T) (*Handle[U], error) { return fn(v), nil }, src.val)
 		switch {
 		case err != nil:
@@ -133,6 +130,7 @@ func (n *thenAsyncNode[T, U]) onInput(int) {
 }
 
 func (n *thenAsyncNode[T, U]) stop() {
+	n.fn = nil // never to run now
 	if src := n.src; src != nil {
 		n.src = nil
 		src.withdraw()
