@@ -308,6 +308,19 @@ func (n *dialNode) connect(ap netip.AddrPort, cfg *ConnConfig, local netip.AddrP
 	}
 }
 
+// selfConnected reports whether the socket's peer is itself, once the
+// ports matched. The dialed address is not always the peer's: an
+// unspecified one (0.0.0.0, ::) connects to the local host, and a zone
+// the kernel does not keep reads back without it; getpeername tells, as
+// package net's check reads it. On the loop.
+func (c *Conn) selfConnected() bool {
+	if c.laddr == c.raddr {
+		return true
+	}
+	peer, err := sock.PeerAddr(c.fd)
+	return err == nil && peer == c.laddr
+}
+
 // dialBound, when set, is called with each dial's socket before it is
 // bound or connects: tests bind it as the kernel would choose a port. Set
 // only while no dial runs.
@@ -385,7 +398,14 @@ func (c *Conn) finishConnect() {
 func (c *Conn) connected() {
 	c.l.checkOnLoop()
 	c.laddr, _ = sock.LocalAddr(c.fd)
-	if c.laddr == c.raddr && !c.dial.ownPort {
+	if c.raddr.Addr().IsUnspecified() {
+		// The kernel took it for the local host: name the peer it has,
+		// as package net's RemoteAddr does.
+		if peer, err := sock.PeerAddr(c.fd); err == nil {
+			c.raddr = peer
+		}
+	}
+	if c.laddr.Port() == c.raddr.Port() && !c.dial.ownPort && c.selfConnected() {
 		// The kernel chose the remote's own port as the local one, and
 		// the SYN met itself (a simultaneous open): a connection that
 		// echoes its own writes and holds the port the real server

@@ -113,6 +113,13 @@ func TestTCPDialToItselfIsRefused(t *testing.T) {
 		require.Contains(t, err.Error(), "connected to itself")
 		require.Equal(t, fds, fdCount(t))
 		require.Zero(t, l.Stats().TCPDialed)
+
+		// The unspecified address is the local host's: the dialed address
+		// is then not the peer's, which getpeername names.
+		ap = closedPort()
+		_, err = wait(t, Dial(l, netip.AddrPortFrom(netip.IPv4Unspecified(), ap.Port()).String(), ConnConfig{}))
+		require.ErrorIs(t, err, unix.ECONNREFUSED, "to 0.0.0.0, waiting for writability: %v", wait4)
+		require.Equal(t, fds, fdCount(t))
 		dialBound = nil
 
 		ap = closedPort() // the other is in TIME_WAIT
@@ -147,6 +154,24 @@ func TestTCPDialWaitsForWritable(t *testing.T) {
 	_, err = wait(t, Dial(l, addr, ConnConfig{}))
 	require.ErrorIs(t, err, unix.ECONNREFUSED)
 	require.EqualValues(t, 1, l.Stats().TCPDialed)
+}
+
+// A dial to the unspecified address reaches the local host, and the
+// connection names the peer it has, as package net's does.
+func TestTCPDialUnspecifiedNamesItsPeer(t *testing.T) {
+	l := startLoop(t)
+	ln := echoListen(t, l, ListenConfig{})
+	ap := netip.MustParseAddrPort(ln.Addr().String())
+	addr := netip.AddrPortFrom(netip.IPv4Unspecified(), ap.Port()).String() // ln is on 127.0.0.1
+	c, err := wait(t, Dial(l, addr, ConnConfig{}))
+	require.NoError(t, err)
+	want, err := net.Dial("tcp", addr)
+	require.NoError(t, err)
+	assert.Equal(t, want.RemoteAddr().String(), c.RemoteAddr().String())
+	assert.Equal(t, ap.String(), c.RemoteAddr().String())
+	require.NoError(t, want.Close())
+	_, err = wait(t, c.Close())
+	require.NoError(t, err)
 }
 
 // stuckAddr returns an address where a connect stays in progress: a
