@@ -41,9 +41,10 @@ const (
 	h2ConnWindow    = 1 << 20         // the connection window we grant
 	h2MaxStreams    = 256             // SETTINGS_MAX_CONCURRENT_STREAMS, at most (loopState.h2Streams)
 	h2MaxWindow     = 1<<31 - 1
-	h2OutKeep       = 64 << 10 // the out buffer a flush keeps; larger, it is let go
-	h2OutFlush      = 32 << 10 // sendData flushes past this, so the buffer stays within h2OutKeep
-	h2ResetMemory   = 32       // the streams reset lately that a connection remembers (h2conn.resets)
+	h2OutKeep       = 64 << 10  // the out buffer a flush keeps; larger, it is let go
+	h2OutFlush      = 32 << 10  // sendData flushes past this, so the buffer stays within h2OutKeep
+	h2TurnMax       = 256 << 10 // DATA one stream sends in one go before the others (and the loop) have their turn
+	h2ResetMemory   = 32        // the streams reset lately that a connection remembers (h2conn.resets)
 )
 
 // h2conn is a connection's HTTP/2 state. Owned by its loop.
@@ -66,6 +67,10 @@ type h2conn struct {
 	// queueFull: a Stream was told Full because of the write queue, since
 	// the last drain: the drain looks for the Full streams (onDrain).
 	queueFull bool
+	// turnPosted: a stream used up its turn (h2TurnMax) with more to send
+	// and the kernel still taking it: the waiting streams go on from a
+	// job posted to the loop, after what else it has to do.
+	turnPosted bool
 	// headTimed: split holds a header block still to be finished, and the
 	// connection is under HeaderTimeout for it (timeHead).
 	headTimed bool

@@ -900,6 +900,7 @@ func (h *h2conn) sendData(st *h2stream) {
 	if r := st.r; r != nil && st.outEnd {
 		trailer = r.stream.endTrailer()
 	}
+	turn := 0
 	for !st.reset && !st.localDone && !h.dead && !h.closed {
 		n := len(st.out) - st.off
 		if n == 0 {
@@ -918,6 +919,15 @@ func (h *h2conn) sendData(st *h2stream) {
 		// bound (Full) is checked between frames, so a frame of 16 MiB
 		// would queue that much past it for a client that does not read.
 		k := min(int64(n), st.sendWin, h.sendWin, h2DefaultFrame)
+		if k > 0 && turn >= h2TurnMax && !h.c.Full() {
+			// Its turn is over: the others, and the loop's other
+			// connections, go first (a client that reads as fast as
+			// we write would otherwise hold the loop until the whole
+			// body is out).
+			h.wait(st)
+			h.postTurn()
+			return
+		}
 		if k <= 0 || h.c.Full() {
 			if k <= 0 { // the client's window: a full queue is the kernel's pace, WriteTimeout's
 				h.windowStall(st)
@@ -931,6 +941,7 @@ func (h *h2conn) sendData(st *h2stream) {
 		end := st.outEnd && int(k) == n && len(trailer) == 0
 		_ = h.fr.WriteData(st.id, end, st.out[st.off:st.off+int(k)])
 		st.off += int(k)
+		turn += int(k)
 		st.sendWin -= k
 		h.sendWin -= k
 		h.stallSent(st, k)
@@ -970,17 +981,45 @@ func (h *h2conn) wait(st *h2stream) {
 	}
 }
 
-// sendWaiting lets the waiting streams send, in order.
+// postTurn lets the waiting streams go on once the loop has done what
+// else it has to (posted once, however many streams wait).
+func (h *h2conn) postTurn() {
+	if h.turnPosted {
+		return
+	}
+	h.turnPosted = true
+	if h.ls.l.Post(func() {
+		h.turnPosted = false
+		if !h.dead && !h.closed && !h.c.Full() {
+			h.sendWaiting()
+			h.flush()
+		}
+	}) != nil {
+		h.turnPosted = false // the loop is stopping: the connection ends with it
+	}
+}
+
+// sendWaiting lets the waiting streams send, in turn (round robin): a
+// stream that has had its turn and still waits goes after those that
+// have not had theirs, so that one large response cannot hold the
+// others back until it is whole.
 func (h *h2conn) sendWaiting() {
 	ws := h.waiting
 	h.waiting = nil
 	for i, st := range ws {
 		st.waiting = false
 		h.sendData(st)
-		if h.sendWin <= 0 || h.c.Full() {
+		if h.sendWin <= 0 || h.c.Full() || h.turnPosted {
+			again := h.waiting // those that had their turn and wait again: after the rest
+			h.waiting = nil
 			for _, rest := range ws[i+1:] {
 				if rest.waiting = false; !rest.reset {
 					h.wait(rest)
+				}
+			}
+			for _, st := range again {
+				if st.waiting = false; !st.reset {
+					h.wait(st)
 				}
 			}
 			return
