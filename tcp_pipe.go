@@ -32,7 +32,8 @@ var errPipeLoops = fmt.Errorf("%w: Pipe of connections on different loops (dial 
 // dropped, not counted, the connections end as they would (the sender is
 // read, for nobody, up to its peer's EOF: cancel the pipe to end it
 // sooner), and the pipe fails at its end with an error that counts them,
-// for which errors.Is(err, ErrWriteClosed) holds. A FIN
+// for which errors.Is(err, ErrWriteClosed) holds, unless it fails with
+// another error first (a reset, a timeout) or is cancelled. A FIN
 // passes on as a half-close: when a reaches EOF, b's write side is closed
 // once its queue is flushed, and the other way round; each connection
 // closes once both its directions are finished, and one closed by Close
