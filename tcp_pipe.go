@@ -3,6 +3,9 @@ package aio
 import (
 	"errors"
 	"fmt"
+
+	"github.com/valkyria/aio/internal/sock"
+	"golang.org/x/sys/unix"
 )
 
 // Piped counts the bytes a Pipe copied each way: those it gave to the
@@ -38,7 +41,11 @@ var errPipeLoops = fmt.Errorf("%w: Pipe of connections on different loops (dial 
 // once its queue is flushed, and the other way round; each connection
 // closes once both its directions are finished, and one closed by Close
 // half-closes the other as its EOF would. An error on either side (a
-// reset, a timeout, a failed write) closes both at once.
+// reset, a timeout, a failed write) closes both at once, dropping what
+// their write queues held. A reset passes on as a reset: the other
+// connection's peer gets RST, not FIN, and what the kernel still held for
+// it is dropped, so that a peer whose stream was cut short does not take
+// it for whole (an upload its client aborted, a reply its server did).
 //
 // The handle completes with the byte counts when both connections have
 // closed in order, fails with the first error otherwise, and is cancelled
@@ -211,6 +218,11 @@ func (p *pipeNode) closed(other *Conn, err error) {
 	switch {
 	case err != nil && p.err == nil:
 		p.err = err
+		if peerReset(err) && other.state == connOpen {
+			// An abort passes on as one: a FIN would tell the other
+			// peer that the stream it got was whole.
+			_ = sock.SetResetOnClose(other.fd)
+		}
 		other.closeWith(err)
 	case err == nil:
 		// Closed in order, or by Close before its EOF was passed on:
@@ -238,6 +250,12 @@ func (p *pipeNode) closed(other *Conn, err error) {
 	default:
 		p.settle(p.stats, p.err)
 	}
+}
+
+// peerReset reports whether err is a connection's peer resetting it, on
+// a read (ECONNRESET) or a write (EPIPE after the reset).
+func peerReset(err error) bool {
+	return errors.Is(err, unix.ECONNRESET) || errors.Is(err, unix.EPIPE)
 }
 
 // stop is the producer side: cancelling the pipe closes both connections.

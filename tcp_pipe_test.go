@@ -11,6 +11,7 @@ import (
 	"time"
 
 	"github.com/stretchr/testify/require"
+	"golang.org/x/sys/unix"
 )
 
 // smallBuffers are the socket buffers and water marks of the pipe tests:
@@ -202,25 +203,35 @@ func proxyEnds(t *testing.T, ln *Listener, nl net.Listener) (nc, up *net.TCPConn
 	return nc, up
 }
 
-// An error on one side closes both at once and fails the pipe with it.
+// A reset on one side closes both at once, passes on as a reset (so the
+// other peer does not take its cut stream for whole), and fails the pipe
+// with it; either way round.
 func TestPipeResetClosesBoth(t *testing.T) {
-	pipeModes(t, true, func(t *testing.T) {
-		l := startLoop(t)
-		ln, nc, up, pipe := pipedPair(t, l)
-		_, err := nc.Write([]byte("hello"))
-		require.NoError(t, err)
-		_, err = io.ReadFull(up, make([]byte, 5))
-		require.NoError(t, err)
-		require.NoError(t, up.SetLinger(0))
-		require.NoError(t, up.Close()) // RST
+	for _, upstreamResets := range []bool{true, false} {
+		t.Run(map[bool]string{true: "upstream", false: "client"}[upstreamResets], func(t *testing.T) {
+			pipeModes(t, true, func(t *testing.T) {
+				l := startLoop(t)
+				ln, nc, up, pipe := pipedPair(t, l)
+				from, to := nc, up
+				if upstreamResets {
+					from, to = up, nc
+				}
+				_, err := from.Write([]byte("hello"))
+				require.NoError(t, err)
+				_, err = io.ReadFull(to, make([]byte, 5))
+				require.NoError(t, err)
+				require.NoError(t, from.SetLinger(0))
+				require.NoError(t, from.Close()) // RST
 
-		_, err = wait(t, pipe)
-		require.Error(t, err)
-		require.Equal(t, Failed, pipe.Status())
-		_, err = nc.Read(make([]byte, 1))
-		require.Error(t, err, "the client's side closed too")
-		closedLoopTCP(t, l.closeListener(t, ln))
-	})
+				_, err = wait(t, pipe)
+				require.ErrorIs(t, err, unix.ECONNRESET)
+				require.Equal(t, Failed, pipe.Status())
+				_, err = to.Read(make([]byte, 1))
+				require.ErrorIs(t, err, unix.ECONNRESET, "the other side is reset too, not closed in order")
+				closedLoopTCP(t, l.closeListener(t, ln))
+			})
+		})
+	}
 }
 
 // Cancelling the pipe closes both connections; the handle is cancelled.

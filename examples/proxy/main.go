@@ -17,7 +17,10 @@
 // that goes away (a reset) cancels the dial; its FIN is only a half-close
 // and passes on once the upstream is there, so a client that sends its
 // request and half-closes at once still gets the reply. A dial that fails,
-// or takes longer than -dial-timeout, closes the client.
+// or takes longer than -dial-timeout, closes the client. Once the pipe is
+// up, a reset from either side passes on as a reset (aio.Pipe), so an
+// upload or a reply cut short never reaches the other side as a whole
+// stream ended by a FIN.
 //
 // SIGINT or SIGTERM stops it gracefully: every loop stops accepting, the
 // open pipes get -grace to finish (both sides have closed), those still
