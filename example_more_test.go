@@ -153,7 +153,7 @@ func ExampleLoop_Post() {
 	for range 3 {
 		_ = l.Post(func() { count++ })
 	}
-	result := make(chan int)
+	result := make(chan int, 1) // room for the answer: a posted function must not block
 	_ = l.Post(func() { result <- count })
 	fmt.Println(<-result)
 	// Output: 3
