@@ -168,6 +168,14 @@ type ConnConfig struct {
 	// segment, Linux stops advertising the window that reading opens, and
 	// the peer sends only at its zero-window probes, seconds apart (as with
 	// package net).
+	//
+	// WriteBuffer is also where a peer that reads slowly shows: the
+	// kernel takes writes until its send buffer (megabytes, autotuned,
+	// by default) is full, and only then does the write queue grow
+	// towards Full. A server that fans out to many clients (a chat room,
+	// a feed) and drops or closes the ones that fall behind sets it
+	// small, so that each client costs at most WriteBuffer in the kernel
+	// and HighWater in the queue, and a laggard is seen early.
 	ReadBuffer, WriteBuffer int
 }
 

@@ -158,7 +158,11 @@ func (c *Conn) Buffered() int { return int(c.queued.Load()) }
 // Full reports whether the write queue went above the high-water mark and
 // has not come down to the low-water mark since: OnDrain will run when it
 // has. A program that writes what it reads from elsewhere pauses that
-// source while Full and resumes it in OnDrain. A closed connection is not
+// source while Full and resumes it in OnDrain. One that writes the same
+// bytes to many connections (a broadcast) has no source to pause for one
+// of them: it skips or closes a connection that is Full (and sets
+// ConnConfig.WriteBuffer small, so that a laggard is Full early), or
+// WriteTimeout closes one that stopped reading. A closed connection is not
 // Full: its queue was dropped (no OnDrain runs then). Any goroutine.
 func (c *Conn) Full() bool { return c.full.Load() }
 
