@@ -5,6 +5,10 @@
 //
 //	go run ./examples/echo -addr 127.0.0.1:7000 -loops 2
 //
+// Once every loop accepts, it prints one line on standard output,
+// "listening on ADDR" (with the port the system chose when -addr asks for
+// port 0); everything else it says goes to standard error.
+//
 // SIGINT or SIGTERM stops it gracefully (Runtime.Shutdown): every loop stops
 // accepting; each open connection sends back what it has read, then FIN,
 // and closes (an echo has no work in flight but its write queue); a
@@ -50,7 +54,8 @@ func main() {
 	if err != nil {
 		log.Fatal(err)
 	}
-	log.Printf("echo: listening on %s with %d loops", srv.addr, *loops)
+	fmt.Printf("listening on %s\n", srv.addr)
+	log.Printf("echo: %d loops", *loops)
 
 	<-ctx.Done()
 	stop()

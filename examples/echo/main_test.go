@@ -5,6 +5,7 @@ import (
 	"errors"
 	"io"
 	"net"
+	"syscall"
 	"testing"
 	"time"
 
@@ -203,4 +204,14 @@ func TestRefusesToStart(t *testing.T) {
 	code, stderr := blackbox.Refused(t, bin, 0, "-addr", srv.addr, "-loops", "2")
 	require.NotZero(t, code)
 	require.Contains(t, stderr, "address already in use")
+}
+
+// The program says where it listens on standard output, echoes, and
+// exits 0 on SIGTERM.
+func TestEchoProgram(t *testing.T) {
+	bin := blackbox.Build(t)
+	p := blackbox.Start(t, bin, "-addr", "127.0.0.1:0", "-loops", "2")
+	roundTrip(t, dial(t, p.Addr), "hello")
+	code, _ := p.Signal(t, syscall.SIGTERM)
+	require.Zero(t, code, "stderr: %s", p.Stderr())
 }
