@@ -62,7 +62,10 @@ func (a *Arena) take(n int) []byte {
 	return b
 }
 
-// shrink gives back the unused end of b, the arena's last take.
-func (a *Arena) shrink(b []byte) {
+// shrink gives back the unused end of b, the arena's last take, and
+// returns b clipped to its length: what it gave back is the arena's again
+// (a trailer, the handler's Alloc), and an append to b must not reach it.
+func (a *Arena) shrink(b []byte) []byte {
 	a.off -= cap(b) - len(b)
+	return b[:len(b):len(b)]
 }

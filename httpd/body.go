@@ -70,7 +70,9 @@ func (b Body) state() *bodyState {
 
 // Bytes returns the whole body and true when it arrived with the request
 // (an empty body too), or nil and false when it streams (OnData). The
-// bytes are in the arena: valid until the request ends.
+// bytes are in the arena: valid until the request ends, and clipped to
+// their length, so that an append copies them rather than write over
+// what follows them there (a trailer, the handler's Alloc).
 func (b Body) Bytes() ([]byte, bool) {
 	if s := b.state(); s != nil {
 		return s.bytes()

@@ -464,7 +464,7 @@ func (hc *h1conn) onBody(p []byte) {
 		}
 		hc.buffering = false
 		r.expect = false // the client sent the body without waiting
-		r.arena.shrink(r.body.data)
+		r.body.data = r.arena.shrink(r.body.data)
 		if chunked {
 			r.setTrailer()
 		}
@@ -494,7 +494,7 @@ func (hc *h1conn) onBody(p []byte) {
 func (hc *h1conn) overflow() {
 	r := hc.cur
 	hc.buffering = false
-	r.arena.shrink(r.body.data)
+	r.body.data = r.arena.shrink(r.body.data)
 	r.body.prefix = len(r.body.data) > 0
 	hc.enqueue(r)
 	hc.dispatch(r)

@@ -240,7 +240,7 @@ func (h *h2conn) startSoon(st *h2stream) {
 func (h *h2conn) overflow(st *h2stream) {
 	r := st.r
 	st.buffering = false
-	r.arena.shrink(r.body.data)
+	r.body.data = r.arena.shrink(r.body.data)
 	r.body.prefix = len(r.body.data) > 0
 	h.dispatch(st)
 }
@@ -492,7 +492,7 @@ func (h *h2conn) bodyIn(st *h2stream, p []byte, end bool) {
 			h.bodyPiece(st, h.ls.l.Now())
 		} else {
 			st.buffering = false
-			r.arena.shrink(r.body.data)
+			r.body.data = r.arena.shrink(r.body.data)
 			r.body.buffered = true
 			h.dispatch(st)
 		}

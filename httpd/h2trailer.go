@@ -1,8 +1,6 @@
 package httpd
 
 import (
-	"slices"
-
 	"github.com/valkyria/aio/httpd/internal/h1"
 	"golang.org/x/net/http2"
 )
@@ -31,8 +29,7 @@ func (h *h2conn) trailerIn(st *h2stream, f *h2block) {
 	if st.buffering {
 		// The body's room goes back first: setTrailer takes from the
 		// arena, and shrink gives back only the last take.
-		r.arena.shrink(r.body.data)
-		r.body.data = slices.Clip(r.body.data)
+		r.body.data = r.arena.shrink(r.body.data)
 	}
 	ls := h.ls
 	ls.tbuf, ls.tfields = ls.tbuf[:0], ls.tfields[:0]

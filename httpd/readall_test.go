@@ -24,6 +24,16 @@ func readAllMux() *Mux {
 	}
 	m.HandleFunc("PUT /sum", sum)
 	m.Handle("PUT /small", MaxBytesHandler(HandlerFunc(sum), 100<<10))
+	m.HandleFunc("POST /append", func(r *Request) Reply {
+		return Later(aio.Then(r.Body().ReadAll(), func(b []byte) (Response, error) {
+			before := r.Trailer("X-Sum")
+			mine := r.Arena().Alloc(4)
+			copy(mine, "mine")
+			b = append(b, "ZZZZZZZZZZZZZZZZZZZZ"...) // the handler's own slice, it may think
+			_ = b
+			return TextResponse(200, before+" "+r.Trailer("X-Sum")+" "+string(mine)), nil
+		}))
+	})
 	m.HandleFunc("PUT /twice", func(r *Request) Reply {
 		first := r.Body().ReadAll()
 		second := r.Body().ReadAll()
@@ -123,5 +133,26 @@ func TestBodyReadAllClientGone(t *testing.T) {
 	eventually(t, func() bool { return ts.Stats().HandlersPending == 1 }, "the handler did not start")
 	require.NoError(t, c.Close())
 	eventually(t, func() bool { return ts.Stats().Cancelled == 1 }, "the handler was not cancelled: %+v", ts.Stats())
+	ts.atRest(t)
+}
+
+// TestBodyInArenaIsClipped: a body that came with its request is a view
+// into the arena, whose room after it goes on to the trailer and the
+// handler's Alloc; an append to the view makes a copy and overwrites
+// neither (chunked on HTTP/1.1, and HTTP/2 with and without a trailer).
+func TestBodyInArenaIsClipped(t *testing.T) {
+	ts := startServer(t, readAllMux(), Config{})
+	c := dialRaw(t, ts.addr)
+	c.send("POST /append HTTP/1.1\r\nHost: x\r\nTransfer-Encoding: chunked\r\n\r\n5\r\nhello\r\n0\r\nX-Sum: 42\r\n\r\n")
+	resp := c.read("POST")
+	assert.Equal(t, 200, resp.status)
+	assert.Equal(t, "42 42 mine", resp.body)
+
+	h := dialH2(t, ts.addr)
+	h.postTrailer(1, "/append", 5, "x-sum", "42")
+	h.expect(1, "200", "42 42 mine")
+	h.open(3, "POST", "/append", false)
+	require.NoError(t, h.fr.WriteData(3, true, []byte("hello")))
+	h.expect(3, "200", "  mine")
 	ts.atRest(t)
 }
