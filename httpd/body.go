@@ -52,6 +52,7 @@ type bodyState struct {
 	paused   bool
 	done     bool // the end was delivered (or will be, posted)
 	prefix   bool // data still to be delivered before the live bytes
+	held     bool // CopyTo or ReadAll reads the body: OnData leaves their reader alone
 }
 
 // state returns the body's state in its request, or nil once the request
@@ -101,9 +102,10 @@ func (b Body) Length() int64 {
 // keep) and end is true for the last call (p may then be empty). A
 // buffered body comes in one call. fn never runs inside OnData. Setting it
 // starts the body's flow (and sends "100 Continue" to a client waiting for
-// it). A second call replaces fn.
+// it). A second call replaces fn; a call after CopyTo or ReadAll does
+// nothing (their handles would otherwise never end).
 func (b Body) OnData(fn func(p []byte, end bool)) {
-	if s := b.state(); s != nil {
+	if s := b.state(); s != nil && !s.held {
 		s.onData(fn)
 	}
 }
@@ -223,6 +225,7 @@ func (b Body) CopyTo(w io.Writer) *aio.Handle[int64] {
 	if s == nil {
 		return aio.Fail[int64](l, ErrBodyRead)
 	}
+	s.held = true
 	p := newBodyPipe(r, nil)
 	p.started = true
 	p.start()
@@ -262,6 +265,7 @@ func (b Body) ReadAll() *aio.Handle[[]byte] {
 		s.done = true // read: a later reader fails as after OnData
 		return aio.Adopt(r.Scope(), aio.Pure(r.ls.l, p))
 	}
+	s.held = true
 	p := aio.NewPromise[[]byte](r.ls.l)
 	h := aio.Adopt(r.Scope(), p.Handle())
 	var buf []byte

@@ -13,6 +13,7 @@ import (
 	"github.com/stretchr/testify/assert"
 	"github.com/stretchr/testify/require"
 	"github.com/valkyria/aio"
+	"golang.org/x/net/http2"
 )
 
 func readAllMux() *Mux {
@@ -24,6 +25,18 @@ func readAllMux() *Mux {
 	}
 	m.HandleFunc("PUT /sum", sum)
 	m.Handle("PUT /small", MaxBytesHandler(HandlerFunc(sum), 100<<10))
+	m.HandleFunc("PUT /count", func(r *Request) Reply {
+		return Later(aio.Then(r.Body().ReadAll(), func(b []byte) (Response, error) {
+			return TextResponse(200, itoa(len(b))), nil
+		}))
+	})
+	m.HandleFunc("PUT /thenondata", func(r *Request) Reply {
+		h := r.Body().ReadAll()
+		r.Body().OnData(func([]byte, bool) {}) // too late: ReadAll reads it
+		return Later(aio.Then(h, func(b []byte) (Response, error) {
+			return TextResponse(200, itoa(len(b))), nil
+		}))
+	})
 	m.HandleFunc("POST /append", func(r *Request) Reply {
 		return Later(aio.Then(r.Body().ReadAll(), func(b []byte) (Response, error) {
 			before := r.Trailer("X-Sum")
@@ -133,6 +146,46 @@ func TestBodyReadAllClientGone(t *testing.T) {
 	eventually(t, func() bool { return ts.Stats().HandlersPending == 1 }, "the handler did not start")
 	require.NoError(t, c.Close())
 	eventually(t, func() bool { return ts.Stats().Cancelled == 1 }, "the handler was not cancelled: %+v", ts.Stats())
+	ts.atRest(t)
+}
+
+// TestBodyReadAllThenOnData: OnData after ReadAll does nothing, for a body
+// that came with its request and one that streams: it used to take the
+// streamed body's flow away from ReadAll, whose handle never ended.
+func TestBodyReadAllThenOnData(t *testing.T) {
+	ts := startServer(t, readAllMux(), Config{})
+	for _, n := range []int{5, 1 << 20} {
+		req, err := http.NewRequest("PUT", ts.url+"/thenondata", strings.NewReader(strings.Repeat("z", n)))
+		require.NoError(t, err)
+		resp, got := do(t, client(t), req)
+		assert.Equal(t, 200, resp.StatusCode)
+		assert.Equal(t, itoa(n), string(got), "a body of %d bytes", n)
+	}
+	ts.atRest(t)
+}
+
+// TestBodyReadAllExpectContinue: ReadAll starts a streamed body's flow,
+// so a client waiting for 100 Continue gets it, on HTTP/1.1 and HTTP/2.
+func TestBodyReadAllExpectContinue(t *testing.T) {
+	ts := startServer(t, readAllMux(), Config{})
+	const n = 1 << 20
+	raw := dialRaw(t, ts.addr)
+	raw.send("PUT /count HTTP/1.1\r\nHost: x\r\nExpect: 100-continue\r\nContent-Length: " + itoa(n) + "\r\n\r\n")
+	assert.Equal(t, 100, raw.read("PUT").status)
+	raw.send(strings.Repeat("x", n))
+	resp := raw.read("PUT")
+	assert.Equal(t, 200, resp.status)
+	assert.Equal(t, itoa(n), resp.body)
+
+	c := dialH2(t, ts.addr)
+	c.openWindows()
+	c.putExpecting(1, "/count", n)
+	f := c.next()
+	mh, ok := f.(*http2.MetaHeadersFrame)
+	require.True(t, ok, "%v", f)
+	assert.Equal(t, "100", mh.PseudoValue("status"))
+	c.sendBody(1, n)
+	c.expect(1, "200", itoa(n))
 	ts.atRest(t)
 }
 
