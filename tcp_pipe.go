@@ -5,7 +5,6 @@ import (
 	"fmt"
 
 	"github.com/valkyria/aio/internal/sock"
-	"golang.org/x/sys/unix"
 )
 
 // Piped counts the bytes a Pipe copied each way: those it gave to the
@@ -41,11 +40,16 @@ var errPipeLoops = fmt.Errorf("%w: Pipe of connections on different loops (dial 
 // once its queue is flushed, and the other way round; each connection
 // closes once both its directions are finished, and one closed by Close
 // half-closes the other as its EOF would. An error on either side (a
-// reset, a timeout, a failed write) closes both at once, dropping what
-// their write queues held. A reset passes on as a reset: the other
-// connection's peer gets RST, not FIN, and what the kernel still held for
-// it is dropped, so that a peer whose stream was cut short does not take
-// it for whole (an upload its client aborted, a reply its server did).
+// reset, a timeout, a failed write, a TLS stream cut short of its
+// close_notify by a FIN inside a record or a fatal alert) closes both at
+// once, dropping what their write queues held, and passes on as a reset:
+// the other connection's peer gets RST, not FIN, and what the kernel
+// still held for it is dropped, so that a peer whose stream was cut short
+// does not take it for whole (an upload its client aborted, a reply its
+// server did). A TLS FIN between records, without close_notify, ends the
+// stream as close_notify does (crypto/tls takes it so), and passes on as
+// a FIN. A cancellation (Cancel, Stop, a drain's deadline) is the
+// program's own end of the pipe: both close at once, without a reset.
 //
 // The handle completes with the byte counts when both connections have
 // closed in order, fails with the first error otherwise, and is cancelled
@@ -218,7 +222,7 @@ func (p *pipeNode) closed(other *Conn, err error) {
 	switch {
 	case err != nil && p.err == nil:
 		p.err = err
-		if peerReset(err) && other.state == connOpen {
+		if !errors.Is(err, ErrCancelled) && other.state == connOpen {
 			// An abort passes on as one: a FIN would tell the other
 			// peer that the stream it got was whole.
 			_ = sock.SetResetOnClose(other.fd)
@@ -250,12 +254,6 @@ func (p *pipeNode) closed(other *Conn, err error) {
 	default:
 		p.settle(p.stats, p.err)
 	}
-}
-
-// peerReset reports whether err is a connection's peer resetting it, on
-// a read (ECONNRESET) or a write (EPIPE after the reset).
-func peerReset(err error) bool {
-	return errors.Is(err, unix.ECONNRESET) || errors.Is(err, unix.EPIPE)
 }
 
 // stop is the producer side: cancelling the pipe closes both connections.

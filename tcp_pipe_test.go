@@ -234,6 +234,33 @@ func TestPipeResetClosesBoth(t *testing.T) {
 	}
 }
 
+// Any error passes on as a reset, a timeout too: the other peer's stream
+// did not end, it was given up on. (The side that timed out closes as a
+// timed-out connection does, with a FIN.)
+func TestPipeTimeoutPassesOnAsReset(t *testing.T) {
+	l := startLoop(t)
+	nl, err := net.Listen("tcp", "127.0.0.1:0")
+	require.NoError(t, err)
+	t.Cleanup(func() { nl.Close() })
+	ln, pipes := proxyTo(t, l, nl.Addr().String(), ConnConfig{IdleTimeout: 50 * time.Millisecond})
+	nc, up := proxyEnds(t, ln, nl)
+	pipe := recv(t, pipes)
+	_, err = wait(t, pipe)
+	require.ErrorIs(t, err, ErrIdleTimeout)
+	_, cerr := nc.Read(make([]byte, 1))
+	_, uerr := up.Read(make([]byte, 1))
+	resets := 0
+	for _, err := range []error{cerr, uerr} {
+		if errors.Is(err, unix.ECONNRESET) {
+			resets++
+		} else {
+			require.ErrorIs(t, err, io.EOF)
+		}
+	}
+	require.GreaterOrEqual(t, resets, 1, "client %v, upstream %v", cerr, uerr)
+	closedLoopTCP(t, l.closeListener(t, ln))
+}
+
 // Cancelling the pipe closes both connections; the handle is cancelled.
 func TestPipeCancelClosesBoth(t *testing.T) {
 	pipeModes(t, false, func(t *testing.T) {
