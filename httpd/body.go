@@ -242,10 +242,10 @@ func (b Body) CopyTo(w io.Writer) *aio.Handle[int64] {
 // of its bytes: a Content-Length is the client's claim, not its bytes.
 const readAllFirstCap = 64 << 10
 
-// ReadAll returns a handle to the whole body, in place of OnData: at once
-// when it arrived with the request (the bytes Bytes returns, in the arena,
-// valid until the request ends), else once it has streamed in, collected
-// into memory of its own. The body's limit bounds that memory: a body that
+// ReadAll returns a handle to the whole body (empty, not nil, for none),
+// in place of OnData: at once when it arrived with the request (the bytes
+// Bytes returns, in the arena, valid until the request ends), else once
+// it has streamed in, collected into memory of its own. The body's limit bounds that memory: a body that
 // outgrows Config.MaxBodyBytes or a MaxBytesHandler's limit is answered
 // 413 and the handler's handle cancelled, as with OnData; with no limit,
 // nothing bounds it (net/http's io.ReadAll(r.Body) likewise). The handle
@@ -262,6 +262,9 @@ func (b Body) ReadAll() *aio.Handle[[]byte] {
 		return aio.Fail[[]byte](l, ErrBodyRead)
 	}
 	if p, ok := s.bytes(); ok {
+		if p == nil {
+			p = []byte{} // as for an empty body that streamed: never nil
+		}
 		s.done = true // read: a later reader fails as after OnData
 		return aio.Adopt(r.Scope(), aio.Pure(r.ls.l, p))
 	}

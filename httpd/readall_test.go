@@ -25,9 +25,9 @@ func readAllMux() *Mux {
 	}
 	m.HandleFunc("PUT /sum", sum)
 	m.Handle("PUT /small", MaxBytesHandler(HandlerFunc(sum), 100<<10))
-	m.HandleFunc("PUT /count", func(r *Request) Reply {
+	m.HandleFunc("/count", func(r *Request) Reply {
 		return Later(aio.Then(r.Body().ReadAll(), func(b []byte) (Response, error) {
-			return TextResponse(200, itoa(len(b))), nil
+			return TextResponse(200, fmt.Sprintf("%d %v", len(b), b == nil)), nil
 		}))
 	})
 	m.HandleFunc("PUT /thenondata", func(r *Request) Reply {
@@ -175,7 +175,7 @@ func TestBodyReadAllExpectContinue(t *testing.T) {
 	raw.send(strings.Repeat("x", n))
 	resp := raw.read("PUT")
 	assert.Equal(t, 200, resp.status)
-	assert.Equal(t, itoa(n), resp.body)
+	assert.Equal(t, itoa(n)+" false", resp.body)
 
 	c := dialH2(t, ts.addr)
 	c.openWindows()
@@ -185,7 +185,7 @@ func TestBodyReadAllExpectContinue(t *testing.T) {
 	require.True(t, ok, "%v", f)
 	assert.Equal(t, "100", mh.PseudoValue("status"))
 	c.sendBody(1, n)
-	c.expect(1, "200", itoa(n))
+	c.expect(1, "200", itoa(n)+" false")
 	ts.atRest(t)
 }
 
@@ -207,5 +207,26 @@ func TestBodyInArenaIsClipped(t *testing.T) {
 	h.open(3, "POST", "/append", false)
 	require.NoError(t, h.fr.WriteData(3, true, []byte("hello")))
 	h.expect(3, "200", "  mine")
+	ts.atRest(t)
+}
+
+// TestBodyReadAllEmpty: no body reads as an empty slice, not nil, whether
+// it came with its request or streamed.
+func TestBodyReadAllEmpty(t *testing.T) {
+	ts := startServer(t, readAllMux(), Config{})
+	for _, proto := range []struct {
+		name string
+		c    *http.Client
+	}{{"h1", client(t)}, {"h2", h2Client(t)}} {
+		for _, method := range []string{"GET", "PUT"} {
+			var body io.Reader
+			if method == "PUT" {
+				body = unsized{strings.NewReader("")}
+			}
+			resp, got := h2Do(t, proto.c, method, ts.url+"/count", body)
+			assert.Equal(t, 200, resp.StatusCode)
+			assert.Equal(t, "0 false", got, "%s %s", proto.name, method)
+		}
+	}
 	ts.atRest(t)
 }
