@@ -67,8 +67,11 @@ func TestH2LargeResponseTakesTurns(t *testing.T) {
 		}
 	}
 	assert.Equal(t, "ok", string(body3))
-	t.Logf("stream 1 sent %d bytes before stream 3 finished", big)
-	assert.Less(t, big, 4<<20, "stream 3 waited for %d bytes of stream 1", big)
+	// What the client reads of stream 1 first includes what the kernel
+	// buffers hold on both ends (autotuned to megabytes on loopback), not
+	// only the server's turns: a quarter of the body is far above that,
+	// and far below the whole body that went first without turns.
+	assert.Less(t, big, len(h2Huge)/4, "stream 3 waited for %d bytes of stream 1", big)
 	c.nc.Close()
 	ts.atRest(t)
 }
