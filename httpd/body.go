@@ -14,8 +14,8 @@ import (
 // the handler is Duplex: it starts at the head). A larger one streams
 // to the handler, which reads it with OnData; until it does, and while it
 // has paused, the connection does not read (TCP flow control holds the
-// client back). Either way, OnData works, and ReadAll
-// collects the whole body in one handle.
+// client back). Either way, OnData works, and ReadAll collects the whole
+// body in one handle.
 //
 // A streamed body that the handler leaves unread, wholly or in part, when
 // its response is written is not read on its behalf: on HTTP/1.1 that
@@ -245,12 +245,13 @@ const readAllFirstCap = 64 << 10
 // ReadAll returns a handle to the whole body (empty, not nil, for none),
 // in place of OnData: at once when it arrived with the request (the bytes
 // Bytes returns, in the arena, valid until the request ends), else once
-// it has streamed in, collected into memory of its own. The body's limit bounds that memory: a body that
-// outgrows Config.MaxBodyBytes or a MaxBytesHandler's limit is answered
-// 413 and the handler's handle cancelled, as with OnData; with no limit,
-// nothing bounds it (net/http's io.ReadAll(r.Body) likewise). The handle
-// fails at once with ErrBodyRead when OnData, CopyTo or ReadAll was called
-// before or the request has ended.
+// it has streamed in, collected into memory of its own. The body's limit
+// bounds that memory: a body that outgrows Config.MaxBodyBytes or a
+// MaxBytesHandler's limit is answered 413 and the handler's handle
+// cancelled, as with OnData; with no limit, nothing bounds it (net/http's
+// io.ReadAll(r.Body) likewise). The handle fails at once with ErrBodyRead
+// when OnData, CopyTo or ReadAll was called before or the request has
+// ended.
 //
 // The handle is in the request's scope: a client that goes away cancels
 // it. A cancelled ReadAll drops the rest of the body as it arrives.
@@ -271,22 +272,15 @@ func (b Body) ReadAll() *aio.Handle[[]byte] {
 	s.held = true
 	p := aio.NewPromise[[]byte](r.ls.l)
 	h := aio.Adopt(r.Scope(), p.Handle())
-	var buf []byte
-	if s.length > 0 {
-		buf = make([]byte, 0, min(s.length, readAllFirstCap))
-	}
-	dropped := false
-	h.OnCancel(func() { buf, dropped = nil, true })
+	buf := make([]byte, 0, min(max(s.length, 0), readAllFirstCap)) // never nil, even empty
 	s.onData(func(piece []byte, end bool) {
-		if dropped {
-			return
-		}
-		buf = append(buf, piece...)
-		if end {
-			if buf == nil {
-				buf = []byte{}
-			}
-			p.Resolve(buf)
+		switch {
+		case h.Cancelled():
+			buf = nil // the rest is dropped as it arrives
+		case end:
+			p.Resolve(append(buf, piece...))
+		default:
+			buf = append(buf, piece...)
 		}
 	})
 	return h
