@@ -1012,17 +1012,19 @@ func (h *h2conn) sendWaiting() {
 		if h.sendWin <= 0 || h.c.Full() || h.turnPosted {
 			again := h.waiting // those that had their turn and wait again: after the rest
 			h.waiting = nil
-			for _, rest := range ws[i+1:] {
-				if rest.waiting = false; !rest.reset {
-					h.wait(rest)
-				}
-			}
-			for _, st := range again {
-				if st.waiting = false; !st.reset {
-					h.wait(st)
-				}
-			}
+			h.waitAgain(ws[i+1:])
+			h.waitAgain(again)
 			return
+		}
+	}
+}
+
+// waitAgain puts sts back in the waiting list, in order, but those reset
+// meanwhile.
+func (h *h2conn) waitAgain(sts []*h2stream) {
+	for _, st := range sts {
+		if st.waiting = false; !st.reset {
+			h.wait(st)
 		}
 	}
 }
