@@ -202,12 +202,13 @@ func (n *doNode[T]) stop() {
 // transition that tells the body (stop) is a job of the loop, which the
 // body holds until it suspends, and an Await or a Context meanwhile must
 // not go on as if nothing had happened. stop does the same again later.
-// One atomic load. In the body.
-func (co *Co) noticeCancel() {
+// It reports whether the body is cancelled. One atomic load. In the body.
+func (co *Co) noticeCancel() bool {
 	if !co.cancelled && statusOf(co.core.state.Load()) == Cancelled {
 		co.cancelled = true
 		co.cancelContext(cancelCause(co.l))
 	}
+	return co.cancelled
 }
 
 // enter makes the body's goroutine the loop's owner while it runs, as
@@ -315,8 +316,7 @@ func Await[T any](co *Co, h *Handle[T]) (T, error) {
 	if h == nil {
 		return zero, ErrNilHandle
 	}
-	co.noticeCancel()
-	if co.cancelled {
+	if co.noticeCancel() {
 		// As if the body had awaited and withdrawn at once: h is cancelled
 		// unless another dependent wants it.
 		h.dropIfUnwanted()

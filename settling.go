@@ -113,7 +113,7 @@ func (s *Settling[T]) next(co *Co) (h *Handle[T], ok bool, err error) {
 	}
 	var w *Handle[struct{}] // listed in waiters: settled by the next deliver
 	for {
-		if co.noticeCancel(); co.cancelled {
+		if co.noticeCancel() {
 			s.drop(w)
 			return nil, false, ErrCancelled
 		}
