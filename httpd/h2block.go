@@ -26,12 +26,12 @@ import (
 // truncated (431), its later fragments still decoded, within split's
 // bound on the block, to keep the table in step; before that, a fragment
 // of more than twice the budget left ends the connection; HPACK errors
-// and a block that ends mid-field are a connection COMPRESSION_ERROR. One answer differs: a single field longer
-// than the list truncates the block too (431), where x/net's decoder
-// refuses its string and ends the connection (initBlock). Why:
-// readMetaFrame allocated a frame, a closure with its captured counters
-// and a growing field slice for every block, most of a small request's
-// allocations.
+// and a block that ends mid-field are a connection COMPRESSION_ERROR. One
+// answer differs: a single field longer than the list truncates the block
+// too (431), where x/net's decoder refuses its string and ends the
+// connection (initBlock). Why: readMetaFrame allocated a frame, a closure
+// with its captured counters and a growing field slice for every block,
+// most of a small request's allocations.
 
 // h2block is the header block being read, and the connection's decoder.
 // Owned by the loop.
