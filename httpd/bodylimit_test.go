@@ -423,10 +423,7 @@ type unsized struct{ io.Reader }
 // their count.
 func TestBodyCopyTo(t *testing.T) {
 	ts := startServer(t, copyToMux(), Config{})
-	for _, proto := range []struct {
-		name string
-		c    *http.Client
-	}{{"h1", client(t)}, {"h2", h2Client(t)}} {
+	for _, proto := range protoClients(t) {
 		for _, size := range []int{0, 100, 40 << 10, 4 << 20} {
 			for _, chunked := range []bool{false, true} {
 				t.Run(fmt.Sprintf("%s/%d/chunked=%v", proto.name, size, chunked), func(t *testing.T) {

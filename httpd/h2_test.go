@@ -33,6 +33,18 @@ func h2Client(t testing.TB) *http.Client {
 	return &http.Client{Transport: tr, Timeout: waitTimeout}
 }
 
+// protoClient is a client of one protocol, named for subtests.
+type protoClient struct {
+	name string
+	c    *http.Client
+}
+
+// protoClients returns an HTTP/1.1 client and an HTTP/2 (h2c) one, for a
+// test that runs the same requests over both.
+func protoClients(t testing.TB) []protoClient {
+	return []protoClient{{"h1", client(t)}, {"h2", h2Client(t)}}
+}
+
 // h2Mux is testMux with the routes the HTTP/2 tests add: /events streams
 // server-sent events, /big an 1 MiB body.
 func h2Mux() *Mux {

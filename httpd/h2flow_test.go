@@ -2,7 +2,6 @@ package httpd
 
 import (
 	"bytes"
-	"context"
 	"hash/crc32"
 	"io"
 	"net/http"
@@ -78,12 +77,12 @@ func TestH2LargeResponseTakesTurns(t *testing.T) {
 
 // h2HoldMux: POST /hold never reads its body and never answers (until
 // cancelled); GET /body is stallBig.
-func h2HoldMux(cancelled *atomicCounter) *Mux {
+func h2HoldMux(cancelled *atomic.Int64) *Mux {
 	m := h2HugeMux()
 	m.HandleFunc("POST /hold", func(r *Request) Reply {
 		p := aio.NewPromise[Response](r.Loop())
 		h := p.Handle()
-		h.OnCancel(func() { cancelled.add() })
+		h.OnCancel(func() { cancelled.Add(1) })
 		return Later(h)
 	})
 	m.HandleFunc("GET /hold", func(r *Request) Reply {
@@ -94,15 +93,10 @@ func h2HoldMux(cancelled *atomicCounter) *Mux {
 	return m
 }
 
-type atomicCounter struct{ n atomic.Int64 }
-
-func (a *atomicCounter) add()       { a.n.Add(1) }
-func (a *atomicCounter) get() int64 { return a.n.Load() }
-
 // Flow-control errors and limits on a stream: each resets the stream
 // alone, and the connection goes on.
 func TestH2FlowControlStreamErrors(t *testing.T) {
-	var cancelled atomicCounter
+	var cancelled atomic.Int64
 	ts := startServer(t, h2HoldMux(&cancelled), Config{})
 
 	t.Run("window update past 2^31-1", func(t *testing.T) {
@@ -166,7 +160,7 @@ func TestH2FlowControlStreamErrors(t *testing.T) {
 		c.nc.Close()
 	})
 	ts.atRest(t)
-	assert.Equal(t, int64(2), cancelled.get())
+	assert.Equal(t, int64(2), cancelled.Load())
 }
 
 // SETTINGS_INITIAL_WINDOW_SIZE moved down while DATA is in flight makes
@@ -174,7 +168,7 @@ func TestH2FlowControlStreamErrors(t *testing.T) {
 // WINDOW_UPDATEs bring it above 0, then exactly what is open goes, and
 // the body arrives byte-exact.
 func TestH2NegativeWindow(t *testing.T) {
-	var cancelled atomicCounter
+	var cancelled atomic.Int64
 	ts := startServer(t, h2HoldMux(&cancelled), Config{})
 	c := dialH2(t, ts.addr)
 	require.NoError(t, c.fr.WriteWindowUpdate(0, 1<<30))
@@ -387,8 +381,6 @@ func TestH2ConcurrentUploadsWithinWindows(t *testing.T) {
 	c.CloseIdleConnections()
 	eventually(t, func() bool { return ts.Stats().ConnsOpen == 0 }, "conns %d", ts.Stats().ConnsOpen)
 	eventually(t, func() bool { return runtime.NumGoroutine() <= g0+2 }, "goroutines %d, were %d", runtime.NumGoroutine(), g0)
-	_ = bytes.MinRead
-	_ = context.Background
 }
 
 // fcSender sends DATA within the windows the server grants, reading its
@@ -457,14 +449,7 @@ func TestH2ResetUploadCreditsConnection(t *testing.T) {
 		// the reset, sent within the windows the client knows
 		c.postHead(id, "/cut", 8<<20)
 		s.send(id, 1<<20, false)
-		k := min(s.streams[id], s.conn)
-		for k > 0 {
-			n := min(k, 16384)
-			require.NoError(t, c.fr.WriteData(id, false, make([]byte, n)))
-			k -= n
-			s.conn -= n
-			s.streams[id] -= n
-		}
+		s.send(id, int(min(s.streams[id], s.conn)), false)
 	}
 	s.streams[41] = h2DefaultWindow
 	c.postHead(41, "/crc", 2<<20)

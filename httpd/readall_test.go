@@ -65,10 +65,7 @@ func readAllMux() *Mux {
 // HTTP/2: the handle gives every byte, in order.
 func TestBodyReadAll(t *testing.T) {
 	ts := startServer(t, readAllMux(), Config{})
-	for _, proto := range []struct {
-		name string
-		c    *http.Client
-	}{{"h1", client(t)}, {"h2", h2Client(t)}} {
+	for _, proto := range protoClients(t) {
 		for _, size := range []int{0, 100, 40 << 10, 4 << 20} {
 			for _, chunked := range []bool{false, true} {
 				t.Run(fmt.Sprintf("%s/%d/chunked=%v", proto.name, size, chunked), func(t *testing.T) {
@@ -97,10 +94,8 @@ func TestBodyReadAll(t *testing.T) {
 // and the request gives everything back.
 func TestBodyReadAllOverLimit(t *testing.T) {
 	ts := startServer(t, readAllMux(), Config{})
-	for _, proto := range []struct {
-		name string
-		c    *http.Client
-	}{{"h1", client(t)}, {"h2", h2Client(t)}} {
+	answered := map[string]int{} // 413s seen, per protocol
+	for _, proto := range protoClients(t) {
 		for _, chunked := range []bool{false, true} {
 			t.Run(fmt.Sprintf("%s/chunked=%v", proto.name, chunked), func(t *testing.T) {
 				var rd io.Reader = bytes.NewReader(make([]byte, 1<<20))
@@ -114,10 +109,17 @@ func TestBodyReadAllOverLimit(t *testing.T) {
 					_, _ = io.Copy(io.Discard, resp.Body)
 					resp.Body.Close()
 					assert.Equal(t, 413, resp.StatusCode)
+					answered[proto.name]++
 				}
 			})
 		}
 	}
+	// A client that announces its length and reads before it sends sees
+	// the answer whatever its timing.
+	c := dialRaw(t, ts.addr)
+	c.send("PUT /small HTTP/1.1\r\nHost: x\r\nContent-Length: 1048576\r\n\r\n")
+	assert.Equal(t, 413, c.read("PUT").status)
+	assert.Positive(t, answered["h1"]+answered["h2"], "no client saw a 413")
 	ts.atRest(t)
 }
 
@@ -214,10 +216,7 @@ func TestBodyInArenaIsClipped(t *testing.T) {
 // it came with its request or streamed.
 func TestBodyReadAllEmpty(t *testing.T) {
 	ts := startServer(t, readAllMux(), Config{})
-	for _, proto := range []struct {
-		name string
-		c    *http.Client
-	}{{"h1", client(t)}, {"h2", h2Client(t)}} {
+	for _, proto := range protoClients(t) {
 		for _, method := range []string{"GET", "PUT"} {
 			var body io.Reader
 			if method == "PUT" {
