@@ -75,6 +75,34 @@ func TestH2LargeResponseTakesTurns(t *testing.T) {
 	ts.atRest(t)
 }
 
+// A stream's own WINDOW_UPDATE does not give it a turn out of order: two
+// 64 MiB responses share the connection about evenly although the client
+// opens stream 1's window again after each of its DATA frames (with
+// windows far past the bodies, so the updates change nothing but when the
+// server looks at stream 1). Sent at once, each update gave stream 1
+// another turn ahead of stream 3's, which got a tenth.
+func TestH2WindowUpdateKeepsTurns(t *testing.T) {
+	ts := startServer(t, h2HugeMux(), Config{})
+	c := dialH2(t, ts.addr)
+	c.openWindows()
+	c.get(1, "/huge")
+	c.get(3, "/huge")
+	got := map[uint32]int{}
+	const total = 32 << 20
+	for got[1]+got[3] < total {
+		if df, ok := c.next().(*http2.DataFrame); ok {
+			got[df.StreamID] += len(df.Data())
+			if df.StreamID == 1 {
+				require.NoError(t, c.fr.WriteWindowUpdate(1, 1))
+			}
+		}
+	}
+	assert.Greater(t, got[3], total/4, "stream 1 %d B, stream 3 %d B", got[1], got[3])
+	assert.Greater(t, got[1], total/4, "stream 1 %d B, stream 3 %d B", got[1], got[3])
+	c.nc.Close()
+	ts.atRest(t)
+}
+
 // h2HoldMux: POST /hold never reads its body and never answers (until
 // cancelled); GET /body is stallBig.
 func h2HoldMux(cancelled *atomic.Int64) *Mux {

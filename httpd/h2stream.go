@@ -894,8 +894,15 @@ func (h *h2conn) lower(name string) (string, bool) {
 }
 
 // sendData sends what st has to send, as far as the windows and the write
-// queue allow; the rest waits for a WINDOW_UPDATE or the drain.
+// queue allow; the rest waits for a WINDOW_UPDATE or the drain. A stream
+// in the waiting list sends nothing here: its turn comes from that list
+// (sendWaiting), after the streams ahead of it, whatever woke it (a
+// WINDOW_UPDATE or SETTINGS of its own, or its handler's Write) - else a
+// client that keeps opening one stream's window would keep it first.
 func (h *h2conn) sendData(st *h2stream) {
+	if st.waiting {
+		return
+	}
 	var trailer []Field // sent after the last DATA, which then does not end the stream
 	if r := st.r; r != nil && st.outEnd {
 		trailer = r.stream.endTrailer()
