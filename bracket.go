@@ -106,12 +106,15 @@ func (n *bracketNode[R, T]) acquireDone() {
 		// from another goroutine), the report marks acquire as consumed,
 		// so that stop does not hold for a report that has come already.
 		n.acq.done = true
+		n.useFn = nil // never to run now: what it captured goes with it
 		_ = n.doRelease()
+		n.release = nil
 		n.unhold(&n.holdAcq)
 		return
 	}
 	n.acq.done = true
 	if !completed {
+		n.useFn, n.release = nil, nil // never to run: what they captured goes with them
 		forwardFailure(&n.Handle, in)
 		return
 	}

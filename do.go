@@ -90,6 +90,7 @@ func Do[T any](l *Loop, body func(co *Co) (T, error)) *Handle[T] {
 // resumed on the same locked thread.
 func (n *doNode[T]) start() {
 	if n.Handle.ended() {
+		n.body = nil // never to run now: what it captured goes with it
 		return
 	}
 	if !n.loop.onLoopThread() {
@@ -107,6 +108,7 @@ func (n *doNode[T]) start() {
 	n.state.CompareAndSwap(uint32(Pending), uint32(Running))
 	n.loop.adoptProducer(&n.core)
 	if n.Handle.ended() {
+		n.body = nil
 		return // adopted by a dying loop, and so cancelled
 	}
 	n.w = n.loop.takeWorker()

@@ -3,6 +3,7 @@ package aio
 import (
 	"context"
 	"errors"
+	"fmt"
 	"runtime"
 	"sync"
 	"sync/atomic"
@@ -504,21 +505,98 @@ func TestUnrunFunctionIsLetGo(t *testing.T) {
 					}
 				})
 				_, _ = wait(t, res)
-				onLoop(t, l, func() {})     // the loop is past every job of the test
-				eventually(t, func() bool { // a collection is seen only by asking
-					runtime.GC()
-					select {
-					case <-freed:
-						return true
-					default:
-						return false
-					}
-				}, "the handle keeps its function's captures")
+				onLoop(t, l, func() {}) // the loop is past every job of the test
+				collected(t, freed, "the handle keeps its function's captures")
 				runtime.KeepAlive(res)
 				runtime.KeepAlive(p)
 			})
 		}
 	}
+}
+
+// The producers that hold a function of the caller's (Delay, Every,
+// Retry, Bracket, Do) let go of it, and of what it captured, once their
+// handle has ended and the function will not run (again), as the
+// continuations do (TestUnrunFunctionIsLetGo). Each case starts its
+// producer off the loop and returns the handle to wait for.
+func TestEndedProducerLetsGoOfItsFunction(t *testing.T) {
+	l := startLoop(t)
+	type ender interface{ Done() <-chan struct{} }
+	for _, c := range []struct {
+		name  string
+		start func(big *[1 << 20]byte) ender
+	}{
+		{"Delay/cancelled", func(big *[1 << 20]byte) ender {
+			h := Delay(l, time.Hour, func() (int, error) { return int(big[0]), nil })
+			h.Cancel()
+			return h
+		}},
+		{"Every/cancelled", func(big *[1 << 20]byte) ender {
+			h := Every(l, time.Hour, func() { _ = big[0] })
+			h.Cancel()
+			return h
+		}},
+		{"Every/failed", func(big *[1 << 20]byte) ender {
+			return Every(l, time.Millisecond, func() { panic(int(big[0])) })
+		}},
+		{"Retry/completed", func(big *[1 << 20]byte) ender {
+			return Retry(l, 3, 0, func() *Handle[int] { return Pure(l, int(big[0])) })
+		}},
+		{"Retry/failed", func(big *[1 << 20]byte) ender {
+			return Retry(l, 1, 0, func() *Handle[int] { return Fail[int](l, fmt.Errorf("no %d", big[0])) })
+		}},
+		{"Retry/cancelled", func(big *[1 << 20]byte) ender {
+			h := Retry(l, 3, time.Hour, func() *Handle[int] { return Fail[int](l, fmt.Errorf("no %d", big[0])) })
+			h.Cancel()
+			return h
+		}},
+		{"Bracket/acquire failed", func(big *[1 << 20]byte) ender {
+			return Bracket(Fail[int](l, errors.New("no")), func(int) { _ = big[0] },
+				func(int) *Handle[int] { return Pure(l, int(big[0])) })
+		}},
+		{"Bracket/cancelled while acquiring", func(big *[1 << 20]byte) ender {
+			acq := NewPromise[int](l)
+			h := Bracket(acq.Handle(), func(int) { _ = big[0] },
+				func(int) *Handle[int] { return Pure(l, int(big[0])) })
+			h.Cancel()
+			return h
+		}},
+		{"Do/cancelled before it started", func(big *[1 << 20]byte) ender {
+			held := make(chan struct{})
+			require.NoError(t, l.Post(func() { <-held })) // Do's start waits behind this
+			h := Do(l, func(*Co) (int, error) { return int(big[0]), nil })
+			h.Cancel()
+			close(held)
+			return h
+		}},
+	} {
+		t.Run(c.name, func(t *testing.T) {
+			freed := make(chan struct{})
+			big := new([1 << 20]byte)
+			runtime.AddCleanup(big, func(ch chan struct{}) { close(ch) }, freed)
+			res := c.start(big)
+			big = nil
+			<-res.Done()
+			onLoop(t, l, func() {}) // the loop is past every job of the test
+			collected(t, freed, "the ended handle keeps its function's captures")
+			runtime.KeepAlive(res)
+		})
+	}
+}
+
+// collected waits for freed to close (a runtime.AddCleanup's signal),
+// collecting garbage meanwhile: a collection is seen only by asking.
+func collected(t *testing.T, freed <-chan struct{}, msg string) {
+	t.Helper()
+	eventually(t, func() bool {
+		runtime.GC()
+		select {
+		case <-freed:
+			return true
+		default:
+			return false
+		}
+	}, msg)
 }
 
 func TestDeepChainCompletesAndCancels(t *testing.T) {

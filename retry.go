@@ -62,9 +62,11 @@ func (n *retryNode[T]) fire() {
 	h, err := callValue(func() (*Handle[T], error) { return n.fn(), nil })
 	switch {
 	case err != nil:
+		n.fn = nil // no attempt follows: what it captured goes with it
 		var zero T
 		n.settle(zero, err)
 	case h == nil:
+		n.fn = nil
 		var zero T
 		n.settle(zero, fmt.Errorf("%w: Retry attempt %d", ErrNilHandle, n.attempt))
 	default:
@@ -80,10 +82,12 @@ func (n *retryNode[T]) onInput(idx int) {
 	n.cur.done = true
 	in := n.cur.in
 	if in.state.Load() != uint32(Failed) {
+		n.fn = nil // no attempt follows: what it captured goes with it
 		forward(&n.Handle, in)
 		return
 	}
 	if n.left--; n.left <= 0 {
+		n.fn = nil
 		var zero T
 		err := in.err
 		if n.attempt > 1 { // say that it was retried: the error is the last attempt's
@@ -104,6 +108,7 @@ func (n *retryNode[T]) onInput(idx int) {
 func (n *retryNode[T]) disarm() { n.loop.removeTimer(&n.t) }
 
 func (n *retryNode[T]) stop() {
+	n.fn = nil // no attempt follows: what it captured goes with it
 	n.disarm()
 	n.cur.withdraw()
 }

@@ -277,6 +277,7 @@ func (n *delayNode[T]) fire() {
 // stop disarms the timer of a cancelled handle, arming its record first
 // (see timerHeld).
 func (n *delayNode[T]) stop() {
+	n.fn = nil // never to run now: what it captured goes with it
 	n.armRecord()
 	n.disarm()
 }
@@ -329,6 +330,7 @@ func (n *everyNode) fire() {
 		return
 	}
 	if err := callErr(n.fn); err != nil {
+		n.fn = nil // the repetition stops: what it captured goes with it
 		n.settle(struct{}{}, err)
 		return
 	}
@@ -349,6 +351,7 @@ func (n *everyNode) fire() {
 // stop disarms the timer of a cancelled handle, arming its record first
 // (see timerHeld).
 func (n *everyNode) stop() {
+	n.fn = nil // never to run now: what it captured goes with it
 	n.armRecord()
 	n.disarm()
 }
