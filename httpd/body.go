@@ -273,6 +273,9 @@ func (b Body) ReadAll() *aio.Handle[[]byte] {
 	p := aio.NewPromise[[]byte](r.ls.l)
 	h := aio.Adopt(r.Scope(), p.Handle())
 	buf := make([]byte, 0, min(max(s.length, 0), readAllFirstCap)) // never nil, even empty
+	// Cancelled, it lets go of what it collected at once: the client may
+	// send nothing more for a long while (the handler answers later).
+	h.OnCancel(func() { buf = nil })
 	s.onData(func(piece []byte, end bool) {
 		switch {
 		case h.Cancelled():

@@ -7,6 +7,7 @@ import (
 	"fmt"
 	"io"
 	"net/http"
+	"runtime"
 	"strings"
 	"testing"
 
@@ -119,6 +120,13 @@ func TestBodyReadAllOverLimit(t *testing.T) {
 	c := dialRaw(t, ts.addr)
 	c.send("PUT /small HTTP/1.1\r\nHost: x\r\nContent-Length: 1048576\r\n\r\n")
 	assert.Equal(t, 413, c.read("PUT").status)
+	// A chunked body has no length to refuse up front: ReadAll takes it,
+	// and the limit stops it as it streams in (the path the clients above
+	// reach only if they read before their body is refused).
+	c = dialRaw(t, ts.addr)
+	c.send("PUT /small HTTP/1.1\r\nHost: x\r\nTransfer-Encoding: chunked\r\n\r\n" +
+		fmt.Sprintf("%x\r\n%s\r\n", 200<<10, strings.Repeat("c", 200<<10)))
+	assert.Equal(t, 413, c.read("PUT").status)
 	assert.Positive(t, answered["h1"]+answered["h2"], "no client saw a 413")
 	ts.atRest(t)
 }
@@ -227,5 +235,46 @@ func TestBodyReadAllEmpty(t *testing.T) {
 			assert.Equal(t, "0 false", got, "%s %s", proto.name, method)
 		}
 	}
+	ts.atRest(t)
+}
+
+// A cancelled ReadAll lets go of what it had collected at once, not when
+// the next piece arrives: a handler that gives up on a body (a deadline,
+// say) and answers later must not hold up to the body's limit meanwhile,
+// from a client that has stopped sending. The client sends 24 MiB of a
+// 64 MiB body and stops; the handler's ReadAll is cancelled once they are
+// in, and the heap gives them back while the request goes on.
+func TestBodyReadAllCancelledLetsGo(t *testing.T) {
+	m := NewMux()
+	readAll := make(chan *aio.Handle[[]byte], 1)
+	answer := make(chan *aio.Promise[Response], 1)
+	m.HandleFunc("PUT /hold", func(r *Request) Reply {
+		readAll <- r.Body().ReadAll()
+		p := aio.NewPromise[Response](r.Loop())
+		answer <- p
+		return Later(p.Handle())
+	})
+	ts := startServer(t, m, Config{})
+	const sent = 24 << 20
+	heap := func() uint64 {
+		var ms runtime.MemStats
+		runtime.GC()
+		runtime.ReadMemStats(&ms)
+		return ms.HeapAlloc
+	}
+	before := heap()
+	c := dialRaw(t, ts.addr)
+	c.send("PUT /hold HTTP/1.1\r\nHost: x\r\nContent-Length: 67108864\r\n\r\n")
+	h, p := <-readAll, <-answer
+	in0 := ts.l.Stats().TCPBytesIn
+	_, err := c.Write(make([]byte, sent))
+	require.NoError(t, err)
+	eventually(t, func() bool { return ts.l.Stats().TCPBytesIn-in0 >= sent }, "the body did not arrive")
+	ts.onLoop(t, func() { h.Cancel() })
+	ts.onLoop(t, func() {}) // past the cancellation's callbacks
+	grown := int64(heap()) - int64(before)
+	assert.Less(t, grown, int64(sent/4), "the cancelled ReadAll holds %d B", grown)
+	ts.onLoop(t, func() { p.Resolve(TextResponse(200, "done")) })
+	require.NoError(t, c.Close())
 	ts.atRest(t)
 }
