@@ -1,6 +1,7 @@
 package httpd
 
 import (
+	"slices"
 	"sync"
 	"testing"
 
@@ -29,7 +30,9 @@ func TestArenasMadeOnFirstUse(t *testing.T) {
 					}
 				}
 				assert.Len(t, taken, ls.slab.Cap())
-				for _, idx := range taken {
+				// Given back last first, the free list is as it was: the
+				// slots holding a Request stay on top, for the next take.
+				for _, idx := range slices.Backward(taken) {
 					assert.NoError(t, ls.slab.Release(idx))
 				}
 			}
@@ -46,6 +49,10 @@ func TestArenasMadeOnFirstUse(t *testing.T) {
 	}
 	ts.atRest(t)
 	assert.Equal(t, 1, made(), "one request at a time needs one Request")
+	code, _ := get(t, c, ts.url+"/")
+	require.Equal(t, 200, code)
+	ts.atRest(t)
+	assert.Equal(t, 1, made(), "the next request takes the Request made, after a look")
 
 	var wg sync.WaitGroup
 	for range 8 {
