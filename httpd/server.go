@@ -550,6 +550,13 @@ func (ls *loopState) checkDrained() {
 // MaxBytesHandler would start its handler, in Requests only (its 413 is
 // the handler's answer); while the handler reads it, in Requests,
 // BadRequests and Cancelled.
+//
+// ResponsesSuppressed counts what the server held back or cut itself. A
+// response handed whole to its connection (a Bytes reply, a Stream that
+// called End) counts as sent, as net/http's does once its handler has
+// returned, though what the kernel has not taken yet is lost if the
+// connection then closes under it: a client that resets, a WriteTimeout,
+// or Shutdown's deadline (whose ctx error says that connections were cut).
 type Stats struct {
 	ConnsOpen           int64  `json:"conns_open"`           // TCP connections open now
 	StreamsOpen         int64  `json:"streams_open"`         // requests in progress now (head read, not yet ended)
