@@ -220,13 +220,25 @@ type ListenConfig struct {
 	// (Linux balances by hash; on the BSDs and macOS the option only permits
 	// the sharing). SO_REUSEADDR is always set.
 	//
-	// Security: the port is then open to any socket that sets the option
-	// too, not only this program's. Another process (on Linux, any process
-	// of the same user; elsewhere possibly of any user) can bind the same
-	// address without an error and silently receive a share of the
-	// connections meant for this one. Use it only where every process that
-	// can bind the address is trusted.
+	// The first of this process's listeners on an address checks that no
+	// other socket listens there, as a listener without the option would:
+	// a server started twice by mistake fails with EADDRINUSE instead of
+	// taking a share of the first one's connections. The others join it.
+	// The check narrows the window, it does not close it: another process
+	// may bind between the check and the bind.
+	//
+	// Security: once bound, the port is open to any socket that sets the
+	// option too, not only this program's. Another process (on Linux, any
+	// process of the same user; elsewhere possibly of any user) that skips
+	// the check can bind the same address without an error and silently
+	// receive a share of the connections meant for this one. Use it only
+	// where every process that can bind the address is trusted.
 	ReusePort bool
+	// ReusePortAnyProcess, with ReusePort, skips the check above: the
+	// listener joins whatever holds the address with SO_REUSEPORT, another
+	// process's listeners included, as a new process taking over a port
+	// from an old one that still serves needs to.
+	ReusePortAnyProcess bool
 	// AcceptBatch bounds the connections accepted per readiness event, so a
 	// flood of connections cannot starve the loop's other work. 0 means
 	// DefaultAcceptBatch; negative is an error.
@@ -277,6 +289,8 @@ func (c ListenConfig) withDefaults() (ListenConfig, error) {
 		return c, fmt.Errorf("%w: tcp listen: negative Backlog %d", ErrInvalidArgument, c.Backlog)
 	case c.AcceptBatch < 0:
 		return c, fmt.Errorf("%w: tcp listen: negative AcceptBatch %d", ErrInvalidArgument, c.AcceptBatch)
+	case c.ReusePortAnyProcess && !c.ReusePort:
+		return c, fmt.Errorf("%w: tcp listen: ReusePortAnyProcess without ReusePort", ErrInvalidArgument)
 	}
 	if c.Backlog == 0 {
 		c.Backlog = DefaultBacklog

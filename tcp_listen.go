@@ -42,6 +42,9 @@ type Listener struct {
 	addr   netip.AddrPort // immutable: the bound address, with the port the kernel chose for 0
 	cfg    ListenConfig   // immutable, defaults filled in
 	onConn func(*Conn)    // immutable
+	// reuseHeld: the listener counts in reusePorts (listenReusePort), and
+	// its close takes it out. Immutable once Listen returns.
+	reuseHeld bool
 
 	gone atomic.Bool // closed (or closing); any goroutine reads it
 
@@ -105,11 +108,16 @@ func Listen(l *Loop, addr string, cfg ListenConfig, onConn func(c *Conn)) (*List
 	if err != nil {
 		return nil, fmt.Errorf("aio: listen tcp %q: %w", addr, err)
 	}
-	fd, bound, err := listenSocket(ap, cfg)
+	listen := listenSocket
+	if cfg.ReusePort && !cfg.ReusePortAnyProcess {
+		listen = listenReusePort
+	}
+	fd, bound, err := listen(ap, cfg)
 	if err != nil {
 		return nil, fmt.Errorf("aio: listen tcp %s: %w", ap, err)
 	}
 	ln := newListener(l, fd, bound, cfg, onConn)
+	ln.reuseHeld = cfg.ReusePort && !cfg.ReusePortAnyProcess
 	ln.spare = openSpare()
 	l.runInline(ln.start)
 	return ln, nil
@@ -434,6 +442,9 @@ func (ln *Listener) closeWith(err error) {
 	ln.inPoll = false
 	unix.Close(ln.fd)
 	ln.fd = -1
+	if ln.reuseHeld {
+		releaseReusePort(ln.addr) // after the close: a listener joining meanwhile binds beside it
+	}
 	if ln.spare >= 0 {
 		unix.Close(ln.spare)
 		ln.spare = -1

@@ -26,7 +26,7 @@ func TestTCPListenErrors(t *testing.T) {
 	require.ErrorIs(t, err, ErrNilFunc)
 	_, err = Listen(nil, "127.0.0.1:0", ListenConfig{}, func(*Conn) {})
 	require.ErrorIs(t, err, ErrNilLoop)
-	for _, cfg := range []ListenConfig{{Backlog: -1}, {AcceptBatch: -1}, {Conn: ConnConfig{HighWater: -1}},
+	for _, cfg := range []ListenConfig{{Backlog: -1}, {AcceptBatch: -1}, {ReusePortAnyProcess: true}, {Conn: ConnConfig{HighWater: -1}},
 		{Conn: ConnConfig{HighWater: 10, LowWater: 20}}, {Conn: ConnConfig{ReadTimeout: -1}}, {Conn: ConnConfig{KeepAlive: -1}},
 		{Conn: ConnConfig{ReadBuffer: -1}}, {Conn: ConnConfig{WriteBuffer: -1}}} {
 		_, err := Listen(l, "127.0.0.1:0", cfg, func(*Conn) {})

@@ -166,7 +166,9 @@ type Config struct {
 	// knowledge, and by ALPN over TLS, are served either way.
 	H2CUpgrade bool
 
-	// Listen configures the listeners (SO_REUSEPORT is always set). It is
+	// Listen configures the listeners. ReusePort is always set: a port
+	// another program listens on is refused (EADDRINUSE) unless
+	// Listen.ReusePortAnyProcess shares it (aio.ListenConfig.ReusePort). It is
 	// where TLS goes: Listen.TLS (aio.ListenConfig.TLS) makes every
 	// listener serve HTTPS with crypto/tls on the loops, the handshake
 	// bounded by Listen.HandshakeTimeout, by default HeaderTimeout or

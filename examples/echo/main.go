@@ -30,7 +30,6 @@ import (
 	"time"
 
 	"github.com/valkyria/aio"
-	"github.com/valkyria/aio/examples/internal/portcheck"
 )
 
 func main() {
@@ -81,9 +80,6 @@ type server struct {
 func start(rt *aio.Runtime, addr string, loops int) (*server, error) {
 	if loops < 1 {
 		return nil, errors.New("echo: need at least one loop")
-	}
-	if err := portcheck.Free(addr); err != nil {
-		return nil, err // another server has the port: SO_REUSEPORT would share it in silence
 	}
 	srv := &server{addr: addr}
 	for i := 0; i < loops; i++ {

@@ -45,7 +45,6 @@ import (
 	"time"
 
 	"github.com/valkyria/aio"
-	"github.com/valkyria/aio/examples/internal/portcheck"
 )
 
 func main() {
@@ -145,9 +144,6 @@ type proxy struct {
 // listener picks the port and the others join it. When it returns, every
 // listener accepts (the kernel queues connections from listen(2) on).
 func start(rt *aio.Runtime, addr, upstream string, loops int, dialTimeout time.Duration) (*proxy, error) {
-	if err := portcheck.Free(addr); err != nil {
-		return nil, err // another server has the port: SO_REUSEPORT would share it in silence
-	}
 	p := &proxy{addr: addr, upstream: upstream, dialTimeout: dialTimeout}
 	for i := 0; i < loops; i++ {
 		l, err := rt.Start(aio.Config{Name: fmt.Sprintf("proxy-%d", i)})

@@ -73,7 +73,6 @@ import (
 	"time"
 
 	"github.com/valkyria/aio"
-	"github.com/valkyria/aio/examples/internal/portcheck"
 	"github.com/valkyria/aio/httpd"
 )
 
@@ -195,9 +194,6 @@ type app struct {
 // start starts opts.loops loops on rt and serves the routes on them. When
 // it returns, every listener accepts.
 func start(rt *aio.Runtime, opts options) (*app, error) {
-	if err := portcheck.Free(opts.addr); err != nil {
-		return nil, err // another server has the port: SO_REUSEPORT would share it in silence
-	}
 	for i := 0; i < opts.loops; i++ {
 		if _, err := rt.Start(aio.Config{Name: fmt.Sprintf("web-%d", i)}); err != nil {
 			return nil, errors.Join(err, stopAll(rt))

@@ -1,0 +1,72 @@
+package aio
+
+import (
+	"net"
+	"net/netip"
+	"testing"
+
+	"github.com/stretchr/testify/assert"
+	"github.com/stretchr/testify/require"
+	"github.com/valkyria/aio/internal/sock"
+	"golang.org/x/sys/unix"
+)
+
+// foreignReusePort binds and listens on addr with SO_REUSEPORT the way
+// another process would (aio's reusePorts does not know it), and returns
+// the socket's fd and address.
+func foreignReusePort(t *testing.T, addr string) (int, netip.AddrPort) {
+	t.Helper()
+	ap := netip.MustParseAddrPort(addr)
+	fd, err := sock.Socket(unix.AF_INET)
+	require.NoError(t, err)
+	t.Cleanup(func() { _ = unix.Close(fd) })
+	require.NoError(t, unix.SetsockoptInt(fd, unix.SOL_SOCKET, unix.SO_REUSEPORT, 1))
+	require.NoError(t, unix.Bind(fd, &unix.SockaddrInet4{Port: int(ap.Port()), Addr: ap.Addr().As4()}))
+	require.NoError(t, unix.Listen(fd, 8))
+	sa, err := unix.Getsockname(fd)
+	require.NoError(t, err)
+	return fd, netip.AddrPortFrom(ap.Addr(), uint16(sa.(*unix.SockaddrInet4).Port))
+}
+
+func reuseHeld(addr netip.AddrPort) int {
+	reusePorts.mu.Lock()
+	defer reusePorts.mu.Unlock()
+	return reusePorts.held[addr]
+}
+
+// ReusePort shares a port among this process's listeners only: a port a
+// socket of another process holds with SO_REUSEPORT, which the option
+// alone would let the listener join silently, is refused with EADDRINUSE,
+// as a plain listener is; ReusePortAnyProcess joins it. The count of the
+// process's listeners per address comes back to nothing as they close,
+// and the port is free for anyone then.
+func TestReusePortRefusesAnotherProcesssPort(t *testing.T) {
+	a, b := startLoop(t, Config{Name: "reuse-a"}), startLoop(t, Config{Name: "reuse-b"})
+	cfg := ListenConfig{ReusePort: true}
+	accept := func(c *Conn) { c.Close() }
+
+	la, err := Listen(a, "127.0.0.1:0", cfg, accept)
+	require.NoError(t, err)
+	lb, err := Listen(b, la.Addr().String(), cfg, accept)
+	require.NoError(t, err, "this process's second loop joins the first")
+	require.Equal(t, 2, reuseHeld(la.Addr()))
+	_, err = net.Listen("tcp4", la.Addr().String())
+	require.ErrorIs(t, err, unix.EADDRINUSE, "a plain listener finds the port busy")
+	a.closeListener(t, la)
+	b.closeListener(t, lb)
+	require.Zero(t, reuseHeld(la.Addr()), "every listener that closed is counted out")
+	free, err := net.Listen("tcp4", la.Addr().String())
+	require.NoError(t, err, "the port is free once they closed")
+	require.NoError(t, free.Close())
+
+	_, other := foreignReusePort(t, "127.0.0.1:0")
+	_, err = Listen(a, other.String(), cfg, accept)
+	require.ErrorIs(t, err, unix.EADDRINUSE, "another process's port is not joined")
+	assert.Contains(t, err.Error(), "address already in use")
+	require.Zero(t, reuseHeld(other), "a refused listener is not counted")
+
+	lj, err := Listen(a, other.String(), ListenConfig{ReusePort: true, ReusePortAnyProcess: true}, accept)
+	require.NoError(t, err, "ReusePortAnyProcess joins it")
+	require.Zero(t, reuseHeld(other), "nor is one that skips the check")
+	a.closeListener(t, lj)
+}
