@@ -146,6 +146,16 @@ func (b *bodyState) onData(fn func(p []byte, end bool)) {
 // Pause stops the delivery of the body until Resume: the connection stops
 // reading. For a handler that sends the body on somewhere slower. On the
 // loop.
+//
+// While an HTTP/1 body is paused, so is all reading of its connection: a
+// client that resets is noticed at once (its handler cancelled), but one
+// that closes (a FIN, behind body bytes not read yet) only once reading
+// resumes and reaches it, and no timeout runs meanwhile (HeaderTimeout
+// times a body's pauses only while its handler reads). A handler that
+// pauses on something that may never come back bounds its wait itself
+// (Within).
+// Over HTTP/2 a pause holds back one stream's window only: the others,
+// and a client's close, go on being read.
 func (b Body) Pause() {
 	if s := b.state(); s != nil {
 		s.paused = true
