@@ -32,6 +32,17 @@ var ErrContentLength = errors.New("httpd: wrote more than the declared Content-L
 // cancelled, and with it the request's Scope (a timer feeding the stream
 // stops if it was adopted there), and Write returns ErrStreamClosed.
 //
+// To cut a stream short (a subscriber too slow to keep, say), cancel its
+// handle: the client sees the body end unfinished (HTTP/1.1 closes the
+// connection, HTTP/2 resets the stream), as when a handler's handle is
+// cancelled.
+//
+// A stream holds its request's arena (Config.Arenas, per loop) until it
+// ends, as any request in progress does: a server of long-lived streams
+// (server-sent events) sizes Arenas for as many streams at once, since a
+// loop whose arenas are all taken reads no new request until one comes
+// back.
+//
 // A Stream kept past the end of its request (by a timer or a goroutine's
 // Post the handler did not adopt into Request.Scope) is closed: its Write
 // returns ErrStreamClosed and End does nothing, whatever request the
@@ -228,8 +239,13 @@ func (s *Stream) WriteString(str string) (int, error) { return s.Write(strBytes(
 
 // Full reports whether the writer should pause: the connection's write
 // queue is above its high-water mark, or the stream waits for the
-// responses before its own (pipelining). OnDrain tells when it is over.
-// On the loop.
+// responses before its own (HTTP/1.1 pipelining), or (HTTP/2) its own
+// bytes not yet sent, held by its flow-control window, reach 64 KiB.
+// OnDrain tells when it is over. Over HTTP/2 the write queue is the
+// connection's, shared by all its streams: one reader that falls behind
+// makes every stream of its connection Full, so a server that writes
+// many streams to one connection sizes ConnConfig.HighWater for them
+// all. On the loop.
 func (s *Stream) Full() bool {
 	st := s.state()
 	return st != nil && !st.closed() && s.r.eng.streamFull(s.r)
