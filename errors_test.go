@@ -19,7 +19,7 @@ func TestErrorTextsSayAioOnce(t *testing.T) {
 		ErrCancelled, ErrTimeout, ErrTooManySystems, ErrStopped, ErrAwaitOnLoop,
 		ErrPending, ErrNoInputs, ErrNilFunc, ErrNilLoop, ErrNilHandle, ErrNotInBody,
 		ErrGoexit, ErrSlabRelease, ErrConnClosed, ErrWriteClosed, ErrReadTimeout,
-		ErrIdleTimeout, ErrFrameTooLarge, ErrListenerClosed, errConnStopped, errDrainDeadline, errPipeLoops,
+		ErrIdleTimeout, ErrFrameTooLarge, ErrListenerClosed, errConnStopped, errDrainDeadline, errPipeLoops, ErrGraceExpired,
 	} {
 		assert.Equal(t, 1, strings.Count(err.Error(), "aio:"), "%q", err)
 	}

@@ -2,6 +2,7 @@ package aio
 
 import (
 	"cmp"
+	"errors"
 	"math"
 	"time"
 )
@@ -18,6 +19,12 @@ import (
 // open: errors.Is(err, ErrCancelled) holds (their scopes are cancelled),
 // and so do ErrConnClosed and net.ErrClosed: the program's side closed it.
 var errDrainDeadline error = &kindError{"aio: tcp connection closed: drain deadline passed", []error{ErrConnClosed, ErrCancelled}}
+
+// ErrGraceExpired fails the handle of a Listener.Drain whose grace passed
+// with connections still open, which it closed: the drain was not clean.
+// (It does not match context.DeadlineExceeded: Wait returns that when its
+// own context ends first.)
+var ErrGraceExpired = errors.New("aio: drain grace expired: connections closed")
 
 // scopeIdle runs on the loop when the last running handle left the
 // connection's scope. On the loop.
@@ -111,6 +118,7 @@ type drainJob struct {
 	timer   *Handle[struct{}] // the grace period's Delay; nil without one
 	left    func() int        // its connections still open
 	done    bool
+	cut     bool // the grace closed connections: the waiters fail (ErrGraceExpired)
 }
 
 // check ends the drain once nothing is left, and completes the handles
@@ -126,7 +134,11 @@ func (d *drainJob) check() {
 		}
 	}
 	for _, p := range d.waiters {
-		p.Resolve(struct{}{})
+		if d.cut {
+			p.Reject(ErrGraceExpired)
+		} else {
+			p.Resolve(struct{}{})
+		}
 	}
 	d.waiters = nil
 }
@@ -164,7 +176,9 @@ func drainHandle(l *Loop, job **drainJob, start func() *drainJob) *Handle[struct
 // replies the peer has not read yet). When grace has passed, the
 // connections still open are closed (their scopes cancelled; OnClose hears
 // an error that says so, for which errors.Is(err, ErrCancelled) holds).
-// The handle completes when the last of them has closed. A Pipe holds both
+// The handle completes when the last of them has closed, all by
+// themselves; if grace closed any, it fails with ErrGraceExpired once
+// they are closed. A Pipe holds both
 // its connections busy until it ends, and a NetConn view its connection
 // until the view's Close. A peer that keeps sending requests keeps its
 // connection busy as long as each starts new work: where a request is
@@ -212,7 +226,10 @@ func startDrain(l *Loop, grace time.Duration, left func() int, mine func(*Conn) 
 	d := &drainJob{left: left}
 	if grace >= 0 {
 		d.timer = Delay(l, grace, func() (struct{}, error) {
-			each(func(c *Conn) { c.closeWith(errDrainDeadline) })
+			each(func(c *Conn) {
+				d.cut = true // before the close, whose check may end the drain
+				c.closeWith(errDrainDeadline)
+			})
 			return struct{}{}, nil
 		})
 	}

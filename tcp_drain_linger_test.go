@@ -143,7 +143,7 @@ func TestListenerDrainLingerBounded(t *testing.T) {
 	drained2 := ln2.Drain(50 * time.Millisecond)
 	finSent(t, l, c2)
 	_, err := waitWithin(t, DefaultLinger/2, drained2)
-	require.NoError(t, err)
+	require.ErrorIs(t, err, ErrGraceExpired)
 	require.ErrorIs(t, recv(t, closed2), ErrCancelled, "closed by the grace's end")
 	_, err = stubborn2.Read(make([]byte, 8))
 	require.Equal(t, io.EOF, err)

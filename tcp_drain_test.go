@@ -98,7 +98,9 @@ func TestListenerDrainDeadline(t *testing.T) {
 	require.NoError(t, err)
 	p := recv(t, pending)
 	_, err = wait(t, ln.Drain(50*time.Millisecond))
-	require.NoError(t, err)
+	require.ErrorIs(t, err, ErrGraceExpired, "the grace closed a connection: not a clean drain")
+	_, err = wait(t, ln.Drain(time.Hour))
+	require.ErrorIs(t, err, ErrGraceExpired, "a second call ends as the first did")
 	_, err = wait(t, p.Handle())
 	require.ErrorIs(t, err, ErrCancelled, "the work was cancelled with the connection")
 	_, err = io.ReadAll(nc)
@@ -125,7 +127,7 @@ func TestListenerDrainDeadlineSaysSo(t *testing.T) {
 	viewed := netDial(t, ln)
 	view := recv(t, accepted).NetConn() // takes OnClose over: the view reports
 	_, err = wait(t, ln.Drain(50*time.Millisecond))
-	require.NoError(t, err)
+	require.ErrorIs(t, err, ErrGraceExpired)
 	require.NoError(t, view.SetReadDeadline(time.Now().Add(waitTimeout)))
 	_, viewErr := view.Read(make([]byte, 1))
 	for _, err := range []error{recv(t, closedWith), viewErr} {
