@@ -126,6 +126,13 @@ func (c *Conn) maybeFinish() {
 // that is already closed, for whatever reason, completes. Any goroutine. To
 // let the queue flush first, use CloseWrite (and let the peer close).
 //
+// OnClose runs after Close returns, as a callback never runs inside the
+// call that caused it: a program that keeps its connections in a set (to
+// broadcast to them, say) and takes them out in OnClose still finds a
+// closed one there meanwhile, whose Write fails with ErrConnClosed. Take
+// it out where Close is called too, or skip a connection whose Closed
+// handle has ended.
+//
 // On a TLS connection Close drops the queue just as well, and sends
 // close_notify (then FIN) only when nothing was queued: the alert cannot
 // follow records that were dropped, so a peer whose stream was cut sees
