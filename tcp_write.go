@@ -60,7 +60,11 @@ func (c *Conn) OnDrain(fn func(c *Conn)) error {
 // reused as soon as Write returns. On the loop the bytes are written at
 // once if the queue is empty; elsewhere b is copied and the write posted,
 // in the caller's order. It returns 0 and ErrConnClosed or ErrWriteClosed
-// when the write is refused up front; an error that happens later closes
+// when the write is refused up front. On the loop a write the kernel
+// refuses at once (the peer reset, a broken pipe) closes the connection,
+// and Write returns 0 and the socket's error, for which errors.Is(err,
+// ErrConnClosed) holds too, as for any write after it; an error that
+// happens later, to queued bytes or a write posted from elsewhere, closes
 // the connection (see Closed). Flush tells when the bytes reached the
 // kernel. Writing past the high-water mark is allowed; the queue is then
 // Full, and unless ConnConfig.ReadWhileFull is set the connection stops
@@ -69,6 +73,9 @@ func (c *Conn) OnDrain(fn func(c *Conn)) error {
 func (c *Conn) Write(b []byte) (int, error) {
 	if c.l.OnLoop() {
 		if _, err := c.write(b, false); err != nil {
+			if err != ErrConnClosed && err != ErrWriteClosed {
+				err = writeRefused{err} // it closed the connection
+			}
 			return 0, err
 		}
 		return len(b), nil
@@ -80,6 +87,14 @@ func (c *Conn) Write(b []byte) (int, error) {
 	c.l.runLater(func() { _, _ = c.write(own, true) })
 	return len(b), nil
 }
+
+// writeRefused is the error of a Write on the loop that the kernel
+// refused: the socket's error, which closed the connection, so that it
+// matches ErrConnClosed as well, as the next Write's error does.
+type writeRefused struct{ err error }
+
+func (e writeRefused) Error() string   { return e.err.Error() }
+func (e writeRefused) Unwrap() []error { return []error{e.err, ErrConnClosed} }
 
 // WriteString is Write for a string, without converting it to a byte slice
 // first. Any goroutine.

@@ -105,6 +105,34 @@ func TestTCPPeerResetMidWrite(t *testing.T) {
 	require.Equal(t, fds+2, fdCount(t), "only the loop's poller fds are left") // epoll + wakeup
 }
 
+// A Write on the loop that the kernel refuses (the peer has reset) closes
+// the connection and says so as any Write to a closed connection does:
+// its error matches ErrConnClosed, and the socket's errno too. It used to
+// be the errno alone, so a client that resends what failed on a closed
+// connection had to know both.
+func TestTCPWriteRefusedOnLoopIsConnClosed(t *testing.T) {
+	l := startLoop(t)
+	nl, err := net.Listen("tcp4", "127.0.0.1:0")
+	require.NoError(t, err)
+	defer nl.Close()
+	c, err := wait(t, Dial(l, nl.Addr().String(), ConnConfig{})) // not read: only Write sees the reset
+	require.NoError(t, err)
+	peer, err := nl.Accept()
+	require.NoError(t, err)
+	require.NoError(t, peer.(*net.TCPConn).SetLinger(0))
+	require.NoError(t, peer.Close()) // RST
+	var werr error
+	eventually(t, func() bool {
+		werr = onLoopValue(t, l, func() error { _, err := c.Write([]byte("x")); return err })
+		return werr != nil
+	}, "no write failed after the reset")
+	require.ErrorIs(t, werr, ErrConnClosed, "%v", werr)
+	if werr != ErrConnClosed { // the kernel's refusal itself, not a close seen before it
+		require.True(t, errors.Is(werr, unix.ECONNRESET) || errors.Is(werr, unix.EPIPE), "%v", werr)
+	}
+	closedLoopTCP(t, l)
+}
+
 // Regression test: the write queue kept every consumed slot (grew unbounded).
 //
 // A connection whose write queue never fully empties (steady streaming to a
