@@ -523,12 +523,20 @@ func (h *Handle[T]) Result() (T, error) {
 }
 
 // Wait blocks until the handle is done and returns Result, or returns ctx's
-// error if ctx ends first. On the handle's own loop (and, for the handle of
+// error if ctx ends first (a handle terminal by the time Wait sees ctx end
+// gives its outcome instead). On the handle's own loop (and, for the handle of
 // Loop.Stop and the Then, Catch, ThenAsync and Finally chains of it, on the
 // loop being stopped) it cannot block (the loop would wait
 // for itself): there it returns the outcome if the handle is already
 // terminal, else ErrAwaitOnLoop at once. A nil ctx is an error wrapping
 // ErrInvalidArgument, whatever the handle's state.
+//
+// Wait does not cancel the handle when ctx ends. For a handle whose value
+// must be closed (a *Conn from Dial), a Wait that gives up leaves the
+// value to nobody if the handle completes after all: either wait with a
+// context that outlives the handle (DialContext's handle ends with its own
+// ctx, so Wait(context.Background()) is enough), or after ctx's error call
+// Cancel, and if it reports false (the handle ended first), take Result.
 func (h *Handle[T]) Wait(ctx context.Context) (T, error) {
 	if ctx == nil {
 		var zero T
@@ -545,6 +553,9 @@ func (h *Handle[T]) Wait(ctx context.Context) (T, error) {
 	case <-h.Done():
 		return h.Result()
 	case <-ctx.Done():
+		if statusOf(h.state.Load()).Terminal() { // both ready: the outcome, not a lost value
+			return h.Result()
+		}
 		var zero T
 		return zero, ctx.Err()
 	}

@@ -341,6 +341,23 @@ func TestWaitOnOwnLoop(t *testing.T) {
 	require.ErrorIs(t, err, context.Canceled)
 }
 
+// A handle done by the time Wait sees its context end gives its outcome,
+// not the context's error: a value that must be closed (a dialed Conn) is
+// not lost to a coin toss between two ready cases.
+func TestWaitPrefersTheOutcome(t *testing.T) {
+	l := startLoop(t)
+	p := NewPromise[int](l)
+	p.Resolve(7)
+	<-p.Handle().Done()
+	ctx, cancel := context.WithCancel(context.Background())
+	cancel()
+	for range 100 {
+		v, err := p.Handle().Wait(ctx)
+		require.NoError(t, err)
+		require.Equal(t, 7, v)
+	}
+}
+
 // A nil context is bad input: Wait says so instead of panicking, on the
 // handle's loop and off it, pending or not.
 func TestWaitNilContext(t *testing.T) {

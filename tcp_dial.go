@@ -108,6 +108,11 @@ func (d *Dialer) Dial(l *Loop, addr string) *Handle[*Conn] {
 // no longer matters: the connection it delivered is not closed with ctx
 // (as with net.Dialer), and nothing is left registered on ctx. A nil d is
 // the zero Dialer. Any goroutine.
+//
+// To block for it, Wait(context.Background()): the handle ends with ctx
+// already. Wait(ctx) may return ctx's error for a connection that was
+// established as ctx ended, and that connection then stays open with no
+// owner (see Handle.Wait).
 func (d *Dialer) DialContext(ctx context.Context, l *Loop, addr string) *Handle[*Conn] {
 	var o Dialer
 	if d != nil {
