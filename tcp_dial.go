@@ -139,14 +139,20 @@ func (d *Dialer) DialContext(ctx context.Context, l *Loop, addr string) *Handle[
 	return h
 }
 
-// dialCtxError is the error of a dial whose context ended: ctx's error,
-// with its cause when that says more.
+// dialCtxError is the error of a dial whose context ended before the
+// connection was established (ctxError, naming the dial).
 func dialCtxError(ctx context.Context, addr string) error {
+	return fmt.Errorf("aio: dial tcp %s: %w", addr, ctxError(ctx))
+}
+
+// ctxError is the error of an ended ctx: its error, with its cause when
+// that says more.
+func ctxError(ctx context.Context) error {
 	err := ctx.Err()
 	if cause := context.Cause(ctx); cause != nil && !errors.Is(cause, err) {
-		return fmt.Errorf("aio: dial tcp %q: %w: %w", addr, err, cause)
+		return fmt.Errorf("%w: %w", err, cause)
 	}
-	return fmt.Errorf("aio: dial tcp %q: %w", addr, err)
+	return err
 }
 
 // dial starts a dial; it returns the dial's node too, nil when the handle

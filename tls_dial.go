@@ -28,7 +28,7 @@ func dialTLS(ctx context.Context, l *Loop, addr string, h *Handle[*Conn], d *Dia
 			stop := context.AfterFunc(ctx, func() {
 				l.runLater(func() {
 					if !t.done {
-						c.closeWith(dialCtxError(ctx, addr))
+						c.closeWith(ctxError(ctx))
 					}
 				})
 			})
@@ -36,7 +36,7 @@ func dialTLS(ctx context.Context, l *Loop, addr string, h *Handle[*Conn], d *Dia
 		}
 		_, err = t.handshake(co)
 		if ctx != nil && err != nil && ctx.Err() != nil {
-			err = dialCtxError(ctx, addr)
+			err = ctxError(ctx) // the handshake's: ended names it, and the peer
 		}
 		if err = t.ended(err); err != nil {
 			return nil, err

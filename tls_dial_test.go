@@ -182,6 +182,9 @@ func TestTLSDialTimeoutAndContext(t *testing.T) {
 	_, err = wait(t, h)
 	require.ErrorIs(t, err, context.Canceled)
 	require.False(t, errors.Is(err, ErrCancelled))
+	// The connection was made: the error names the handshake, not the dial.
+	require.ErrorContains(t, err, "aio: tls handshake "+ln.Addr().String()+": context canceled")
+	require.NotContains(t, err.Error(), "dial tcp")
 	closedLoopTCP(t, l)
 }
 
