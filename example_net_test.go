@@ -5,7 +5,10 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"io"
 	"net"
+	"net/http"
+	"net/http/httptest"
 	"net/textproto"
 	"strings"
 	"time"
@@ -83,6 +86,40 @@ func ExampleDialer_DialContext() {
 	// Output:
 	// connected: true
 	// cancelled: true
+}
+
+// net/http's client over a loop: the Transport's DialContext dials on the
+// loop and hands over the connection's net.Conn view, on which the
+// Transport's goroutines block while the loop does the I/O. The dial is
+// waited for with context.Background(): its handle ends with ctx already,
+// and a Wait(ctx) could give up on a connection made as ctx ended, which
+// would then stay open, nobody's.
+func ExampleDialer_DialContext_httpTransport() {
+	rt, l := start()
+	defer stop(rt)
+	srv := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		fmt.Fprintf(w, "hello over %s", r.Proto)
+	}))
+	defer srv.Close()
+
+	var d aio.Dialer
+	tr := &http.Transport{DialContext: func(ctx context.Context, _, addr string) (net.Conn, error) {
+		c, err := d.DialContext(ctx, l, addr).Wait(context.Background())
+		if err != nil {
+			return nil, err
+		}
+		return c.NetConn(), nil
+	}}
+	defer tr.CloseIdleConnections()
+	resp, err := (&http.Client{Transport: tr}).Get(srv.URL)
+	if err != nil {
+		panic(err)
+	}
+	body, _ := io.ReadAll(resp.Body)
+	resp.Body.Close()
+	fmt.Println(resp.StatusCode, string(body))
+	// Output:
+	// 200 hello over HTTP/1.1
 }
 
 // A listener made with package net (or inherited from a parent process)
