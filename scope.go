@@ -45,6 +45,23 @@ func (s *Scope) Loop() *Loop {
 	return s.loop
 }
 
+// Hold keeps s busy until release is called, as a running handle adopted
+// into it does: a connection's drain (Listener.Drain, Runtime.Shutdown)
+// waits for it. It is for work a program tracks itself, not as a handle
+// in the scope: a queue of its own in front of the connection's write
+// queue, or requests it would send again on a new connection if this one
+// dropped (adopted, they would be cancelled with it). The scope's close
+// releases the hold too. release may be called from any goroutine, and
+// more than once. A nil s, or one without a loop, holds nothing.
+func (s *Scope) Hold() (release func()) {
+	if s == nil || s.loop == detached {
+		return func() {}
+	}
+	p := NewPromise[struct{}](s.loop)
+	Adopt(s, p.Handle())
+	return func() { p.Resolve(struct{}{}) }
+}
+
 // Adopt makes h a child of s and returns h: when s closes, h is cancelled if
 // it is still running. Adopting into a closed scope cancels h at once. h may
 // live on any loop; a nil s or h is returned unchanged.

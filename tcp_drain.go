@@ -169,7 +169,7 @@ func drainHandle(l *Loop, job **drainJob, start func() *drainJob) *Handle[struct
 // or go to another listener on the port, then each connection it accepted ends
 // as soon as it is idle, that is when its scope holds no running handle
 // (adopt into Conn.Scope the handle that writes a reply, so that the reply
-// is written first): it flushes its queue, sends FIN, drops what the peer
+// is written first, or hold the scope with Scope.Hold): it flushes its queue, sends FIN, drops what the peer
 // still sends and closes at the peer's EOF, or ConnConfig.Linger (2 s by
 // default) after its FIN if the peer does not close (a lingering close:
 // closing on unread bytes would reset the connection and could destroy

@@ -4,6 +4,7 @@ import (
 	"context"
 	"io"
 	"net"
+	"os"
 	"sync"
 	"testing"
 	"time"
@@ -50,6 +51,46 @@ func TestTCPEOFWaitsForScope(t *testing.T) {
 	require.NoError(t, err)
 	require.Equal(t, "answer", string(reply), "the reply came, then EOF")
 	closedLoopTCP(t, l.closeListener(t, ln))
+}
+
+// Scope.Hold keeps a connection busy for a drain as an adopted handle
+// does, for work the program tracks itself: the drain waits until the
+// hold is released (twice: the second does nothing), and a connection
+// that closes releases it by itself.
+func TestScopeHoldKeepsConnectionBusy(t *testing.T) {
+	l := startLoop(t)
+	releases := make(chan func(), 2)
+	ln, err := Listen(l, "127.0.0.1:0", ListenConfig{}, func(c *Conn) {
+		_ = c.OnRead(func(*Conn, []byte) {}) // reading: a reset is seen
+		releases <- c.Scope().Hold()
+	})
+	require.NoError(t, err)
+	held := netDial(t, ln)
+	release := recv(t, releases)
+	gone := netDial(t, ln)
+	recv(t, releases) // never called: its connection's close releases it
+	require.NoError(t, gone.SetLinger(0))
+	require.NoError(t, gone.Close())
+	eventually(t, func() bool { return l.Stats().TCPOpen == 1 }, "the reset connection closed")
+
+	drained := ln.Drain(time.Hour)
+	_, err = wait(t, ln.Closed())
+	require.NoError(t, err)
+	require.NoError(t, held.SetReadDeadline(time.Now().Add(50*time.Millisecond)))
+	_, err = held.Read(make([]byte, 1))
+	require.ErrorIs(t, err, os.ErrDeadlineExceeded, "held: no FIN yet")
+	require.Equal(t, Running, drained.Status(), "the hold holds the drain")
+	release()
+	release()
+	require.NoError(t, held.SetReadDeadline(time.Time{}))
+	n, err := io.ReadAll(held)
+	require.NoError(t, err)
+	require.Empty(t, n, "released: the connection ends with a FIN")
+	require.NoError(t, held.Close())
+	_, err = wait(t, drained)
+	require.NoError(t, err)
+	closedLoopTCP(t, l)
+	(*Scope)(nil).Hold()() // nothing to hold, nothing to release
 }
 
 // Drain closes the listener at once; an idle connection ends at once; a
