@@ -12,6 +12,7 @@ import (
 
 	"github.com/stretchr/testify/assert"
 	"github.com/stretchr/testify/require"
+	"github.com/valkyria/aio/internal/gcwatch"
 )
 
 // UT-01: cancelling a pending handle moves it to Cancelled at once, from any
@@ -532,7 +533,7 @@ func TestUnrunFunctionIsLetGo(t *testing.T) {
 }
 
 // The producers that hold a function of the caller's (Delay, Every,
-// Retry, Bracket, Do) let go of it, and of what it captured, once their
+// Retry, Bracket, Work, Do) let go of it, and of what it captured, once their
 // handle has ended and the function will not run (again), as the
 // continuations do (TestUnrunFunctionIsLetGo). Each case starts its
 // producer off the loop and returns the handle to wait for.
@@ -578,6 +579,23 @@ func TestEndedProducerLetsGoOfItsFunction(t *testing.T) {
 			h.Cancel()
 			return h
 		}},
+		{"Work/completed", func(big *[1 << 20]byte) ender {
+			return Work(l, func(context.Context) (int, error) { return int(big[0]), nil })
+		}},
+		{"Work/cancelled before it ran", func(big *[1 << 20]byte) ender {
+			held := make(chan struct{}) // every worker busy: the job waits in the queue
+			var busy []*Handle[int]
+			for range 4 { // Config.WorkPool's default
+				busy = append(busy, Work(l, func(context.Context) (int, error) { <-held; return 0, nil }))
+			}
+			h := Work(l, func(context.Context) (int, error) { return int(big[0]), nil })
+			h.Cancel()
+			close(held)
+			for _, b := range busy {
+				_, _ = wait(t, b)
+			}
+			return h
+		}},
 		{"Do/cancelled before it started", func(big *[1 << 20]byte) ender {
 			held := make(chan struct{})
 			require.NoError(t, l.Post(func() { <-held })) // Do's start waits behind this
@@ -602,18 +620,10 @@ func TestEndedProducerLetsGoOfItsFunction(t *testing.T) {
 }
 
 // collected waits for freed to close (a runtime.AddCleanup's signal),
-// collecting garbage meanwhile: a collection is seen only by asking.
+// collecting garbage meanwhile.
 func collected(t *testing.T, freed <-chan struct{}, msg string) {
 	t.Helper()
-	eventually(t, func() bool {
-		runtime.GC()
-		select {
-		case <-freed:
-			return true
-		default:
-			return false
-		}
-	}, msg)
+	require.True(t, gcwatch.Within(freed, waitTimeout), msg)
 }
 
 func TestDeepChainCompletesAndCancels(t *testing.T) {

@@ -111,10 +111,13 @@ func (p *workPool) close() {
 // workNode is the handle of Work.
 type workNode[T any] struct {
 	Handle[T]
-	fn        func(ctx context.Context) (T, error) // read by the pool goroutine; immutable
-	ctx       context.Context                      // immutable
-	ctxCancel context.CancelCauseFunc              // cancels ctx (not the handle: that is Cancel)
-	over      fnOver                               // when fn is over; core.rare.over points here
+	// fn is read and dropped by the worker that claims the job (runWork),
+	// or dropped by whoever decides it never runs (stop, a refused
+	// submit): the claim's CAS orders the two, so they never meet.
+	fn        func(ctx context.Context) (T, error)
+	ctx       context.Context         // immutable
+	ctxCancel context.CancelCauseFunc // cancels ctx (not the handle: that is Cancel)
+	over      fnOver                  // when fn is over; core.rare.over points here
 }
 
 // fnOver tells when a Work job's fn is over: it has returned, or it will
@@ -242,6 +245,7 @@ func Work[T any](l *Loop, fn func(ctx context.Context) (T, error)) *Handle[T] {
 	n.state.Store(uint32(Running))
 	n.adoptSelf()
 	if !l.pool.submit(n) {
+		n.fn = nil // never to run: what it captured goes with it
 		n.over.claim.Store(fnDropped)
 		n.over.end()
 		n.ctxCancel(errCancelledByStop)
@@ -254,8 +258,16 @@ func Work[T any](l *Loop, fn func(ctx context.Context) (T, error)) *Handle[T] {
 // runWork runs on a pool goroutine.
 func (n *workNode[T]) runWork() {
 	defer n.ctxCancel(nil) // release the context's resources in every path
-	if !n.over.claim.CompareAndSwap(fnFree, fnClaimed) || n.state.Load() != uint32(Running) {
-		n.over.end() // fn never runs (stop may have said so already)
+	if !n.over.claim.CompareAndSwap(fnFree, fnClaimed) {
+		n.over.end() // fn never runs (stop said so already, and dropped it)
+		return
+	}
+	// Claimed: this goroutine alone reads fn from here. It runs once at
+	// most: what it captured goes with it when it returns, or now.
+	fn := n.fn
+	n.fn = nil
+	if n.state.Load() != uint32(Running) {
+		n.over.end() // cancelled before it started: fn never runs
 		return
 	}
 	running := &n.loop.pool.running
@@ -267,7 +279,7 @@ func (n *workNode[T]) runWork() {
 		n.settle(v, err)
 		n.over.end()
 	}()
-	v, err = callCtx(n.fn, n.ctx)
+	v, err = callCtx(fn, n.ctx)
 }
 
 // stop runs once, when the handle ends cancelled (a cancelled handle's
@@ -277,6 +289,7 @@ func (n *workNode[T]) stop() {
 	n.loop.pool.cancelled.Add(1)
 	n.ctxCancel(cancelCause(n.loop))
 	if n.over.claim.CompareAndSwap(fnFree, fnDropped) {
+		n.fn = nil   // never to run now: what it captured goes with it
 		n.over.end() // no worker has taken it, and none will run fn now
 	}
 }
