@@ -41,7 +41,7 @@ type Listener struct {
 	tl     *tcpLoop       // immutable
 	addr   netip.AddrPort // immutable: the bound address, with the port the kernel chose for 0
 	cfg    ListenConfig   // immutable, defaults filled in
-	onConn func(*Conn)    // immutable
+	onConn func(*Conn)    // on the loop; nil once closed (closeWith)
 	// reuseHeld: the listener counts in reusePorts (listenReusePort), and
 	// its close takes it out. Immutable once Listen returns.
 	reuseHeld bool
@@ -333,7 +333,12 @@ func (ln *Listener) inheritsNoDelay(fd int) bool {
 // deliver runs the accept callback; a panic there closes the connection.
 func (ln *Listener) deliver(c *Conn) {
 	defer c.guard()
-	ln.onConn(c)
+	fn := ln.onConn
+	if fn == nil { // closed meanwhile: nobody takes it
+		c.closeWith(nil)
+		return
+	}
+	fn(c)
 }
 
 // shed handles accept failing for want of fds: the spare fd is given up to
@@ -456,6 +461,10 @@ func (ln *Listener) closeWith(err error) {
 	if ln.cfg.TLS != nil {
 		ln.closeHandshakes()
 	}
+	// It delivers nothing more: what the callback captured goes, though
+	// the listener is kept (by the program, and by every connection it
+	// accepted, c.ln).
+	ln.onConn = nil
 	settleClosed(&ln.closed, err)
 }
 

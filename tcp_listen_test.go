@@ -2,6 +2,7 @@ package aio
 
 import (
 	"net"
+	"runtime"
 	"testing"
 
 	"github.com/stretchr/testify/require"
@@ -88,4 +89,32 @@ func TestTCPAcceptSetsNoDelayWhenNotInherited(t *testing.T) {
 		require.NotZero(t, noDelayOf(t, c), "the accepted socket has no TCP_NODELAY")
 		require.NoError(t, nc.Close())
 	}
+}
+
+// A closed Listener lets go of its accept callback, and of what it
+// captured: the listener stays reachable from every connection it
+// accepted (and from the program that keeps it), long after it closed.
+func TestClosedListenerLetsGoOfItsCallback(t *testing.T) {
+	l := startLoop(t)
+	freed := make(chan struct{})
+	conns := make(chan *Conn, 1)
+	ln, err := func() (*Listener, error) { // big is the callback's alone
+		big := new([1 << 20]byte)
+		runtime.AddCleanup(big, func(ch chan struct{}) { close(ch) }, freed)
+		return Listen(l, "127.0.0.1:0", ListenConfig{}, func(c *Conn) {
+			_ = big[0]
+			conns <- c
+		})
+	}()
+	require.NoError(t, err)
+	nc := netDial(t, ln)
+	c := recv(t, conns) // an open connection the program keeps
+	l.closeListener(t, ln)
+	onLoop(t, l, func() {})
+	collected(t, freed, "the closed listener keeps its accept callback's captures")
+	runtime.KeepAlive(ln)
+	_, err = wait(t, c.Close())
+	require.NoError(t, err)
+	require.NoError(t, nc.Close())
+	closedLoopTCP(t, l)
 }
