@@ -122,7 +122,9 @@ func (b *bodyState) onData(fn func(p []byte, end bool)) {
 		b.done = true
 		_ = r.ls.l.Post(func() {
 			if r.live(seq) {
-				b.fn(b.data, true)
+				fn := b.fn
+				b.fn = bodyDelivered // its last call (see deliver)
+				fn(b.data, true)
 			}
 		})
 	case first && b.prefix:
@@ -184,11 +186,19 @@ func (b *bodyState) ready() bool { return b.fn != nil && !b.paused && !b.prefix 
 
 // deliver passes live body bytes to the handler.
 func (b *bodyState) deliver(p []byte, end bool) {
+	fn := b.fn
 	if end {
 		b.done = true
+		// Its last call: the request, which may go on long after, keeps
+		// neither fn nor what it holds (ReadAll's bytes). A reader stays
+		// set (ready, read) as far as the engines can tell.
+		b.fn = bodyDelivered
 	}
-	b.fn(p, end)
+	fn(p, end)
 }
+
+// bodyDelivered is a body's reader once its end has been delivered.
+func bodyDelivered([]byte, bool) {}
 
 // ErrBodyRead is what CopyTo and ReadAll fail with when the body already
 // has a reader (OnData, or an earlier CopyTo or ReadAll), or its request

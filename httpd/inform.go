@@ -52,7 +52,7 @@ func (r *Request) Inform(status int, header []Field) error {
 		}
 	}
 	switch {
-	case r.gone || r.eng.conn().Closed().Status().Terminal():
+	case r.gone || r.released || r.eng.conn().Closed().Status().Terminal():
 		return ErrClientGone
 	case r.replied || r.written || r.hdone || r.stream.p != nil:
 		return ErrHeadSent

@@ -2,6 +2,7 @@ package httpd
 
 import (
 	"context"
+	"crypto/tls"
 	"iter"
 	"net/netip"
 	"net/url"
@@ -106,12 +107,32 @@ func (r *Request) start(eng engine, seq uint64) {
 // out, a slot reached only at a peak of load may not see until the next
 // one. What start resets besides is the engine's, or views of the arena.
 func (r *Request) forget() {
+	// The engine is the connection's: the slot must not keep it (a closed
+	// connection, its aio.Conn, TLS state, HTTP/2 framer and tables) until
+	// a request takes the slot again. start sets the next one.
+	r.eng = endedEngine{}
 	r.resp = Response{}
 	r.body.fn = nil
 	r.matchH = nil
 	s := &r.stream
 	s.handle, s.onDrain, s.hdr, s.trailer, s.refused = nil, nil, nil, nil, nil
 }
+
+// endedEngine is the engine of a Request whose request has ended (forget):
+// it answers as for a connection that has gone, and holds none. Only a
+// Request used late (which Request's doc rules out) reaches it: a Stream
+// and a Body check that their request lives first.
+type endedEngine struct{}
+
+func (endedEngine) streamWrite(*Request, []byte) error             { return ErrStreamClosed }
+func (endedEngine) streamEnd(*Request)                             {}
+func (endedEngine) streamFull(*Request) bool                       { return false }
+func (endedEngine) bodyDemand(*Request)                            {}
+func (endedEngine) handleEnded(*Request, Response, error, bool)    {}
+func (endedEngine) inform(*Request, int, []Field) error            { return ErrClientGone }
+func (endedEngine) conn() *aio.Conn                                { return nil }
+func (endedEngine) remoteAddr() netip.AddrPort                     { return netip.AddrPort{} }
+func (endedEngine) tlsState() (state tls.ConnectionState, ok bool) { return state, false }
 
 // live reports whether r is still the request numbered seq: it has not
 // ended, and its Request has not gone back to the slab or on to another

@@ -441,6 +441,7 @@ func (s *Server) Shutdown(ctx context.Context) error {
 		for _, f := range s.onShut {
 			go f()
 		}
+		s.onShut = nil // run once: what they captured goes once they have run
 		s.mu.Unlock()
 		s.left.Store(int32(len(loops)))
 		if len(loops) == 0 { // Serve failed: nothing serves
