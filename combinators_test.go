@@ -2,6 +2,7 @@ package aio
 
 import (
 	"errors"
+	"fmt"
 	"sync/atomic"
 	"testing"
 	"time"
@@ -287,6 +288,26 @@ func TestWithin(t *testing.T) {
 	shared.Resolve(1)
 	_, err = wait(t, other)
 	require.NoError(t, err)
+}
+
+// An attempt that fails with an error marked Permanent ends the retry at
+// once, with that error (errors.Is sees through the mark, and through
+// the count of attempts); other failures go on being retried.
+func TestRetryStopsAtPermanent(t *testing.T) {
+	l := startLoop(t)
+	var attempts atomic.Int32
+	h := Retry(l, 5, 0, func() *Handle[int] {
+		if attempts.Add(1) < 2 {
+			return Fail[int](l, errBoom)
+		}
+		return Fail[int](l, fmt.Errorf("bad certificate: %w", Permanent(errBoom)))
+	})
+	_, err := wait(t, h)
+	require.ErrorIs(t, err, errBoom)
+	require.ErrorContains(t, err, "2 attempts failed, the last: bad certificate: boom")
+	require.Equal(t, int32(2), attempts.Load(), "no attempt after the permanent failure")
+	require.NoError(t, Permanent(nil))
+	require.Equal(t, errBoom.Error(), Permanent(errBoom).Error())
 }
 
 func TestRetryWithBackoff(t *testing.T) {

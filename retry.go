@@ -1,6 +1,7 @@
 package aio
 
 import (
+	"errors"
 	"fmt"
 	"time"
 )
@@ -20,8 +21,10 @@ type retryNode[T any] struct {
 // first attempt that completes, or as the last one fails (with its error,
 // wrapped in one that counts the attempts when there was more than one).
 // Between attempts it waits on a loop timer: base after the first failure,
-// then 2·base, 4·base, and so on (a negative base counts as 0: no wait).
-// Only failures are retried: an attempt that is cancelled cancels the retry.
+// then 2·base, 4·base, and so on (a negative base counts as 0: no wait;
+// the wait doubles without bound, so keep attempts few or base small).
+// Only failures are retried: an attempt that is cancelled cancels the retry,
+// and one that fails with an error marked Permanent ends it at once.
 // An attempt that failed because a context ended (DialContext's, say) is a
 // failure too, and retried: Retry sees no context, so tie its handle to ctx
 // (Bind) to end the retries with it. Cancelling the result withdraws from
@@ -86,7 +89,7 @@ func (n *retryNode[T]) onInput(idx int) {
 		forward(&n.Handle, in)
 		return
 	}
-	if n.left--; n.left <= 0 {
+	if n.left--; n.left <= 0 || isPermanent(in.err) {
 		n.fn = nil
 		var zero T
 		err := in.err
@@ -101,6 +104,31 @@ func (n *retryNode[T]) onInput(idx int) {
 	// The attempt may have ended where a dead loop's posts run (it raced
 	// with Stop): addTimerFor cancels the retry then.
 	n.loop.addTimerFor(&n.core, &n.t)
+}
+
+// Permanent marks err as an error that Retry does not retry: an attempt
+// that fails with it, or with an error that wraps it, ends the retry at
+// once with that error (an invalid certificate, a refusal by the
+// server's policy: what another attempt will meet again). errors.Is and
+// errors.As see through it to err; its text is err's. Permanent(nil) is
+// nil.
+func Permanent(err error) error {
+	if err == nil {
+		return nil
+	}
+	return &permanentError{err}
+}
+
+// permanentError is Permanent's mark.
+type permanentError struct{ err error }
+
+func (e *permanentError) Error() string { return e.err.Error() }
+func (e *permanentError) Unwrap() error { return e.err }
+
+// isPermanent reports whether err is marked Permanent.
+func isPermanent(err error) bool {
+	var p *permanentError
+	return errors.As(err, &p)
 }
 
 // disarm disarms the backoff's timer at once when the retry is cancelled
