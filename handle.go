@@ -523,7 +523,7 @@ func (h *Handle[T]) Result() (T, error) {
 }
 
 // Wait blocks until the handle is done and returns Result, or returns ctx's
-// error if ctx ends first (a handle terminal by the time Wait sees ctx end
+// error if ctx ends first (a handle done by the time Wait sees ctx end
 // gives its outcome instead). On the handle's own loop (and, for the handle of
 // Loop.Stop and the Then, Catch, ThenAsync and Finally chains of it, on the
 // loop being stopped) it cannot block (the loop would wait
@@ -553,8 +553,10 @@ func (h *Handle[T]) Wait(ctx context.Context) (T, error) {
 	case <-h.Done():
 		return h.Result()
 	case <-ctx.Done():
-		if statusOf(h.state.Load()).Terminal() { // both ready: the outcome, not a lost value
+		select {
+		case <-h.Done(): // both ready: the outcome, not a lost value
 			return h.Result()
+		default:
 		}
 		var zero T
 		return zero, ctx.Err()

@@ -359,6 +359,30 @@ func TestWaitPrefersTheOutcome(t *testing.T) {
 	}
 }
 
+// Wait's outcome means done: a handle settled whose terminal transition
+// has not run yet (its loop is busy) is not done, its cleanups still to
+// run, and a Wait whose context has ended gives the context's error for
+// it, not a value before its Done.
+func TestWaitOutcomeOnlyWhenDone(t *testing.T) {
+	l := startLoop(t)
+	p := NewPromise[int](l)
+	var cleaned atomic.Bool
+	p.Handle().OnCleanup(func() { cleaned.Store(true) })
+	block := make(chan struct{})
+	require.NoError(t, l.Post(func() { <-block })) // the loop is busy: the transition waits
+	p.Resolve(7)
+	ctx, cancel := context.WithCancel(context.Background())
+	cancel()
+	_, err := p.Handle().Wait(ctx)
+	require.ErrorIs(t, err, context.Canceled)
+	require.False(t, cleaned.Load())
+	close(block)
+	v, err := p.Handle().Wait(context.Background())
+	require.NoError(t, err)
+	require.Equal(t, 7, v)
+	require.True(t, cleaned.Load(), "Done closes after the cleanups")
+}
+
 // A nil context is bad input: Wait says so instead of panicking, on the
 // handle's loop and off it, pending or not.
 func TestWaitNilContext(t *testing.T) {
