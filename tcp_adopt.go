@@ -87,7 +87,9 @@ func AdoptConn(l *Loop, fd int, cfg ConnConfig) (*Conn, error) {
 // IPv6) made elsewhere, which calls onConn on the loop with each
 // connection it accepts, as one made by Listen does. The socket is made
 // non-blocking and close-on-exec; it is bound and listening already, so
-// cfg's Backlog and ReusePort do not apply (its AcceptBatch and Conn do;
+// cfg's Backlog and ReusePort do not apply (a socket that has SO_REUSEPORT
+// counts as this process's for a ReusePort Listen on its address, which
+// joins it; its AcceptBatch and Conn do;
 // the Conn buffer sizes are set on the listening socket, which the
 // connections accepted from then on inherit). Its TLS and
 // HandshakeTimeout do: with TLS set the listener serves TLS as one made by
@@ -119,6 +121,12 @@ func AdoptListener(l *Loop, fd int, cfg ListenConfig, onConn func(c *Conn)) (*Li
 			return err
 		}
 		ln = newListener(l, fd, addr, cfg, onConn) // its Closed handle counts from here
+		// A socket that shares its port (SO_REUSEPORT) is one of this
+		// process's: a ReusePort Listen on its address joins it.
+		if v, err := unix.GetsockoptInt(fd, unix.SOL_SOCKET, unix.SO_REUSEPORT); err == nil && v != 0 {
+			holdReusePort(addr)
+			ln.reuseHeld = true
+		}
 		ln.spare = openSpare()
 		ln.start()
 		return nil

@@ -37,11 +37,23 @@ func listenReusePort(ap netip.AddrPort, cfg ListenConfig) (int, netip.AddrPort, 
 	if err != nil {
 		return -1, ap, err
 	}
+	holdReusePortLocked(bound)
+	return fd, bound, nil
+}
+
+// holdReusePort counts in reusePorts a listener of this process bound to
+// addr with SO_REUSEPORT that Listen did not make (AdoptListener).
+func holdReusePort(addr netip.AddrPort) {
+	reusePorts.mu.Lock()
+	defer reusePorts.mu.Unlock()
+	holdReusePortLocked(addr)
+}
+
+func holdReusePortLocked(addr netip.AddrPort) {
 	if reusePorts.held == nil {
 		reusePorts.held = make(map[netip.AddrPort]int)
 	}
-	reusePorts.held[bound]++
-	return fd, bound, nil
+	reusePorts.held[addr]++
 }
 
 // releaseReusePort takes a closed listener of addr out of reusePorts.

@@ -70,3 +70,22 @@ func TestReusePortRefusesAnotherProcesssPort(t *testing.T) {
 	require.Zero(t, reuseHeld(other), "nor is one that skips the check")
 	a.closeListener(t, lj)
 }
+
+// An adopted listening socket with SO_REUSEPORT is this process's: a
+// ReusePort Listen on its address (the other loops joining a socket that
+// systemd or a parent handed over) joins it, as before the check, rather
+// than being refused as another program's.
+func TestReusePortJoinsAdoptedListener(t *testing.T) {
+	a, b := startLoop(t, Config{Name: "adopt-a"}), startLoop(t, Config{Name: "adopt-b"})
+	fd, addr := foreignReusePort(t, "127.0.0.1:0") // made here, handed to aio
+	dup, err := unix.Dup(fd)                       // the Listener's; t.Cleanup closes fd
+	require.NoError(t, err)
+	accept := func(c *Conn) { c.Close() }
+	la, err := AdoptListener(a, dup, ListenConfig{}, accept)
+	require.NoError(t, err)
+	lb, err := Listen(b, addr.String(), ListenConfig{ReusePort: true}, accept)
+	require.NoError(t, err, "this process's own adopted listener is refused as another program's")
+	b.closeListener(t, lb)
+	a.closeListener(t, la)
+	require.Zero(t, reuseHeld(addr), "every listener that closed is counted out")
+}
