@@ -97,6 +97,7 @@ func (n *doNode[T]) start() {
 		if n.loop.state.Load() == stateDead || !n.loop.OnLoop() {
 			// The loop goroutine is gone (Do raced with Stop): no thread
 			// can host the coroutine.
+			n.body = nil
 			n.cancel()
 			return
 		}
