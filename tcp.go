@@ -225,7 +225,10 @@ type ListenConfig struct {
 	// a server started twice by mistake fails with EADDRINUSE instead of
 	// taking a share of the first one's connections. The others join it.
 	// The check narrows the window, it does not close it: another process
-	// may bind between the check and the bind.
+	// may bind between the check and the bind. It is made per address:
+	// one program that listens on both 0.0.0.0:P and 127.0.0.1:P (or on
+	// [::]:P and 0.0.0.0:P) with ReusePort finds the second refused, and
+	// sets ReusePortAnyProcess on it.
 	//
 	// Security: once bound, the port is open to any socket that sets the
 	// option too, not only this program's. Another process (on Linux, any
