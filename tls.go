@@ -296,6 +296,11 @@ func (t *tlsConn) closing() {
 	if s := t.c.tl.tls; s != nil && s.pendFor == t {
 		s.pendFor, s.pend = nil, s.pend[:0]
 	}
+	// The ciphertext not taken goes too (up to a read buffer's worth,
+	// kept when reading paused): nobody will read it, and the program
+	// may keep the closed Conn for long. A handshake's Read then sees
+	// the close.
+	t.in, t.lent = nil, nil
 	t.closeHandshake()
 }
 
@@ -328,7 +333,7 @@ func (t *tlsConn) input(b []byte) {
 	}
 	t.lent = b
 	t.pump()
-	if len(t.lent) > 0 { // reading stopped: keep the rest
+	if len(t.lent) > 0 && t.c.state == connOpen { // reading stopped: keep the rest
 		t.in = append(t.in, t.lent...)
 	}
 	t.lent = nil
