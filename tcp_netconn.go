@@ -240,8 +240,19 @@ func (v *netConn) onRead(c *Conn, b []byte) {
 func (v *netConn) onEOF(*Conn) {
 	v.mu.Lock()
 	v.eof = true
+	v.dropIfRead()
 	v.rcond.Broadcast()
 	v.mu.Unlock()
+}
+
+// dropIfRead lets go of the read buffer once it has been read and no byte
+// can follow (the peer's FIN, or the connection gone): it is 64 KiB or
+// more, and the goroutine code may keep the view for long before its
+// Close, or forget it. Under mu.
+func (v *netConn) dropIfRead() {
+	if (v.eof || v.gone) && v.r == len(v.buf) {
+		v.buf, v.r = nil, 0
+	}
 }
 
 // onDrain wakes a Write waiting for the queue. On the loop.
@@ -255,6 +266,7 @@ func (v *netConn) onDrain(*Conn) {
 func (v *netConn) onClose(c *Conn, err error) {
 	v.mu.Lock()
 	v.gone, v.cerr = true, err
+	v.dropIfRead()
 	v.rdl.stop()
 	v.wdl.stop()
 	v.rcond.Broadcast()
@@ -281,6 +293,7 @@ func (v *netConn) Read(p []byte) (int, error) {
 		case v.r < len(v.buf):
 			n := copy(p, v.buf[v.r:])
 			v.r += n
+			v.dropIfRead()
 			if v.paused && len(v.buf)-v.r <= netConnReadMax/2 {
 				v.paused = false
 				_ = v.c.ResumeRead() // posted; an error means closed, which onClose tells

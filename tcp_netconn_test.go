@@ -11,12 +11,14 @@ import (
 	"net"
 	"net/http"
 	"os"
+	"runtime"
 	"strings"
 	"sync"
 	"sync/atomic"
 	"syscall"
 	"testing"
 	"time"
+	"unsafe"
 
 	"github.com/stretchr/testify/assert"
 	"github.com/stretchr/testify/require"
@@ -649,4 +651,53 @@ func TestNetConnCloseWithWritesQueuedResets(t *testing.T) {
 	require.NoError(t, err, "a view whose queue flushed closes cleanly")
 	assert.Equal(t, "all of it", string(b))
 	closedView(t, c)
+}
+
+// A NetConn view lets go of its read buffer (64 KiB and more) once
+// everything was read and no byte can follow (the peer's FIN, or the
+// connection gone): the goroutine code keeps the view (its net.Conn)
+// until it gets round to Close, or for good when it forgets to, and the
+// connection stays open until then (the view holds its scope busy).
+func TestNetConnViewLetsGoOfItsBufferAtTheEnd(t *testing.T) {
+	l := startLoop(t)
+	conns := make(chan *Conn, 1)
+	ln, err := Listen(l, "127.0.0.1:0", ListenConfig{}, func(c *Conn) { conns <- c })
+	require.NoError(t, err)
+	nc := netDial(t, ln)
+	c := recv(t, conns)
+	v := c.NetConn().(*netConn)
+	t.Cleanup(func() { _ = v.Close() }) // the view holds the connection open
+	const size = 256 << 10
+	go func() {
+		_, _ = nc.Write(make([]byte, size))
+		_ = nc.Close()
+	}()
+	// The buffer may be replaced as it grows: the last one is watched.
+	var freed chan struct{}
+	var last *byte
+	buf := make([]byte, 4096)
+	n := 0
+	for {
+		m, err := v.Read(buf)
+		n += m
+		v.mu.Lock()
+		if p := unsafe.SliceData(v.buf); p != nil && p != last {
+			last, freed = p, make(chan struct{})
+			runtime.AddCleanup(p, func(ch chan struct{}) { close(ch) }, freed)
+		}
+		v.mu.Unlock()
+		if err == io.EOF {
+			break
+		}
+		require.NoError(t, err)
+	}
+	last = nil
+	require.Equal(t, size, n)
+	require.NotNil(t, freed)
+	onLoop(t, l, func() {})
+	collected(t, freed, "the view keeps its read buffer after the end")
+	runtime.KeepAlive(v)
+	require.NoError(t, v.Close())
+	_, err = wait(t, c.Closed())
+	require.NoError(t, err)
 }
