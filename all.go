@@ -46,7 +46,9 @@ func (n *allNode[T]) onInput(i int) {
 		if n.left--; n.left == 0 {
 			vals := n.vals
 			n.vals = nil
-			n.settle(vals, nil)
+			if n.settle(vals, nil) {
+				letGoAll(n.links) // else stop declines them
+			}
 		}
 	case uint32(Failed):
 		n.vals = nil

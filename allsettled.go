@@ -128,7 +128,9 @@ func (n *settledNode[T]) complete() {
 	n.disarm()
 	outs := n.outs
 	n.outs = nil
-	n.settle(outs, nil)
+	if n.settle(outs, nil) {
+		letGoAll(n.links) // else stop declines them
+	}
 }
 
 func (n *settledNode[T]) base() *core { return &n.Handle.core }

@@ -69,6 +69,7 @@ func (n *bracketNode[R, T]) onInput(idx int) {
 			return // a Work fn that may still use the resource: back here once it is over
 		}
 	}
+	defer n.use.letGo() // use has ended: told once
 	if n.holdUse {
 		// Cancelled while using, and use has now ended: release, then let
 		// the cancellation finish.
@@ -96,6 +97,7 @@ func (n *bracketNode[R, T]) onInput(idx int) {
 
 func (n *bracketNode[R, T]) acquireDone() {
 	in := n.acq.in
+	defer n.acq.letGo() // the resource is n.res's until released
 	completed := in.state.Load() == uint32(Completed)
 	if completed {
 		n.res, n.acquired = in.val, true
@@ -160,7 +162,7 @@ func (n *bracketNode[R, T]) stop() {
 	}
 	if n.use.registered && !n.use.done {
 		n.hold(&n.holdUse)
-		n.use.withdraw()
+		n.use.withdrawWatching() // onInput looks at use's end
 		return
 	}
 	_ = n.doRelease()

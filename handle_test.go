@@ -650,6 +650,85 @@ func collected(t *testing.T, freed <-chan struct{}, msg string) {
 	require.True(t, gcwatch.Within(freed, waitTimeout), msg)
 }
 
+// A combinator's result that has ended lets go of the inputs it no longer
+// needs: one it withdrew from (a Race's loser, a Within's input at the
+// timeout, All's others after a failure) may complete later all the same,
+// because another dependent wants it, and the result, which the program
+// keeps, must not keep that value reachable; nor must a Bracket keep the
+// resource it released.
+func TestEndedCombinatorLetsGoOfItsInputs(t *testing.T) {
+	l := startLoop(t)
+	type big = [1 << 20]byte
+	type ender interface{ Done() <-chan struct{} }
+	for _, c := range []struct {
+		name string
+		// start builds the result on the loop from in, an input that
+		// completes (with the big value) only after the result ended.
+		start func(in *Handle[*big]) ender
+	}{
+		{"Within/timed out", func(in *Handle[*big]) ender {
+			return Within(in, time.Millisecond)
+		}},
+		{"Race/lost", func(in *Handle[*big]) ender {
+			return Race(in, Pure(l, (*big)(nil)))
+		}},
+		{"Any/lost", func(in *Handle[*big]) ender {
+			return Any(in, Pure(l, (*big)(nil)))
+		}},
+		{"All/failed", func(in *Handle[*big]) ender {
+			return All(in, Fail[*big](l, errors.New("no")))
+		}},
+		{"AllSettledWithin/timed out", func(in *Handle[*big]) ender {
+			return AllSettledWithin(time.Millisecond, in)
+		}},
+	} {
+		t.Run(c.name, func(t *testing.T) {
+			freed := make(chan struct{})
+			p := NewPromise[*big](l)
+			var res ender
+			var other *Handle[int]
+			onLoop(t, l, func() {
+				// Another dependent wants the input: withdrawing from it
+				// does not cancel it.
+				other = Then(p.Handle(), func(*big) (int, error) { return 0, nil })
+				res = c.start(p.Handle())
+			})
+			<-res.Done()
+			onLoop(t, l, func() {
+				b := new(big)
+				runtime.AddCleanup(b, func(ch chan struct{}) { close(ch) }, freed)
+				require.True(t, p.Resolve(b))
+			})
+			p = nil
+			_, err := wait(t, other)
+			require.NoError(t, err)
+			onLoop(t, l, func() {}) // the loop is past every job of the test
+			collected(t, freed, "the ended result keeps its input's later value")
+			runtime.KeepAlive(res)
+		})
+	}
+}
+
+// A Bracket's result lets go of the resource once released: the program
+// keeps the result handle, and the resource (a connection, a file) was
+// handed back by release.
+func TestBracketLetsGoOfItsReleasedResource(t *testing.T) {
+	l := startLoop(t)
+	type big = [1 << 20]byte
+	freed := make(chan struct{})
+	var res *Handle[int]
+	onLoop(t, l, func() {
+		b := new(big)
+		runtime.AddCleanup(b, func(ch chan struct{}) { close(ch) }, freed)
+		res = Bracket(Pure(l, b), func(*big) {}, func(r *big) *Handle[int] { return Pure(l, int(r[0])) })
+	})
+	_, err := wait(t, res)
+	require.NoError(t, err)
+	onLoop(t, l, func() {})
+	collected(t, freed, "the ended bracket keeps the resource it released")
+	runtime.KeepAlive(res)
+}
+
 func TestDeepChainCompletesAndCancels(t *testing.T) {
 	inc := func(v int) (int, error) { return v + 1, nil }
 	l, build := deepChain(t, func(_ *Loop, h *Handle[int]) *Handle[int] { return Then(h, inc) })

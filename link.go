@@ -14,16 +14,22 @@ type sink interface {
 // to the sink's loop (and reading the input's outcome there is safe, since a
 // terminal handle's value is published before its status).
 type link[T any] struct {
-	in         *Handle[T] // immutable once set
-	node       sink       // immutable
-	dst        *Loop      // the sink's loop; immutable
-	idx        int        // immutable
-	done       bool       // the sink is done with this input: consumed its outcome or withdrew; sink's loop
-	registered bool       // register ran; sink's loop
+	// in is the input, until the sink is done with it (see letGo): a
+	// result the program keeps must not keep an input it no longer needs,
+	// whose value (a Race's loser, a Within's input after the timeout,
+	// completing later for another dependent) would stay reachable from
+	// it. Set by init, cleared on the sink's loop only.
+	in         *Handle[T]
+	src        *Loop // the input's loop, for inputDone (which runs there); immutable
+	node       sink  // immutable
+	dst        *Loop // the sink's loop; immutable
+	idx        int   // immutable
+	done       bool  // the sink is done with this input: consumed its outcome or withdrew; sink's loop
+	registered bool  // register ran; sink's loop
 }
 
 func (k *link[T]) inputDone() {
-	if k.dst == k.in.loop {
+	if k.dst == k.src {
 		k.node.onInput(k.idx)
 		return
 	}
@@ -36,7 +42,22 @@ func (k *link[T]) inputDone() {
 // fast) can end without that input, and Wait must not refuse to block on a
 // handle that may end without the teardown.
 func (k *link[T]) init(in *Handle[T], node sink, self *core, idx int) {
-	k.in, k.node, k.dst, k.idx = in, node, self.loop, idx
+	k.in, k.src, k.node, k.dst, k.idx = in, in.loop, node, self.loop, idx
+}
+
+// letGo forgets the input of a link the sink is done with (it consumed
+// the outcome, or withdrew). On the sink's loop.
+func (k *link[T]) letGo() {
+	if k.done {
+		k.in = nil
+	}
+}
+
+// letGoAll is letGo for every link of a sink. On the sink's loop.
+func letGoAll[T any](links []link[T]) {
+	for i := range links {
+		links[i].letGo()
+	}
 }
 
 // register enters k as an interested dependent of its input. It runs on the
@@ -69,8 +90,17 @@ func (k *link[T]) attach(in *Handle[T], node sink, self *core, idx int) {
 }
 
 // withdraw takes back the sink's interest in its input if it has not
-// consumed it yet. On the sink's loop.
-func (k *link[T]) withdraw() { k.giveUp(false) }
+// consumed it yet, and forgets the input: the sink ignores what it tells
+// afterwards. On the sink's loop.
+func (k *link[T]) withdraw() {
+	k.giveUp(false)
+	k.letGo()
+}
+
+// withdrawWatching is withdraw for a sink that still looks at the input's
+// outcome when told (Bracket's use, whose end releases the resource): it
+// keeps the input, for the sink to let go of. On the sink's loop.
+func (k *link[T]) withdrawWatching() { k.giveUp(false) }
 
 // withdrawTaking is withdraw for a sink that still takes the input's value
 // if it completes (Bracket's acquire, see core.withdrawTaking). Given up
@@ -176,9 +206,10 @@ func registerAll[T any](self *core, links []link[T]) {
 func declineCollected[T any](links []link[T]) {
 	for i := range links {
 		k := &links[i]
-		if k.done && k.registered && k.in.state.Load() == uint32(Completed) {
+		if k.done && k.registered && k.in != nil && k.in.state.Load() == uint32(Completed) {
 			k.in.unregister(k)
 		}
+		k.letGo()
 	}
 }
 

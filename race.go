@@ -57,6 +57,7 @@ func (n *raceNode[T]) onInput(i int) {
 	case st == uint32(Completed) || (st == uint32(Failed) && !n.anyMode):
 		withdrawAll(n.loop, n.links)
 		forward(&n.Handle, in)
+		k.letGo()
 		return
 	case st == uint32(Failed):
 		n.errs[i] = in.err
@@ -66,6 +67,7 @@ func (n *raceNode[T]) onInput(i int) {
 			n.errs[i] = ErrCancelled
 		}
 	}
+	k.letGo()
 	if n.left > 0 {
 		return
 	}

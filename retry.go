@@ -84,6 +84,7 @@ func (n *retryNode[T]) onInput(idx int) {
 	}
 	n.cur.done = true
 	in := n.cur.in
+	n.cur.letGo()
 	if in.state.Load() != uint32(Failed) {
 		n.fn = nil // no attempt follows: what it captured goes with it
 		forward(&n.Handle, in)

@@ -235,6 +235,7 @@ func (n *scopeNode[T]) onInput(int) {
 	n.inner.done = true
 	n.s.close()
 	forward(&n.Handle, n.inner.in)
+	n.inner.letGo()
 }
 
 func (n *scopeNode[T]) stop() {

@@ -127,6 +127,7 @@ func (n *thenAsyncNode[T, U]) onInput(int) {
 	}
 	n.inner.done = true
 	forward(&n.Handle, n.inner.in)
+	n.inner.letGo()
 }
 
 func (n *thenAsyncNode[T, U]) stop() {

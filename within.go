@@ -53,6 +53,7 @@ func (n *withinNode[T]) onInput(int) {
 	defer n.armUnlessEnded() // the timer lets go (see timerHeld)
 	n.disarm()
 	forward(&n.Handle, n.in.in)
+	n.in.letGo()
 }
 
 func (n *withinNode[T]) base() *core { return &n.Handle.core }
