@@ -74,7 +74,9 @@ func (c *Conn) Write(b []byte) (int, error) {
 	if c.l.OnLoop() {
 		if _, err := c.write(b, false); err != nil {
 			if err != ErrConnClosed && err != ErrWriteClosed {
-				err = writeRefused{err} // it closed the connection
+				// It closed the connection: the socket's error, matching
+				// ErrConnClosed too, as the next Write's error does.
+				err = &kindError{err.Error(), []error{err, ErrConnClosed}}
 			}
 			return 0, err
 		}
@@ -87,14 +89,6 @@ func (c *Conn) Write(b []byte) (int, error) {
 	c.l.runLater(func() { _, _ = c.write(own, true) })
 	return len(b), nil
 }
-
-// writeRefused is the error of a Write on the loop that the kernel
-// refused: the socket's error, which closed the connection, so that it
-// matches ErrConnClosed as well, as the next Write's error does.
-type writeRefused struct{ err error }
-
-func (e writeRefused) Error() string   { return e.err.Error() }
-func (e writeRefused) Unwrap() []error { return []error{e.err, ErrConnClosed} }
 
 // WriteString is Write for a string, without converting it to a byte slice
 // first. Any goroutine.
