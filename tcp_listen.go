@@ -108,8 +108,9 @@ func Listen(l *Loop, addr string, cfg ListenConfig, onConn func(c *Conn)) (*List
 	if err != nil {
 		return nil, fmt.Errorf("aio: listen tcp %q: %w", addr, err)
 	}
+	reuseHeld := cfg.ReusePort && !cfg.ReusePortAnyProcess // counted in reusePorts
 	listen := listenSocket
-	if cfg.ReusePort && !cfg.ReusePortAnyProcess {
+	if reuseHeld {
 		listen = listenReusePort
 	}
 	fd, bound, err := listen(ap, cfg)
@@ -117,7 +118,7 @@ func Listen(l *Loop, addr string, cfg ListenConfig, onConn func(c *Conn)) (*List
 		return nil, fmt.Errorf("aio: listen tcp %s: %w", ap, err)
 	}
 	ln := newListener(l, fd, bound, cfg, onConn)
-	ln.reuseHeld = cfg.ReusePort && !cfg.ReusePortAnyProcess
+	ln.reuseHeld = reuseHeld
 	ln.spare = openSpare()
 	l.runInline(ln.start)
 	return ln, nil
