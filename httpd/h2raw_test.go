@@ -120,6 +120,34 @@ func (c *h2Raw) expect(id uint32, status, body string) {
 	assert.Equal(c.t, body, b)
 }
 
+// quiet checks that the server has answered everything sent before with
+// nothing but flow control: a PING's ack comes before anything else it
+// sends (frames are handled in order), not a reset or a GOAWAY.
+func (c *h2Raw) quiet() {
+	c.t.Helper()
+	require.NoError(c.t, c.fr.WritePing(false, [8]byte{'q', 'u', 'i', 'e', 't'}))
+	for {
+		switch f := c.frame().(type) {
+		case *http2.PingFrame:
+			if f.IsAck() {
+				return
+			}
+		case *http2.SettingsFrame, *http2.WindowUpdateFrame:
+		default:
+			c.t.Fatalf("unexpected frame %v", f)
+		}
+	}
+}
+
+// stillServes checks that the connection still serves a request, on
+// stream id, then closes it.
+func (c *h2Raw) stillServes(id uint32) {
+	c.t.Helper()
+	c.get(id, "/health")
+	c.expect(id, "200", "ok")
+	require.NoError(c.t, c.nc.Close())
+}
+
 // eof reports whether the server closed the connection: reading ends
 // with EOF or a reset, after frames other than HEADERS and DATA.
 func (c *h2Raw) eof() bool {
