@@ -8,8 +8,12 @@ package httpd
 // in. Bytes from the arena are valid until the request ends: a response
 // built there is written before the arena goes back.
 //
-// An Arena belongs to its request's loop: use it on the loop, or from
-// code (Work) that the request's handle waits for.
+// An Arena belongs to its request's loop: use it on the loop, or from a
+// Work job's fn when that job's handle is the handler's reply
+// (Later(aio.Work(...))): the arena goes back only once that fn has
+// returned, even when its client has gone and the handle has ended
+// cancelled. A job inside another handle (a Then of a Work, say) ends
+// with it when cancelled, while its fn runs on: give such a fn copies.
 type Arena struct {
 	buf []byte // the whole block
 	off int    // buf[off:] is free

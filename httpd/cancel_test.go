@@ -216,6 +216,51 @@ func TestArenaReuseAfterCancel(t *testing.T) {
 	assert.Equal(t, uint64(20), ts.Stats().Cancelled)
 }
 
+// A Work job that is the handler's reply ends cancelled at once when its
+// client goes away, but its fn runs on until it returns, and may use the
+// request's arena and views: the arena goes back only then. With one
+// arena, the next client waits for it; before, it was handed on at once
+// while the fn still wrote in it.
+func TestCancelledWorkReplyKeepsItsArenaUntilFnReturns(t *testing.T) {
+	started, sawCancel, finish := make(chan struct{}), make(chan struct{}), make(chan struct{})
+	first := true
+	m := NewMux()
+	m.HandleFunc("GET /", func(r *Request) Reply {
+		if !first {
+			return Bytes(200, append(r.Arena().Buffer(), "second"...))
+		}
+		first = false
+		a, path := r.Arena(), r.Path()
+		return Later(aio.Work(r.Loop(), func(ctx context.Context) (Response, error) {
+			close(started) // a job cancelled before it starts never runs
+			<-ctx.Done()
+			close(sawCancel)
+			<-finish
+			b := append(a.Buffer(), "late write to "+path...) // the arena and a view, after the cancel
+			return BytesResponse(200, b), nil
+		}))
+	})
+	ts := startServer(t, m, Config{Arenas: 1})
+	c := dialRaw(t, ts.addr)
+	c.send("GET /first HTTP/1.1\r\nHost: x\r\n\r\n")
+	recvT(t, started)
+	require.NoError(t, c.Close())
+	recvT(t, sawCancel)
+	ts.onLoop(t, func() {}) // what the cancel ran on the loop is over
+	st := ts.Stats()
+	assert.Equal(t, int64(1), st.ArenasInUse, "the arena went back while the job's fn runs")
+	assert.Equal(t, int64(1), st.HandlersPending, "the job is not counted pending while its fn runs")
+
+	d := dialRaw(t, ts.addr)
+	d.send("GET /second HTTP/1.1\r\nHost: x\r\n\r\n")
+	close(finish)
+	resp := d.read("GET")
+	assert.Equal(t, 200, resp.status)
+	assert.Equal(t, "second", resp.body)
+	ts.atRest(t)
+	assert.Equal(t, uint64(1), ts.Stats().Cancelled)
+}
+
 // fdCount returns the number of open file descriptors, -1 where unknown.
 func fdCount() int {
 	ents, err := os.ReadDir("/proc/self/fd")

@@ -121,8 +121,14 @@ func dropReply(r *Request, reply Reply) {
 }
 
 // adoptReply takes hd, the handle r's handler replied with: it is counted
-// pending and adopted into the connection's scope, and its end, a cleanup
-// on it, runs endHandle on ls's loop. On the loop.
+// pending and adopted into the connection's scope, and its end runs
+// endHandle on ls's loop. On the loop.
+//
+// The end is a Bracket's release, not a cleanup on hd: a Work job's handle
+// cancelled (its client gone) ends at once while its fn runs on, and the
+// fn may use the request's arena (see Arena) until it returns; a Bracket
+// whose use is that handle releases only then. It also brings a handle of
+// another loop's end to this loop, and runs it if this loop stops first.
 func (ls *loopState) adoptReply(r *Request, hd *aio.Handle[Response]) {
 	r.h = hd
 	ls.st.handlersPending.Add(1)
@@ -130,16 +136,9 @@ func (ls *loopState) adoptReply(r *Request, hd *aio.Handle[Response]) {
 		r.endContextWith(hd)
 	}
 	aio.Adopt(r.eng.conn().Scope(), hd)
-	seq := r.seq
-	if hd.Loop() == ls.l {
-		hd.OnCleanup(func() { ls.endHandle(r, seq) })
-	} else { // a handle of another loop: its cleanup runs there
-		hd.OnCleanup(func() {
-			if ls.l.Post(func() { ls.endHandle(r, seq) }) != nil {
-				ls.endHandle(r, seq) // the loop is gone: Post refuses, nothing races
-			}
-		})
-	}
+	aio.Bracket(aio.Pure(ls.l, r.seq),
+		func(seq uint64) { ls.endHandle(r, seq) },
+		func(uint64) *aio.Handle[Response] { return hd })
 }
 
 // endHandle is the cleanup of r's handle: the handle is done with (its

@@ -23,7 +23,10 @@ import (
 // Request itself: work that may outlive the request (a timer, a
 // goroutine's Post) must not use it, and is best adopted into Scope, which
 // cancels it when the request ends. Scope, Context, a Body and a Stream
-// are safe late: they are closed, done, empty and closed by then.
+// are safe late: they are closed, done, empty and closed by then. A Work
+// job whose handle is the handler's reply counts as running until its fn
+// returns, even once cancelled (see Arena), so its fn may use the views it
+// was given; one inside another handle may run on after the request ended.
 //
 // A Request belongs to its loop: call its methods on the loop (in the
 // handler, in continuations of handles on that loop), except Context,
