@@ -120,6 +120,9 @@ func (ls *loopState) release(r *Request) {
 	ls.st.releases.Add(1)
 	r.stream.pend = ls.keepPend(r.stream.pend)
 	r.forget()
+	if ls.drained {
+		*ls.slab.Get(r.idx) = nil // no request comes again (dropArenas)
+	}
 	if err := ls.slab.Release(r.idx); err != nil {
 		panic("httpd: " + err.Error()) // one owner, one release: a second one is a bug
 	}
@@ -139,6 +142,31 @@ func (ls *loopState) release(r *Request) {
 		hc.reserved = r
 		hc.unstall(stallArena)
 	}
+}
+
+// dropArenas lets go of the loop's free arenas and the Requests around
+// them, and of the other memory kept for requests to come: once the loop
+// has drained, none comes, but a program keeps its *Server (for Stats,
+// say) as long as it runs, and the arenas are up to Arenas*ArenaSize of
+// it. An arena still in use goes when its request ends (release). Every
+// free slot is taken, emptied and given back in the order taken, last
+// first, which leaves the free list as it was. On the loop.
+func (ls *loopState) dropArenas() {
+	var taken []int
+	for {
+		idx, slot, ok := ls.slab.Acquire()
+		if !ok {
+			break
+		}
+		*slot = nil
+		taken = append(taken, idx)
+	}
+	for i := len(taken) - 1; i >= 0; i-- {
+		_ = ls.slab.Release(taken[i]) // taken above: in use
+	}
+	clear(ls.h2free)
+	ls.h2free = nil
+	ls.wbuf, ls.tbuf = nil, nil
 }
 
 // spare reports whether an arena is free beyond the reserve: one that a

@@ -2,6 +2,7 @@ package httpd
 
 import (
 	"context"
+	"errors"
 	"runtime"
 	"testing"
 
@@ -86,4 +87,52 @@ func TestDeliveredBodyLetsGoOfItsReader(t *testing.T) {
 	require.Equal(t, 200, c.read("PUT").status)
 	require.NoError(t, c.Close())
 	ts.atRest(t)
+}
+
+// A Server kept after its Shutdown lets go of its arenas, up to
+// Arenas*ArenaSize per loop (64 MiB by default): none is taken again.
+// The arena of a request that ended before the drain goes with the drain,
+// and that of one the drain's deadline cut goes as the request ends
+// (here a Work job that returns after the drain).
+func TestShutDownServerLetsGoOfItsArenas(t *testing.T) {
+	for _, cut := range []bool{false, true} {
+		t.Run(map[bool]string{false: "ended", true: "cut"}[cut], func(t *testing.T) {
+			freed := make(chan struct{})
+			pending, hold := make(chan struct{}), make(chan struct{})
+			m := NewMux()
+			m.HandleFunc("GET /", func(r *Request) Reply {
+				runtime.AddCleanup(&r.buf[0], func(ch chan struct{}) { close(ch) }, freed)
+				if !cut {
+					return Text(200, "ok")
+				}
+				close(pending)
+				// A Work job holds its handle, and the arena, until fn
+				// returns: after the drain.
+				return Later(aio.Work(r.Loop(), func(context.Context) (Response, error) {
+					<-hold
+					return Response{}, errors.New("late")
+				}))
+			})
+			ts := startServer(t, m, Config{})
+			ctx, cancel := context.WithTimeout(context.Background(), waitTimeout)
+			defer cancel()
+			if cut {
+				c := dialRaw(t, ts.addr)
+				c.send("GET / HTTP/1.1\r\nHost: x\r\n\r\n")
+				<-pending
+				short, stop := context.WithCancel(ctx)
+				stop()
+				require.ErrorIs(t, ts.Shutdown(short), context.Canceled)
+				close(hold)
+			} else {
+				resp, err := client(t).Get(ts.url + "/")
+				require.NoError(t, err)
+				require.NoError(t, resp.Body.Close())
+				require.NoError(t, ts.Shutdown(ctx))
+			}
+			ts.onLoop(t, func() {})
+			collected(t, freed, "the shut down server keeps its arenas")
+			runtime.KeepAlive(ts.Server)
+		})
+	}
 }

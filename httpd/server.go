@@ -421,7 +421,8 @@ func (s *Server) RegisterOnShutdown(f func()) {
 // ends, the rest are cancelled and their connections closed, and
 // Shutdown returns ctx's error. It returns nil once every connection has
 // closed in time (at once for a server with none). The loops go on
-// running. Called on one of the server's loops (in a handler), it would
+// running; the server keeps its counters (Stats) and lets go of its
+// arenas, each as its last request ends. Called on one of the server's loops (in a handler), it would
 // wait for that loop: it starts the shutdown and returns
 // aio.ErrAwaitOnLoop at once, and ctx's end (which must not come when
 // the handler returns) still cuts the shutdown short. A nil ctx is an
@@ -532,6 +533,7 @@ func (ls *loopState) checkDrained() {
 	if ls.draining && !ls.drained && ls.conns.head == nil {
 		ls.drained = true
 		ls.ticker.Cancel()
+		ls.dropArenas()
 		ls.srv.loopDrained()
 	}
 }
