@@ -240,7 +240,9 @@ type ListenConfig struct {
 	// ReusePortAnyProcess, with ReusePort, skips the check above: the
 	// listener joins whatever holds the address with SO_REUSEPORT, another
 	// process's listeners included, as a new process taking over a port
-	// from an old one that still serves needs to.
+	// from an old one that still serves needs to. It is this process's
+	// listener all the same: later ReusePort listeners on the address join
+	// it without the check.
 	ReusePortAnyProcess bool
 	// AcceptBatch bounds the connections accepted per readiness event, so a
 	// flood of connections cannot starve the loop's other work. 0 means

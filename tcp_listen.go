@@ -108,7 +108,7 @@ func Listen(l *Loop, addr string, cfg ListenConfig, onConn func(c *Conn)) (*List
 	if err != nil {
 		return nil, fmt.Errorf("aio: listen tcp %q: %w", addr, err)
 	}
-	reuseHeld := cfg.ReusePort && !cfg.ReusePortAnyProcess // counted in reusePorts
+	reuseHeld := cfg.ReusePort // counted in reusePorts (ReusePortAnyProcess skips only the check)
 	listen := listenSocket
 	if reuseHeld {
 		listen = listenReusePort

@@ -3,6 +3,7 @@ package aio
 import (
 	"fmt"
 	"net/netip"
+	"strconv"
 	"sync"
 
 	"github.com/valkyria/aio/internal/sock"
@@ -21,14 +22,15 @@ var reusePorts struct {
 	held map[netip.AddrPort]int
 }
 
-// listenReusePort is listenSocket for a listener with ReusePort (and not
-// ReusePortAnyProcess): it refuses an address that a socket other than
-// this process's listeners holds, and counts the listener in reusePorts
-// (releaseReusePort takes it out).
+// listenReusePort is listenSocket for a listener with ReusePort: unless
+// ReusePortAnyProcess, it refuses an address that a socket other than
+// this process's listeners holds; either way it counts the listener in
+// reusePorts (releaseReusePort takes it out).
 func listenReusePort(ap netip.AddrPort, cfg ListenConfig) (int, netip.AddrPort, error) {
 	reusePorts.mu.Lock()
 	defer reusePorts.mu.Unlock()
-	if ap.Port() != 0 && reusePorts.held[ap] == 0 { // port 0: the kernel picks a port nobody holds
+	// port 0: the kernel picks a port nobody holds
+	if ap.Port() != 0 && !cfg.ReusePortAnyProcess && reusePorts.held[reuseKey(ap)] == 0 {
 		if err := portFree(ap); err != nil {
 			return -1, ap, err
 		}
@@ -53,15 +55,33 @@ func holdReusePortLocked(addr netip.AddrPort) {
 	if reusePorts.held == nil {
 		reusePorts.held = make(map[netip.AddrPort]int)
 	}
-	reusePorts.held[addr]++
+	reusePorts.held[reuseKey(addr)]++
+}
+
+// reuseKey is addr as the kernel reports a socket bound to it: the zone
+// of an address that is not link-local is dropped (the kernel ignores
+// it), and a numeric zone is written without leading zeros, so that the
+// address Listen is given and the one it bound count as one.
+func reuseKey(addr netip.AddrPort) netip.AddrPort {
+	ip := addr.Addr()
+	if z := ip.Zone(); z != "" {
+		id, _ := strconv.ParseUint(z, 10, 32)
+		if id == 0 || !ip.IsLinkLocalUnicast() {
+			ip = ip.WithZone("")
+		} else {
+			ip = ip.WithZone(strconv.FormatUint(id, 10))
+		}
+	}
+	return netip.AddrPortFrom(ip, addr.Port())
 }
 
 // releaseReusePort takes a closed listener of addr out of reusePorts.
 func releaseReusePort(addr netip.AddrPort) {
 	reusePorts.mu.Lock()
 	defer reusePorts.mu.Unlock()
-	if reusePorts.held[addr]--; reusePorts.held[addr] <= 0 {
-		delete(reusePorts.held, addr)
+	key := reuseKey(addr)
+	if reusePorts.held[key]--; reusePorts.held[key] <= 0 {
+		delete(reusePorts.held, key)
 	}
 }
 

@@ -3,6 +3,7 @@ package aio
 import (
 	"net"
 	"net/netip"
+	"strconv"
 	"testing"
 
 	"github.com/stretchr/testify/assert"
@@ -67,8 +68,9 @@ func TestReusePortRefusesAnotherProcesssPort(t *testing.T) {
 
 	lj, err := Listen(a, other.String(), ListenConfig{ReusePort: true, ReusePortAnyProcess: true}, accept)
 	require.NoError(t, err, "ReusePortAnyProcess joins it")
-	require.Zero(t, reuseHeld(other), "nor is one that skips the check")
+	require.Equal(t, 1, reuseHeld(other), "one that skips the check is this process's all the same")
 	a.closeListener(t, lj)
+	require.Zero(t, reuseHeld(other))
 }
 
 // An adopted listening socket with SO_REUSEPORT is this process's: a
@@ -88,4 +90,36 @@ func TestReusePortJoinsAdoptedListener(t *testing.T) {
 	b.closeListener(t, lb)
 	a.closeListener(t, la)
 	require.Zero(t, reuseHeld(addr), "every listener that closed is counted out")
+}
+
+// Every loop of a server listens on the same address string; with a zone
+// the kernel ignores (on an address that is not link-local) the listener
+// is counted under the address it bound, and the second loop's check
+// must look it up under that address too, not find nothing and be
+// refused by its own process's first listener.
+func TestReusePortJoinsAcrossAnIgnoredZone(t *testing.T) {
+	a, b := startLoop(t, Config{Name: "zone-a"}), startLoop(t, Config{Name: "zone-b"})
+	cfg := ListenConfig{ReusePort: true}
+	accept := func(c *Conn) { c.Close() }
+	la, err := Listen(a, "[::1%1]:0", cfg, accept)
+	require.NoError(t, err)
+	defer a.closeListener(t, la)
+	addr := "[::1%01]:" + strconv.Itoa(int(la.Addr().Port()))
+	lb, err := Listen(b, addr, cfg, accept)
+	require.NoError(t, err, "this process's second loop joins the first on %s", addr)
+	b.closeListener(t, lb)
+}
+
+// A process that took a port over with ReusePortAnyProcess (its old
+// server still serving) and then listens there again with ReusePort alone
+// (a loop added, a listener restarted) joins its own listener.
+func TestReusePortJoinsAnAnyProcessListener(t *testing.T) {
+	a, b := startLoop(t, Config{Name: "any-a"}), startLoop(t, Config{Name: "any-b"})
+	accept := func(c *Conn) { c.Close() }
+	la, err := Listen(a, "127.0.0.1:0", ListenConfig{ReusePort: true, ReusePortAnyProcess: true}, accept)
+	require.NoError(t, err)
+	defer a.closeListener(t, la)
+	lb, err := Listen(b, la.Addr().String(), ListenConfig{ReusePort: true}, accept)
+	require.NoError(t, err, "this process's own listener on %s is taken for another program's", la.Addr())
+	b.closeListener(t, lb)
 }
