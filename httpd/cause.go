@@ -90,7 +90,30 @@ func (r *Request) cancelFor(err error) {
 // is seen to fail.
 func causeContext(why *cancelCause) (ctx context.Context, end func(other error)) {
 	ctx, cancel := context.WithCancelCause(context.Background())
-	return ctx, func(other error) { cancel(why.get(other)) }
+	return ctx, func(other error) { cancel(asCanceled(why.get(other))) }
+}
+
+// canceledCause is a request context's cause that errors.Is also takes
+// for context.Canceled, the context's Err, as under net/http's server,
+// whose request contexts have no other cause: code written for it tests
+// errors.Is(err, context.Canceled) on what a call made with the context
+// returns, and that is the cause where the callee reports
+// context.Cause (net/http's client does; so httputil.ReverseProxy's copy
+// of a body to a client that went away would log an error). Its text and
+// what else errors.Is and errors.As find in it are the cause's.
+type canceledCause struct{ error }
+
+func (c canceledCause) Unwrap() error { return c.error }
+
+func (canceledCause) Is(target error) bool { return target == context.Canceled }
+
+// asCanceled returns err as a canceledCause, unless errors.Is finds
+// context.Canceled in it already.
+func asCanceled(err error) error {
+	if errors.Is(err, context.Canceled) {
+		return err
+	}
+	return canceledCause{err}
 }
 
 // maxBytesCause is the cause of a request refused for a body over limit,

@@ -342,24 +342,38 @@ func causeMux(started chan<- struct{}, causes chan<- error) *Mux {
 // (context.Cause): the client went away (closed, reset the connection, or
 // reset its HTTP/2 stream), Shutdown's deadline came, the body was refused
 // as it streamed, or the request simply ended.
+//
+// Each cause is also context.Canceled to errors.Is, as the context's Err
+// is: code written for net/http's server, whose request contexts have no
+// other cause, tests that on what its calls return (net/http's client
+// returns the cause; httputil.ReverseProxy logs an error that is not
+// context.Canceled).
 func TestContextCause(t *testing.T) {
 	started, causes := make(chan struct{}, 4), make(chan error, 4)
 	cfg := Config{MaxBodyBytes: 64 << 10}
 	ts := startServer(t, causeMux(started, causes), cfg)
+	recvCause := func() error {
+		t.Helper()
+		cause := recvT(t, causes)
+		assert.ErrorIs(t, cause, context.Canceled, "%v", cause)
+		return cause
+	}
 
 	for _, path := range []string{"/std", "/native"} {
 		c := dialRaw(t, ts.addr)
 		c.send("GET " + path + " HTTP/1.1\r\nHost: x\r\n\r\n")
 		recvT(t, started)
 		c.Close()
-		assert.ErrorIs(t, recvT(t, causes), ErrClientGone, path+": closed")
+		cause := recvCause()
+		assert.ErrorIs(t, cause, ErrClientGone, path+": closed")
+		assert.Equal(t, ErrClientGone.Error(), cause.Error(), path+": the cause's text is its own")
 
 		c = dialRaw(t, ts.addr)
 		c.send("GET " + path + " HTTP/1.1\r\nHost: x\r\n\r\n")
 		recvT(t, started)
 		require.NoError(t, c.Conn.(*net.TCPConn).SetLinger(0))
 		c.Close()
-		cause := recvT(t, causes)
+		cause = recvCause()
 		assert.ErrorIs(t, cause, ErrClientGone, path+": reset")
 		assert.ErrorIs(t, cause, syscall.ECONNRESET, path+": reset")
 
@@ -367,14 +381,14 @@ func TestContextCause(t *testing.T) {
 		h2.get(1, path)
 		recvT(t, started)
 		require.NoError(t, h2.fr.WriteRSTStream(1, http2.ErrCodeCancel))
-		assert.ErrorIs(t, recvT(t, causes), ErrClientGone, path+": RST_STREAM")
+		assert.ErrorIs(t, recvCause(), ErrClientGone, path+": RST_STREAM")
 	}
 
 	c := dialRaw(t, ts.addr)
 	c.send("PUT /std/body HTTP/1.1\r\nHost: x\r\nTransfer-Encoding: chunked\r\n\r\n")
 	sendChunked(c, 6, 16<<10)
 	var mbe *http.MaxBytesError
-	require.ErrorAs(t, recvT(t, causes), &mbe, "a streamed body refused (413)")
+	require.ErrorAs(t, recvCause(), &mbe, "a streamed body refused (413)")
 	assert.Equal(t, cfg.MaxBodyBytes, mbe.Limit)
 	assert.Equal(t, 413, c.read("PUT").status)
 
@@ -382,12 +396,12 @@ func TestContextCause(t *testing.T) {
 	chunk := fmt.Sprintf("%x\r\n%s\r\n", 16<<10, bytes.Repeat([]byte("z"), 16<<10))
 	c.send("PUT /std/body HTTP/1.1\r\nHost: x\r\nTransfer-Encoding: chunked\r\n\r\n" +
 		strings.Repeat(chunk, 3) + "zz\r\n") // the handler starts on the first 48 KiB
-	assert.ErrorIs(t, recvT(t, causes), ErrBadBody, "a malformed chunk (400)")
+	assert.ErrorIs(t, recvCause(), ErrBadBody, "a malformed chunk (400)")
 	assert.Equal(t, 400, c.read("PUT").status)
 
 	_, body := get(t, client(t), ts.url+"/native/done")
 	assert.Equal(t, "ok", body)
-	assert.Equal(t, context.Canceled, recvT(t, causes), "a request that ended as usual")
+	assert.Equal(t, context.Canceled, recvCause(), "a request that ended as usual")
 	ts.atRest(t)
 
 	h2 := causePending(t, ts, started)
@@ -397,7 +411,7 @@ func TestContextCause(t *testing.T) {
 	defer cancel()
 	assert.ErrorIs(t, ts.Shutdown(ctx), context.DeadlineExceeded)
 	for range 3 {
-		assert.ErrorIs(t, recvT(t, causes), ErrServerClosed, "Shutdown's deadline")
+		assert.ErrorIs(t, recvCause(), ErrServerClosed, "Shutdown's deadline")
 	}
 }
 

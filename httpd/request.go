@@ -312,7 +312,10 @@ func (r *Request) Scope() *aio.Scope {
 // when Server.Shutdown's deadline closed the connection; an
 // *http.MaxBytesError or ErrBadBody when the body was refused as it
 // streamed (413, 400); aio.ErrStopped when the loop stopped;
-// aio.ErrCancelled when the program cancelled the handler's handle. It is
+// aio.ErrCancelled when the program cancelled the handler's handle.
+// errors.Is finds context.Canceled in every cause too, as in the context's
+// Err: code written for net/http, where that is the only cause, tests it
+// on what its calls return (net/http's client returns the cause). It is
 // made on the first call (allocations the fast path does not make). Call
 // it on the loop; the context may be used from any goroutine.
 func (r *Request) Context() context.Context {
