@@ -212,7 +212,9 @@ func httpRequest(r *Request) (*http.Request, error) {
 			}
 		}
 	}
-	if b, ok := r.body.bytes(); ok {
+	if b, ok := r.body.bytes(); ok && len(b) == 0 && r.body.length == 0 {
+		req.Body = http.NoBody // as net/http's server gives a request that has none
+	} else if ok {
 		req.Body = newBufferedBody(bytes.Clone(b))
 		req.Trailer = trailerOf(r, req.Trailer)
 	} else {

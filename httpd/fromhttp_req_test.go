@@ -131,3 +131,28 @@ func TestFromHTTPBodyOfNoLengthOverH2(t *testing.T) {
 	}
 	ts.atRest(t)
 }
+
+// A request with no body has http.NoBody as its Body, as net/http's
+// server gives it (code tests r.Body == http.NoBody to skip reading);
+// one with a body, even an empty chunked one, has a reader.
+func TestFromHTTPRequestWithoutBodyHasNoBody(t *testing.T) {
+	h := FromHTTP(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		b, err := io.ReadAll(r.Body)
+		fmt.Fprintf(w, "nobody=%v len=%d err=%v", r.Body == http.NoBody, len(b), err)
+	}))
+	ts := startServer(t, h, Config{})
+	for _, tc := range []struct{ req, want string }{
+		{"GET / HTTP/1.1\r\nHost: x\r\n\r\n", "nobody=true len=0 err=<nil>"},
+		{"POST / HTTP/1.1\r\nHost: x\r\nContent-Length: 0\r\n\r\n", "nobody=true len=0 err=<nil>"},
+		{"POST / HTTP/1.1\r\nHost: x\r\nContent-Length: 2\r\n\r\nab", "nobody=false len=2 err=<nil>"},
+		{"POST / HTTP/1.1\r\nHost: x\r\nTransfer-Encoding: chunked\r\n\r\n0\r\n\r\n", "nobody=false len=0 err=<nil>"},
+	} {
+		raw := dialRaw(t, ts.addr)
+		raw.send(tc.req)
+		method, _, _ := strings.Cut(tc.req, " ")
+		assert.Equal(t, tc.want, raw.read(method).body, "%q", tc.req)
+	}
+	_, b := get(t, h2Client(t), ts.url+"/")
+	assert.Equal(t, "nobody=true len=0 err=<nil>", string(b), "HTTP/2")
+	ts.atRest(t)
+}
