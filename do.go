@@ -60,7 +60,12 @@ type doNode[T any] struct {
 // it is cancelled or the loop stops), unlike a Then on that promise.
 // Cancelling it cancels (withdraws from) the handle the body is awaiting and
 // resumes the body with ErrCancelled from that Await; every later Await
-// returns ErrCancelled at once, and body's result is discarded. The body runs
+// returns ErrCancelled at once, and body's result is discarded. Only that
+// handle: what the body started and is not awaiting (the other inputs of a
+// Settled it ranges over, a handle it has not awaited yet) runs on until
+// it ends by itself; adopt such handles into a Scope that the
+// cancellation reaches (WithScope around the Do, or an httpd request's
+// Scope) to have them cancelled with the body. The body runs
 // as the loop: OnLoop is true in it, and it must not block (use Work for
 // blocking calls). Stop cancels a suspended body like any pending handle, and
 // waits for it to return. A panic in body fails the handle with a
