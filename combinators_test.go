@@ -3,6 +3,7 @@ package aio
 import (
 	"errors"
 	"fmt"
+	"math"
 	"sync/atomic"
 	"testing"
 	"time"
@@ -308,6 +309,66 @@ func TestRetryStopsAtPermanent(t *testing.T) {
 	require.Equal(t, int32(2), attempts.Load(), "no attempt after the permanent failure")
 	require.NoError(t, Permanent(nil))
 	require.Equal(t, errBoom.Error(), Permanent(errBoom).Error())
+}
+
+// RetryWith's policy: the wait doubles from Base up to Max, and Jitter
+// draws each one down at random, to (1-Jitter) of it at the least.
+func TestRetryWithPolicySpacesAttempts(t *testing.T) {
+	waits := func(p RetryPolicy, rnd float64, n int) []time.Duration {
+		r := &retryNode[int]{backoff: max(p.Base, 0), max: p.Max, jitter: p.Jitter}
+		if r.max > 0 {
+			r.backoff = min(r.backoff, r.max)
+		}
+		var ws []time.Duration
+		for range n {
+			ws = append(ws, r.nextWait(func() float64 { return rnd }))
+		}
+		return ws
+	}
+	ms := time.Millisecond
+	assert.Equal(t, []time.Duration{ms, 2 * ms, 4 * ms, 8 * ms, 16 * ms},
+		waits(RetryPolicy{Base: ms}, 0.5, 5), "no Max, no Jitter: doubling")
+	assert.Equal(t, []time.Duration{ms, 2 * ms, 3 * ms, 3 * ms},
+		waits(RetryPolicy{Base: ms, Max: 3 * ms}, 0.5, 4), "doubling up to Max")
+	assert.Equal(t, []time.Duration{2 * ms, 2 * ms},
+		waits(RetryPolicy{Base: 5 * ms, Max: 2 * ms}, 0.5, 2), "a Base over Max is Max")
+	assert.Equal(t, []time.Duration{ms / 2, ms, 2 * ms},
+		waits(RetryPolicy{Base: ms, Jitter: 1}, 0.5, 3), "full jitter: half way at rnd 0.5")
+	assert.Equal(t, []time.Duration{ms, 2 * ms},
+		waits(RetryPolicy{Base: ms, Jitter: 1}, 0, 2), "rnd 0: the whole wait")
+	assert.Equal(t, []time.Duration{3 * ms / 4, 3 * ms / 2},
+		waits(RetryPolicy{Base: ms, Jitter: 0.25}, 1, 2), "at most Jitter of it taken off")
+	last := waits(RetryPolicy{Base: time.Hour}, 0, 80)[79]
+	assert.Equal(t, time.Duration(math.MaxInt64), last, "saturates, never wraps negative")
+
+	// A real retry with a policy: each wait is at least the policy's least.
+	l := startLoop(t)
+	var times []time.Duration // on the loop
+	h := RetryWith(l, RetryPolicy{Attempts: 4, Base: 2 * ms, Max: 3 * ms, Jitter: 0.5}, func() *Handle[int] {
+		times = append(times, l.Now())
+		return Fail[int](l, errBoom)
+	})
+	_, err := wait(t, h)
+	require.ErrorIs(t, err, errBoom)
+	require.ErrorContains(t, err, "4 attempts failed")
+	var ts []time.Duration
+	onLoop(t, l, func() { ts = append(ts, times...) })
+	require.Len(t, ts, 4)
+	for i, least := range []time.Duration{ms, 3 * ms / 2, 3 * ms / 2} {
+		require.GreaterOrEqual(t, ts[i+1]-ts[i], least, "wait %d", i)
+	}
+
+	// A policy out of range fails the handle, and fn is never called.
+	for _, p := range []RetryPolicy{
+		{Attempts: 0}, {Attempts: 2, Max: -ms}, {Attempts: 2, Jitter: -0.1},
+		{Attempts: 2, Jitter: 1.5}, {Attempts: 2, Jitter: math.NaN()},
+	} {
+		_, err := wait(t, RetryWith(l, p, func() *Handle[int] {
+			t.Errorf("fn called for %+v", p)
+			return Pure(l, 1)
+		}))
+		require.ErrorIs(t, err, ErrInvalidArgument, "%+v", p)
+	}
 }
 
 func TestRetryWithBackoff(t *testing.T) {

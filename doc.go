@@ -91,7 +91,8 @@
 // [Any] (the first to complete; errors.Join of all failures otherwise),
 // [Within] (a deadline, [ErrTimeout]; [AllSettledWithin] is the deadline that
 // keeps the outcomes of the inputs that did end), [Retry] (attempts with
-// exponential backoff; [Permanent] marks an error not worth another) and
+// exponential backoff; [RetryWith] bounds and jitters it; [Permanent]
+// marks an error not worth another) and
 // [Bracket] (acquire, use, release exactly once).
 // Inputs may live on other loops; a derived handle is pinned to its first
 // input's loop. A panic in a user function fails its handle with a

@@ -97,6 +97,26 @@ func ExampleRetry() {
 	// Output: ok after 3 attempts <nil>
 }
 
+// A policy for many clients of one backend: the wait doubles from 10ms
+// up to a second, and each is drawn at random from its upper half, so
+// that clients that failed together do not all come back together.
+func ExampleRetryWith() {
+	rt, l := start()
+	defer stop(rt)
+
+	policy := aio.RetryPolicy{Attempts: 6, Base: 10 * time.Millisecond, Max: time.Second, Jitter: 0.5}
+	attempt := 0
+	h := aio.RetryWith(l, policy, func() *aio.Handle[string] {
+		attempt++
+		if attempt < 3 {
+			return aio.Fail[string](l, errors.New("503 from the backend"))
+		}
+		return aio.Pure(l, fmt.Sprintf("ok after %d attempts", attempt))
+	})
+	fmt.Println(h.Wait(context.Background()))
+	// Output: ok after 3 attempts <nil>
+}
+
 func ExampleBracket() {
 	rt, l := start()
 	defer stop(rt)

@@ -3,6 +3,7 @@ package aio
 import (
 	"errors"
 	"fmt"
+	"math/rand/v2"
 	"time"
 )
 
@@ -11,46 +12,103 @@ type retryNode[T any] struct {
 	Handle[T]
 	fn      func() *Handle[T]
 	left    int           // attempts still allowed, the current one included
-	backoff time.Duration // wait before the next attempt
+	backoff time.Duration // the wait before the next attempt, before jitter
+	max     time.Duration // the most backoff grows to; 0: no bound
+	jitter  float64       // RetryPolicy.Jitter
 	cur     link[T]       // the current attempt
 	t       timer
 	attempt int
 }
 
-// Retry calls fn (on the loop) for up to attempts attempts and ends as the
-// first attempt that completes, or as the last one fails (with its error,
-// wrapped in one that counts the attempts when there was more than one).
-// Between attempts it waits on a loop timer: base after the first failure,
-// then 2·base, 4·base, and so on (a negative base counts as 0: no wait;
-// the wait doubles without bound, so keep attempts few or base small).
+// RetryPolicy says how many attempts RetryWith makes and how it spaces
+// them.
+type RetryPolicy struct {
+	// Attempts is the most attempts, the first included: at least 1.
+	Attempts int
+	// Base is the wait after the first failure; each wait after that is
+	// twice the one before, up to Max. Negative counts as 0: no wait.
+	Base time.Duration
+	// Max bounds the wait (before Jitter); 0 means no bound (the wait
+	// doubles, saturating, for as many attempts as there are). Negative is
+	// an error.
+	Max time.Duration
+	// Jitter draws each wait w at random from [(1-Jitter)·w, w], so that
+	// clients that failed together (a backend that went down for all of
+	// them) do not all come back together: 0 waits w exactly, 1 anywhere
+	// from 0 to w ("full jitter"). Outside [0, 1] is an error.
+	Jitter float64
+}
+
+// Retry is RetryWith(l, RetryPolicy{Attempts: attempts, Base: base}, fn):
+// waits of base, 2·base, 4·base and so on, without bound or jitter.
+func Retry[T any](l *Loop, attempts int, base time.Duration, fn func() *Handle[T]) *Handle[T] {
+	return RetryWith(l, RetryPolicy{Attempts: attempts, Base: base}, fn)
+}
+
+// RetryWith calls fn (on the loop) for up to p.Attempts attempts and ends
+// as the first attempt that completes, or as the last one fails (with its
+// error, wrapped in one that counts the attempts when there was more than
+// one). Between attempts it waits on a loop timer, as p says: Base after
+// the first failure, then twice that each time, up to Max, each drawn
+// down at random by Jitter.
 // Only failures are retried: an attempt that is cancelled cancels the retry,
 // and one that fails with an error marked Permanent ends it at once.
 // An attempt that failed because a context ended (DialContext's, say) is a
-// failure too, and retried: Retry sees no context, so tie its handle to ctx
-// (Bind) to end the retries with it. Cancelling the result withdraws from
-// the running attempt, or disarms the timer, and no further attempt starts.
-// attempts < 1 fails with an error wrapping ErrInvalidArgument; a nil l or
-// fn, or a stopping loop, fail it as they fail every producer (see the
-// package doc's Errors); fn returning nil fails with ErrNilHandle; a panic
-// in fn fails with a *PanicError. Called on the loop, Retry makes the first
-// attempt before it returns.
-func Retry[T any](l *Loop, attempts int, base time.Duration, fn func() *Handle[T]) *Handle[T] {
+// failure too, and retried: RetryWith sees no context, so tie its handle
+// to ctx (Bind) to end the retries with it. Cancelling the result
+// withdraws from the running attempt, or disarms the timer, and no
+// further attempt starts. A policy out of range (Attempts < 1, Max < 0,
+// Jitter outside [0, 1]) fails it with an error wrapping
+// ErrInvalidArgument; a nil l or fn, or a stopping loop, fail it as they
+// fail every producer (see the package doc's Errors); fn returning nil
+// fails with ErrNilHandle; a panic in fn fails with a *PanicError. Called
+// on the loop, RetryWith makes the first attempt before it returns.
+func RetryWith[T any](l *Loop, p RetryPolicy, fn func() *Handle[T]) *Handle[T] {
 	if err := checkProducer(l, fn == nil); err != nil {
 		return Fail[T](l, err)
 	}
-	if attempts < 1 {
-		return Fail[T](l, fmt.Errorf("%w: Retry with %d attempts, need at least 1", ErrInvalidArgument, attempts))
+	if err := p.check(); err != nil {
+		return Fail[T](l, err)
 	}
-	if base < 0 {
-		base = 0
+	n := &retryNode[T]{fn: fn, left: p.Attempts, backoff: max(p.Base, 0), max: p.Max, jitter: p.Jitter}
+	if n.max > 0 {
+		n.backoff = min(n.backoff, n.max)
 	}
-	n := &retryNode[T]{fn: fn, left: attempts, backoff: base}
 	n.init(l)
 	n.prod = n
 	n.t.owner = n
 	n.t.index = -1
 	n.loop.runInline(n.fire)
 	return &n.Handle
+}
+
+// check returns an error wrapping ErrInvalidArgument for a policy out of
+// range.
+func (p RetryPolicy) check() error {
+	switch {
+	case p.Attempts < 1:
+		return fmt.Errorf("%w: Retry with %d attempts, need at least 1", ErrInvalidArgument, p.Attempts)
+	case p.Max < 0:
+		return fmt.Errorf("%w: Retry with a negative Max (%v)", ErrInvalidArgument, p.Max)
+	case !(p.Jitter >= 0 && p.Jitter <= 1): // NaN too
+		return fmt.Errorf("%w: Retry with Jitter %v, outside [0, 1]", ErrInvalidArgument, p.Jitter)
+	}
+	return nil
+}
+
+// nextWait returns the wait before the next attempt, drawn down by the
+// jitter, from [(1-jitter)·w, w] (rnd returns a float in [0, 1)), and
+// doubles the next one's, saturating, up to max. On the loop.
+func (n *retryNode[T]) nextWait(rnd func() float64) time.Duration {
+	w := n.backoff
+	n.backoff = later(w, w)
+	if n.max > 0 {
+		n.backoff = min(n.backoff, n.max)
+	}
+	if n.jitter == 0 || w <= 0 {
+		return w
+	}
+	return w - time.Duration(n.jitter*rnd()*float64(w))
 }
 
 func (n *retryNode[T]) base() *core { return &n.Handle.core }
@@ -100,8 +158,7 @@ func (n *retryNode[T]) onInput(idx int) {
 		n.settle(zero, err)
 		return
 	}
-	n.t.when = n.loop.deadline(n.backoff)   // from now, as every timer
-	n.backoff = later(n.backoff, n.backoff) // doubled, saturated
+	n.t.when = n.loop.deadline(n.nextWait(rand.Float64)) // from now, as every timer
 	// The attempt may have ended where a dead loop's posts run (it raced
 	// with Stop): addTimerFor cancels the retry then.
 	n.loop.addTimerFor(&n.core, &n.t)
