@@ -66,13 +66,24 @@ func (ls *loopState) serve(r *Request) (reply Reply) {
 	return ls.srv.Handler.ServeAIO(r)
 }
 
-// logFailure counts and logs the failure of r's handle if a panic made
-// it (in a continuation, or a FromHTTP handler), as serve counts and logs
-// a handler's own; it does not log http.ErrAbortHandler, which net/http's
-// handlers panic with to cut a response in silence. On the loop.
+// logFailure counts and logs the failure of r's handle, which answers
+// 500 (or cuts the response): the client sees no more than that, so the
+// error goes to ErrorLog. A panic (in a continuation, or a FromHTTP
+// handler) is counted and logged as serve does a handler's own, but for
+// http.ErrAbortHandler, which net/http's handlers panic with to cut a
+// response in silence; any other failure counts in Failed. A Stream's
+// refused head was logged as it was refused (streamState.refuse). On the
+// loop.
 func (ls *loopState) logFailure(r *Request, err error) {
 	var pe *aio.PanicError
 	if !errors.As(err, &pe) {
+		if aborted(err) {
+			return // a handler's own panic with it: counted by serve
+		}
+		ls.st.failed.Add(1)
+		if r.stream.refused == nil || !errors.Is(err, r.stream.refused) {
+			ls.srv.logf("httpd: %s %s: the handler's handle failed: %v", r.Method(), r.Target(), err)
+		}
 		return
 	}
 	ls.st.panics.Add(1) // as the handler's own (serve)

@@ -2,9 +2,11 @@ package httpd
 
 import (
 	"bytes"
+	"errors"
 	"log"
 	"net/http"
 	"regexp"
+	"strings"
 	"sync"
 	"testing"
 
@@ -35,9 +37,11 @@ func (lb *lockedBuffer) String() string {
 // net/http: a handler's panic, one in a continuation of its handle or in
 // a FromHTTP handler (each with its stack; not http.ErrAbortHandler), a
 // response refused for a field that would split it or a Content-Length
-// its body lacks, a reply dropped because a Stream went out first, and a
-// second Request.Stream (the first stream is kept).
-// The client gets its 500 (or a cut response) all the same.
+// its body lacks, or a Stream's head refused for those or for a status
+// that is not final, the error of a handle that failed, a reply dropped
+// because a Stream went out first, and a second Request.Stream (the first
+// stream is kept). The client gets its 500 (or a cut response) all the
+// same.
 func TestErrorLog(t *testing.T) {
 	m := testMux()
 	m.HandleFunc("GET /boom", func(r *Request) Reply { panic("boom in the handler") })
@@ -81,10 +85,18 @@ func TestErrorLog(t *testing.T) {
 		_, _ = s.WriteString("begun")
 		return Text(200, "other")
 	})
+	m.HandleFunc("GET /stream-bad-status", func(r *Request) Reply { return r.Stream(101, nil).Reply() })
+	m.HandleFunc("GET /stream-bad-field", func(r *Request) Reply {
+		return r.Stream(200, []Field{{Name: "X", Value: "a\r\nInjected: yes"}}).Reply()
+	})
+	m.HandleFunc("GET /failed", func(r *Request) Reply {
+		return Later(aio.Fail[Response](r.Loop(), errors.New("the database is down")))
+	})
 	var logged lockedBuffer
 	ts := serveTest(t, &Server{Handler: m, ErrorLog: log.New(&logged, "", 0)})
 	c := client(t)
-	for _, path := range []string{"/boom", "/later-panic", "/std-panic", "/bad-field", "/bad-length"} {
+	for _, path := range []string{"/boom", "/later-panic", "/std-panic", "/bad-field", "/bad-length",
+		"/stream-bad-status", "/stream-bad-field", "/failed"} {
 		st, _ := get(t, c, ts.url+path)
 		assert.Equal(t, 500, st, path)
 	}
@@ -123,9 +135,14 @@ func TestErrorLog(t *testing.T) {
 		"httpd: response to GET /bad-length refused: ",
 		"httpd: GET /stream-dropped: a Stream went out, and the handler replied with something else",
 		"httpd: GET /stream-twice: Request.Stream called again: the first stream is kept\n",
+		"httpd: response to GET /stream-bad-status refused: ",
+		"httpd: response to GET /stream-bad-field refused: ",
+		"httpd: GET /failed: the handler's handle failed: the database is down\n",
 	} {
 		assert.Contains(t, out, want)
 	}
+	assert.Equal(t, 1, strings.Count(out, "/stream-bad-status"), "a refused Stream logged as its handle's failure too:\n%s", out)
+	assert.Equal(t, uint64(3), ts.Stats().Failed, "the failed handle and the refused Streams' (not the panics)")
 	assert.Len(t, regexp.MustCompile(`(?m)^goroutine \d+ \[`).FindAllString(out, -1), 3, "a stack with each panic:\n%s", out)
 	assert.NotContains(t, out, "/abort")
 	assert.Equal(t, uint64(9), ts.Stats().Panics, "the handlers', their continuation's, net/http code's, aborts too")

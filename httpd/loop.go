@@ -68,6 +68,7 @@ type loopStats struct {
 	connsOpen, streamsOpen, handlersPending atomic.Int64
 	requests, cancelled, suppressed         atomic.Uint64
 	refused, releases, panics, badRequests  atomic.Uint64
+	failed                                  atomic.Uint64
 	writeTimeouts, abusive, windowStalls    atomic.Uint64
 }
 

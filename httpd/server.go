@@ -257,7 +257,8 @@ type Server struct {
 	// which also answers 500 or cuts the response: a handler's panic, or
 	// one in a continuation of its handle or in a FromHTTP handler (with
 	// its stack; not http.ErrAbortHandler, which cuts the response
-	// unlogged, as net/http); a response
+	// unlogged, as net/http); the error of a handler's handle that failed
+	// (not one that was cancelled: its client is gone); a response
 	// refused because it cannot be sent as made (a field that would split
 	// it, a Content-Length its body does not have); a reply dropped
 	// because a Stream the handler began went out first; a second
@@ -574,6 +575,7 @@ type Stats struct {
 	Refused             uint64 `json:"refused"`              // times a connection stopped reading for want of an arena, or an HTTP/2 stream was refused
 	ArenaReleases       uint64 `json:"arena_releases"`       // arenas given back
 	Panics              uint64 `json:"panics"`               // panics of handlers, and of what their handles ran (a continuation, Work, a FromHTTP handler): answered 500, or the response cut
+	Failed              uint64 `json:"failed"`               // handler handles that failed otherwise (their error to ErrorLog): answered 500, or the response cut
 	BadRequests         uint64 `json:"bad_requests"`         // requests refused by the parser (4xx, 5xx, then closed; not HTTP/1: closed)
 	WriteTimeouts       uint64 `json:"write_timeouts"`       // connections closed by Config.WriteTimeout
 	Abusive             uint64 `json:"abusive"`              // HTTP/2 connections ended for a hostile client's flood: GOAWAY(ENHANCE_YOUR_CALM)
@@ -597,6 +599,7 @@ func (s *Server) Stats() Stats {
 		st.Refused += c.refused.Load()
 		st.ArenaReleases += c.releases.Load()
 		st.Panics += c.panics.Load()
+		st.Failed += c.failed.Load()
 		st.BadRequests += c.badRequests.Load()
 		st.WriteTimeouts += c.writeTimeouts.Load()
 		st.Abusive += c.abusive.Load()

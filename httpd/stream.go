@@ -158,6 +158,7 @@ func (s *Stream) state() *streamState {
 func (s *streamState) refuse(err error) {
 	if s.refused == nil {
 		s.refused = err
+		s.r.ls.logRefused(s.r, err.Error()) // as a Response's refused head is
 		s.p.Reject(err)
 	}
 }
