@@ -244,13 +244,13 @@ func checkAdoptable(fd int, listening bool) (local, peer netip.AddrPort, err err
 	} else if !tcp {
 		return local, peer, fmt.Errorf("not a TCP socket (protocol %d)", proto)
 	}
-	acc, err := unix.GetsockoptInt(fd, unix.SOL_SOCKET, unix.SO_ACCEPTCONN)
+	acc, err := sock.IsListening(fd)
 	switch {
 	case err != nil:
 		return local, peer, fmt.Errorf("getsockopt SO_ACCEPTCONN: %w", err)
-	case listening && acc == 0:
+	case listening && !acc:
 		return local, peer, errors.New("not listening (a connection is adopted by AdoptConn)")
-	case !listening && acc != 0:
+	case !listening && acc:
 		return local, peer, errors.New("a listening socket (adopted by AdoptListener)")
 	case listening:
 		return local, peer, nil
