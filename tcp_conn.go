@@ -304,7 +304,12 @@ func (c *Conn) syncInterest() {
 			err = c.l.poller.Add(c.fd, want) // want != 0 here
 		}
 		if err != nil {
-			c.ev, c.quiet = 0, false // whatever the poller holds goes with the fd's close
+			// c.ev and c.quiet still say whether the fd is in the
+			// poller (a failed Add leaves nothing; a failed Modify
+			// leaves it registered), so that closeWith's clearFD
+			// deletes it. epoll forgets an fd at its close, but the
+			// kqueue Poller's record of it would stay, and every later
+			// Add of the same fd number would fail with EEXIST.
 			c.closeWith(c.ioError("poll", err))
 			return
 		}
