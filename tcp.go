@@ -217,8 +217,11 @@ type ListenConfig struct {
 	Backlog int
 	// ReusePort sets SO_REUSEPORT, so that several listeners (one per loop)
 	// can bind the same address and the kernel spreads connections over them
-	// (Linux balances by hash; on the BSDs and macOS the option only permits
-	// the sharing). SO_REUSEADDR is always set.
+	// (Linux balances by hash, and so does FreeBSD, where SO_REUSEPORT_LB
+	// is set too; on macOS, NetBSD and OpenBSD the option only permits the
+	// sharing, and the listener bound last takes every connection, so
+	// one listener per loop serves on one loop). SO_REUSEADDR is always
+	// set.
 	//
 	// The first of this process's listeners on an address checks that no
 	// other socket listens there, as a listener without the option would:

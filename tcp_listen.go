@@ -153,7 +153,7 @@ func listenSocket(ap netip.AddrPort, cfg ListenConfig) (int, netip.AddrPort, err
 		return fail("setsockopt SO_REUSEADDR", err)
 	}
 	if cfg.ReusePort {
-		if err := unix.SetsockoptInt(fd, unix.SOL_SOCKET, unix.SO_REUSEPORT, 1); err != nil {
+		if err := sock.SetReusePort(fd); err != nil {
 			return fail("setsockopt SO_REUSEPORT", err)
 		}
 	}

@@ -27,7 +27,9 @@
 // # Loops, connections, handlers
 //
 // A Server serves on the loops of a Runtime, one listener each with
-// SO_REUSEPORT, so the kernel spreads connections over them. A connection
+// SO_REUSEPORT, so the kernel spreads connections over them (on Linux and
+// FreeBSD; on macOS, NetBSD and OpenBSD the kernel hands every connection
+// to one of the listeners, so one loop serves them all). A connection
 // belongs to the loop that accepted it and has no goroutine: its bytes
 // are parsed on the loop, and the handler (Handler.ServeAIO) runs there
 // too. A handler must not block: it returns a Reply, either a Response
