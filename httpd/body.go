@@ -10,8 +10,9 @@ import (
 
 // Body is a request's body. One that fits in the arena's room after the
 // head (Content-Length known, or chunked and small) arrives with the
-// request, before the handler runs: Bytes returns it (on HTTP/2, unless
-// the handler is Duplex: it starts at the head). A larger one streams
+// request, before the handler runs: Bytes returns it (unless the handler
+// is Duplex and the body did not come with the head: it starts at the
+// head). A larger one streams
 // to the handler, which reads it with OnData; until it does, and while it
 // has paused, the connection does not read (TCP flow control holds the
 // client back). Either way, OnData works, and ReadAll collects the whole

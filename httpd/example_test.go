@@ -244,8 +244,8 @@ func ExampleRequest_Trailer() {
 	// Output: 5 bytes, sum 532
 }
 
-// A Duplex handler starts at its request's head, on HTTP/2, so a client
-// can stream both ways: here it waits for each line's echo before it
+// A Duplex handler starts at its request's head, so a client can stream
+// both ways: here it waits for each line's echo before it
 // sends the next. (A handler that is not Duplex would wait for this small
 // body to arrive whole, and the client for the first echo.)
 func ExampleDuplex() {

@@ -35,10 +35,12 @@ import (
 // not reach this Server. Its body is
 // the request's: buffered, or streamed from the connection with flow
 // control (reading pauses while h does not read; it starts, and "100
-// Continue" goes to a client that waits for it, when h first reads). On
-// HTTP/2 h starts at the request's head, as net/http's does (the handler
-// is Duplex), so a client may stream both ways; on HTTP/1.1 a body small
-// enough to arrive with the request has arrived when h starts. A client
+// Continue" goes to a client that waits for it, when h first reads). h
+// starts at the request's head, as net/http's does (the handler is
+// Duplex), with a small body that came with the head already buffered,
+// so a client may stream both ways (over HTTP/1.1, EnableFullDuplex is
+// nil, and a response begun before the body was read whole says
+// Connection: close). A client
 // that goes away ends the body where it is: what arrived is still read
 // (all of it, and then io.EOF, if the body had arrived whole), then
 // io.ErrUnexpectedEOF. Once h returns, the body is closed: a goroutine
@@ -580,18 +582,13 @@ func (w *responseWriter) short() bool {
 	return w.length > w.written && !w.head && hasContent(w.status)
 }
 
-// EnableFullDuplex is what http.ResponseController calls: on HTTP/2 the
+// EnableFullDuplex is what http.ResponseController calls: nil, as the
 // handler reads its body while it writes its response already (it starts
-// at the head: Duplex), so nil; on HTTP/1.1 a small body is read whole
-// before the handler starts, which a client that waits for the response
-// before it sends the rest of its body would wait on forever:
-// http.ErrNotSupported.
-func (w *responseWriter) EnableFullDuplex() error {
-	if w.h2 {
-		return nil
-	}
-	return http.ErrNotSupported
-}
+// at the head: Duplex), on HTTP/1.1 as on HTTP/2. Over HTTP/1.1 a
+// response that begins before its request's body has been read says
+// Connection: close, as the rest of the body cannot be told from a next
+// request's head once the handler stops reading.
+func (w *responseWriter) EnableFullDuplex() error { return nil }
 
 // Flush sends what was written so far and makes the response stream.
 func (w *responseWriter) Flush() { _ = w.FlushError() }

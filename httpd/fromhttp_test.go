@@ -473,7 +473,7 @@ func newRequest(t testing.TB, method, url string) *http.Request {
 }
 
 // http.ResponseController on a FromHTTP handler: Flush works,
-// EnableFullDuplex does on HTTP/2 only (its handlers start at the head),
+// EnableFullDuplex does (its handlers start at the head),
 // and what the loop owns (deadlines, the connection) is refused with
 // http.ErrNotSupported rather than ignored.
 func TestFromHTTPResponseController(t *testing.T) {
@@ -489,7 +489,7 @@ func TestFromHTTPResponseController(t *testing.T) {
 		fmt.Fprint(w, rc.Flush())
 	})))
 	ts := startServer(t, m, Config{})
-	for name, want := range map[string]string{"h1": "true|true|true|true|<nil>", "h2": "false|true|true|true|<nil>"} {
+	for name, want := range map[string]string{"h1": "false|true|true|true|<nil>", "h2": "false|true|true|true|<nil>"} {
 		c := client(t)
 		if name == "h2" {
 			c = h2Client(t)

@@ -365,14 +365,21 @@ func (hc *h1conn) onHead(raw []byte) {
 		// a 100 Continue if the client waits for one: unless its route's
 		// MaxBytesHandler would refuse it, which it then does at once,
 		// with no 100 asking for a body it will not take.
+		// A Duplex handler starts with what came with the head
+		// (startSoon).
 		buffer := h.ContentLength <= int64(r.arena.Room()/2)
-		if buffer && r.expect {
-			_, limit := ls.routeAtHead(r)
-			buffer = h.ContentLength <= limit
+		duplex := false
+		if buffer {
+			var limit int64
+			duplex, limit = ls.routeAtHead(r)
+			buffer = !r.expect || h.ContentLength <= limit
 		}
 		if buffer {
 			r.body.data = r.arena.take(int(h.ContentLength))[:0]
 			hc.bufferBody()
+			if duplex {
+				hc.startSoon(r)
+			}
 			return
 		}
 		hc.enqueue(r)
@@ -384,6 +391,28 @@ func (hc *h1conn) onHead(raw []byte) {
 		hc.cur, hc.rstate = r, rsChunked
 		r.body.data = r.arena.take(r.arena.Room() / 2)[:0]
 		hc.bufferBody()
+		if duplex, _ := ls.routeAtHead(r); duplex {
+			hc.startSoon(r)
+		}
+	}
+}
+
+// startSoon starts r's Duplex handler once the bytes read with its head
+// have been taken, without waiting for the rest of its body, as HTTP/2's
+// startSoon does: a body that came whole with its head is buffered as for
+// any handler, and the rest streams from what has arrived. A client that
+// streams both ways on HTTP/1.1 (Go's client, with a body it writes as it
+// reads the response; net/http's server lets it, with EnableFullDuplex)
+// waits for the response before it sends more. Posted: the loop runs it
+// after the read in progress.
+func (hc *h1conn) startSoon(r *Request) {
+	seq := r.seq
+	if hc.ls.l.Post(func() {
+		if hc.cur == r && r.live(seq) && hc.buffering {
+			hc.overflow()
+		}
+	}) != nil {
+		hc.overflow() // the loop is stopping: start it now, to be cancelled
 	}
 }
 

@@ -100,15 +100,17 @@ func (m *Mux) match(r *Request) (Handler, route.Kind) {
 }
 
 // Duplex returns h as a handler that starts as soon as its request's head
-// has been read, on HTTP/2, rather than once a body small enough to arrive
-// with the request (Body) has: with a body that came whole with its head (a
-// small POST, read at once) Bytes has it; else the handler starts with what
-// was read with the head and the body streams to OnData (Bytes reports
+// has been read, rather than once a body small enough to arrive with the
+// request (Body) has: with a body that came whole with its head (a small
+// POST, read at once) Bytes has it; else the handler starts with what was
+// read with the head and the body streams to OnData (Bytes reports
 // false). For a stream whose client waits for the response, or for parts of
 // it, before it sends the rest of its body (a bidirectional stream, as
-// gRPC's): client and handler would otherwise wait for each other until a
-// timeout. On HTTP/1.1, where a client sends the whole body before it reads
-// a response, it changes nothing. A Duplex handler takes effect as the
+// gRPC's, or Go's HTTP/1.1 client writing a body as it reads the
+// response): client and handler would otherwise wait for each other until
+// a timeout. On HTTP/1.1 a response that begins before its request's body
+// has been read whole says Connection: close, as what follows an unread
+// body cannot be trusted to be the next request. A Duplex handler takes effect as the
 // Server's Handler, or as one a Mux that is the Server's Handler routes to
 // (through Muxes it routes to in turn, and through MaxBytesHandlers), not
 // behind a handler of another kind (a middleware must be Duplex itself).
