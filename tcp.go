@@ -138,9 +138,15 @@ type ConnConfig struct {
 	// WriteTimeout closes the connection with ErrWriteTimeout when bytes
 	// wait to be sent (the write queue, or a Pipe's) and for this long the
 	// kernel took none of them and (on Linux) the peer acknowledged none
-	// of those the kernel holds: a peer that stopped reading. Progress,
-	// however slow, restarts it, even while a kernel buffer of megabytes
-	// drains too slowly to take new bytes. 0: none.
+	// of those the kernel holds: a peer that stopped reading. Progress
+	// restarts it, even while a kernel buffer of megabytes drains too
+	// slowly to take new bytes; but progress is what the peer's TCP
+	// acknowledges, and a peer that reads slowly opens its window, and so
+	// lets acknowledged bytes through, only about a segment (its MSS: 64
+	// KiB on loopback, some 1.4 KiB on Ethernet) at a time. So a peer is
+	// closed for reading slower than about one MSS per WriteTimeout (on
+	// loopback with 1 s: 4 KiB every 200 ms, 20 KB/s, is closed; 80 KB/s
+	// is not). 0: none.
 	WriteTimeout time.Duration
 	// Linger bounds a draining connection's lingering close (Conn.Drain,
 	// Listener.Drain, Runtime.Shutdown): how long, after its FIN, it waits

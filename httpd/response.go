@@ -101,7 +101,8 @@ func Respond(resp Response) Reply { return Reply{resp: resp} }
 // order), on HTTP/2 the stream is reset (CANCEL). So a deadline meant to
 // answer the client must fail h, not cancel it: aio.Within(h, d) fails
 // with aio.ErrTimeout, which a Catch turns into a 504; a context bound
-// with Bind, or Cancel, cancels.
+// with Bind, or Cancel, cancels. Not for a Stream's handle: a Stream
+// replies with its own Reply (see Stream.Reply).
 func Later(h *aio.Handle[Response]) Reply {
 	if h == nil {
 		return Reply{resp: errResponse(500)}

@@ -205,11 +205,17 @@ var errStatus = errors.New("its status is not a final one (200 to 999)")
 // 1xx, whose client would take the next response for this one's.
 func finalStatus(status int) bool { return status >= 200 && status <= 999 }
 
-// Reply returns the Reply of the stream, for the handler to return.
+// Reply returns the Reply of the stream, for the handler to return. It
+// must be this Reply: any other (Later of a Within or a Then of the
+// stream's handle included) drops the stream, and its client gets the
+// other reply, or a cut response once the stream's head is out. To bound
+// a stream in time, end it (End, after SetTrailer if need be) or cancel
+// its handle from a timer (aio.Delay).
 func (s *Stream) Reply() Reply { return Reply{h: s.h} }
 
 // Handle returns the stream's handle: it completes when End has written
-// the end of the body, and is cancelled when the client goes away.
+// the end of the body, and is cancelled when the client goes away. It is
+// for watching the stream; the handler replies with Reply.
 func (s *Stream) Handle() *aio.Handle[Response] { return s.h }
 
 // Write sends p as the next bytes of the body (copied: p may be reused at
