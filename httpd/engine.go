@@ -3,6 +3,7 @@ package httpd
 import (
 	"crypto/tls"
 	"errors"
+	"net"
 	"net/http"
 	"net/netip"
 	"runtime/debug"
@@ -38,6 +39,9 @@ type engine interface {
 	remoteAddr() netip.AddrPort
 	// tlsState is the connection's TLS state, ok false without TLS.
 	tlsState() (state tls.ConnectionState, ok bool)
+	// hijack hands r's connection to its handler (FromHTTP's Hijack), as
+	// a net.Conn, or says why it cannot.
+	hijack(r *Request) (net.Conn, error)
 }
 
 // serve calls the handler with r, counting the request; a panic is

@@ -1,8 +1,10 @@
 package httpd
 
 import (
+	"bufio"
 	"bytes"
 	"context"
+	"errors"
 	"io"
 	"iter"
 	"net"
@@ -81,12 +83,26 @@ import (
 // "Connection: close" h sets before the head ends the connection after
 // the response (Response.Close), as net/http honours it.
 //
-// Of http.ResponseController's methods, Flush works, EnableFullDuplex
-// does on HTTP/2 (on HTTP/1.1 it reports http.ErrNotSupported), and
-// SetReadDeadline, SetWriteDeadline and Hijack report
-// http.ErrNotSupported: the connection is the loop's, and its deadlines
-// are the Server's (Config.WriteTimeout cuts a response only when its
-// client stops reading it, so a long stream needs no deadline moved).
+// Of http.ResponseController's methods, Flush and EnableFullDuplex work,
+// and SetReadDeadline and SetWriteDeadline report http.ErrNotSupported:
+// the connection is the loop's, and its deadlines are the Server's
+// (Config.WriteTimeout cuts a response only when its client stops
+// reading it, so a long stream needs no deadline moved).
+//
+// The ResponseWriter is an http.Hijacker: on HTTP/1.1 Hijack hands h the
+// connection (a WebSocket library after its 101, a CONNECT tunnel) as
+// its NetConn view (aio.Conn.NetConn), with a bufio.ReadWriter on it;
+// bytes the client sent after the request come first. The request must
+// be its connection's only one in progress, its body read whole (a GET's,
+// none) and its response not begun; else, and on HTTP/2 (as net/http's),
+// Hijack returns an error. The connection then leaves the Server: it is
+// no longer counted (Stats.ConnsOpen), timed, drained or closed by
+// Shutdown, as net/http's Shutdown leaves a hijacked one; it is h's to
+// close. The writer's Write and Flush return http.ErrHijacked from then
+// on, and what h returns is not sent. h holds one of the pool's
+// goroutines, and the request its arena, until h returns: serve a
+// long-lived connection from another goroutine and return, as with
+// net/http.
 //
 // Everything h gets is copied out of the request's arena: h runs on
 // another goroutine and may outlive the request once it is cancelled. A
@@ -124,6 +140,9 @@ func FromHTTP(h http.Handler) Handler {
 			}
 			w := &responseWriter{header: make(http.Header), ctx: ctx, out: out, head: req.Method == "HEAD", h2: h2}
 			h.ServeHTTP(w, req.WithContext(ctx))
+			if w.hijacked {
+				return Response{}, nil // the connection is the handler's: nothing is sent
+			}
 			w.fixHead() // a handler that never wrote: its head is the header as it left it
 			trailer := w.trailer()
 			if !w.streaming && (trailer != nil || w.short()) {
@@ -496,6 +515,7 @@ type responseWriter struct {
 	streaming bool  // the response went to out
 	head      bool  // it answers HEAD
 	h2        bool  // the request came on HTTP/2
+	hijacked  bool  // Hijack took the connection: nothing more is written
 	headDone  bool  // the head is fixed (WriteHeader, or the first Write): length is read
 	length    int64 // the Content-Length the handler set by then; -1: none
 	written   int64 // body bytes Write took
@@ -511,6 +531,9 @@ func (w *responseWriter) Header() http.Header { return w.header }
 // handler reads the body its client holds back), and 101 is not served:
 // neither is sent. Ignored once the final head is fixed.
 func (w *responseWriter) WriteHeader(status int) {
+	if w.hijacked {
+		return
+	}
 	if status >= 100 && status < 200 {
 		if status > 101 && !w.headDone {
 			w.out.inform(status, interimFields(w.header))
@@ -548,6 +571,9 @@ func (w *responseWriter) fixHead() {
 // declared Content-Length (http.ErrContentLength), nor any for a status
 // without content (204, 304: http.ErrBodyNotAllowed).
 func (w *responseWriter) Write(b []byte) (int, error) {
+	if w.hijacked {
+		return 0, http.ErrHijacked
+	}
 	w.fixHead()
 	if !hasContent(w.status) {
 		return 0, http.ErrBodyNotAllowed
@@ -590,12 +616,38 @@ func (w *responseWriter) short() bool {
 // request's head once the handler stops reading.
 func (w *responseWriter) EnableFullDuplex() error { return nil }
 
+// Hijack takes the connection over (see FromHTTP): on HTTP/1.1, the
+// connection's NetConn view and a bufio.ReadWriter on it, once the loop
+// has handed it over; http.ErrNotSupported on HTTP/2; an error if the
+// response has begun, or the request is not the connection's only one
+// in progress or its body is still arriving; http.ErrHijacked the second
+// time.
+func (w *responseWriter) Hijack() (net.Conn, *bufio.ReadWriter, error) {
+	switch {
+	case w.hijacked:
+		return nil, nil, http.ErrHijacked
+	case w.h2:
+		return nil, nil, http.ErrNotSupported
+	case w.headDone || w.streaming:
+		return nil, nil, errors.New("httpd: Hijack after the response began")
+	}
+	nc, err := w.out.hijack(w.ctx)
+	if err != nil {
+		return nil, nil, err
+	}
+	w.hijacked = true
+	return nc, bufio.NewReadWriter(bufio.NewReader(nc), bufio.NewWriter(nc)), nil
+}
+
 // Flush sends what was written so far and makes the response stream.
 func (w *responseWriter) Flush() { _ = w.FlushError() }
 
 // FlushError is Flush that reports a client gone (http.ResponseController
 // uses it).
 func (w *responseWriter) FlushError() error {
+	if w.hijacked {
+		return http.ErrHijacked
+	}
 	w.fixHead()
 	if !hasContent(w.status) {
 		return nil // no body to stream: the head goes when the handler returns

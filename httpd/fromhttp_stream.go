@@ -3,6 +3,7 @@ package httpd
 import (
 	"context"
 	"maps"
+	"net"
 	"net/http"
 	"slices"
 	"sync"
@@ -111,6 +112,41 @@ func (o *streamOut) inform(status int, header []Field) {
 			_ = r.Inform(status, header) // sent, or not the place for it: a hint either way
 		}
 	})
+}
+
+// hijack asks the loop for the connection of the request (Hijack), and
+// waits for its answer, or for ctx (the request's) to end. On the
+// handler's goroutine.
+func (o *streamOut) hijack(ctx context.Context) (net.Conn, error) {
+	type answer struct {
+		nc  net.Conn
+		err error
+	}
+	ch := make(chan answer, 1) // the loop never waits on it
+	if err := o.l.Post(func() {
+		r := o.r
+		if !r.live(o.seq) {
+			ch <- answer{nil, ErrClientGone}
+			return
+		}
+		nc, err := r.eng.hijack(r)
+		ch <- answer{nc, err}
+	}); err != nil {
+		return nil, err
+	}
+	select {
+	case a := <-ch:
+		return a.nc, a.err
+	case <-ctx.Done():
+		// The loop may still hand the connection over; the view it made
+		// is closed then, as nobody will.
+		go func() {
+			if a := <-ch; a.nc != nil {
+				_ = a.nc.Close()
+			}
+		}()
+		return nil, context.Cause(ctx)
+	}
 }
 
 // interimFields returns the fields of h that an interim response may

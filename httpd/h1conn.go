@@ -192,7 +192,7 @@ func (hc *h1conn) split(data []byte, atEOF bool) (int, []byte, error) {
 				return 0, nil, errBadPreface
 			}
 		}
-		if hc.nq >= hc.ls.cfg.MaxPipeline {
+		if hc.pipelineFull() {
 			return hc.stallTok(data, stallPipeline)
 		}
 		skip, cut := emptyLines(data)
@@ -301,6 +301,15 @@ func (hc *h1conn) takeArena() bool {
 	}
 	hc.reserved = ls.acquire()
 	return hc.reserved != nil
+}
+
+// pipelineFull reports whether no head is parsed now: MaxPipeline
+// requests are queued, or the first asks to switch protocols (Upgrade,
+// or CONNECT): what follows it may be another protocol's, which its
+// handler takes with the connection (Hijack), as net/http leaves it
+// unread until then. The heads read behind it wait in the framer.
+func (hc *h1conn) pipelineFull() bool {
+	return hc.nq >= hc.ls.cfg.MaxPipeline || hc.qhead != nil && hc.qhead.upgrade
 }
 
 // holdsArena reports whether the connection holds an arena: a request is
@@ -621,6 +630,8 @@ func (hc *h1conn) enqueue(r *Request) {
 // its end, a cleanup on it, sends its response and releases the arena.
 // The request has all it waits for from the client: HeaderTimeout stops.
 func (hc *h1conn) dispatch(r *Request) {
+	_, r.upgrade = r.head.Get("Upgrade")
+	r.upgrade = r.upgrade || string(r.head.Method) == "CONNECT"
 	if hc.upgradeH2(r) { // Upgrade: h2c (h2upgrade.go): r is stream 1 of HTTP/2
 		return
 	}
@@ -786,7 +797,7 @@ func (hc *h1conn) pump() {
 	if hc.closed || hc.aborted {
 		return
 	}
-	if hc.stall&stallPipeline != 0 && hc.nq < hc.ls.cfg.MaxPipeline {
+	if hc.stall&stallPipeline != 0 && !hc.pipelineFull() {
 		hc.unstall(stallPipeline)
 	}
 	hc.continueBuffering()
@@ -1406,6 +1417,14 @@ func (hc *h1conn) onClose(_ *aio.Conn, err error) {
 		hc.maybeRelease(r)
 	}
 	hc.cur = nil
+	hc.leaveLoop()
+}
+
+// leaveLoop takes the connection off its loop's books, closed or
+// hijacked: the arena reserved for its next head goes back, it leaves
+// every list, and it no longer counts as open, nor holds a drain.
+func (hc *h1conn) leaveLoop() {
+	ls := hc.ls
 	if r := hc.reserved; r != nil {
 		hc.reserved = nil
 		ls.release(r)

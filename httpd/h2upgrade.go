@@ -39,8 +39,11 @@ var errBadPreface = errors.New("httpd: no HTTP/2 client preface")
 // in the queue, asks for h2c and can have it, and serves r as stream 1;
 // false leaves r to HTTP/1.1. On the loop, from dispatch.
 func (hc *h1conn) upgradeH2(r *Request) bool {
+	if !r.upgrade {
+		return false // the common case, decided at once (dispatch looked)
+	}
 	if _, ok := r.head.Get("Upgrade"); !ok {
-		return false // the common case, decided at once
+		return false // a CONNECT
 	}
 	if _, tls := hc.tlsState(); tls || !hc.ls.cfg.H2CUpgrade { // h2c is for cleartext (RFC 7540 §3.2)
 		return false

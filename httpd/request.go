@@ -4,6 +4,7 @@ import (
 	"context"
 	"crypto/tls"
 	"iter"
+	"net"
 	"net/netip"
 	"net/url"
 	"slices"
@@ -77,6 +78,7 @@ type Request struct {
 	gone     bool                  // the client went away: nothing is sent
 	expect   bool                  // 100 Continue is still to be sent before the body
 	isHead   bool                  // HEAD: no body is written
+	upgrade  bool                  // HTTP/1.1: it asks to switch protocols (Upgrade, or CONNECT): nothing behind it is parsed (pipelineFull)
 	closeAf  bool                  // the connection closes after this response
 	released bool                  // the arena went back: the Request waits in the slab
 	refusal  int                   // the status refusing a body that outgrew MaxBodyBytes as it streamed: the answer in the handler's place
@@ -93,7 +95,7 @@ func (r *Request) start(eng engine, seq uint64) {
 	r.matchedBy = nil
 	r.next, r.resp, r.h = nil, Response{}, nil
 	r.replied, r.written, r.hdone, r.gone = false, false, false, false
-	r.expect, r.isHead, r.closeAf, r.released = false, false, false, false
+	r.expect, r.isHead, r.closeAf, r.released, r.upgrade = false, false, false, false, false
 	r.refusal = 0
 	r.bodyLimit = r.ls.maxBody
 	r.ctx, r.ctxEnd, r.why = nil, nil, nil
@@ -136,6 +138,7 @@ func (endedEngine) inform(*Request, int, []Field) error            { return ErrC
 func (endedEngine) conn() *aio.Conn                                { return nil }
 func (endedEngine) remoteAddr() netip.AddrPort                     { return netip.AddrPort{} }
 func (endedEngine) tlsState() (state tls.ConnectionState, ok bool) { return state, false }
+func (endedEngine) hijack(*Request) (net.Conn, error)              { return nil, ErrClientGone }
 
 // live reports whether r is still the request numbered seq: it has not
 // ended, and its Request has not gone back to the slab or on to another
