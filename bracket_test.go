@@ -202,18 +202,25 @@ func TestBracketWaitingForWorkFnAcrossStop(t *testing.T) {
 // A stopping loop whose Bracket waits for its Work fn waits for a post
 // (the fn's end) instead of passing over its handles again and again.
 // Bug: teardown counted the held Bracket as found and spun, a CPU for as
-// long as the fn ran. On the Bracket's loop and across loops.
+// long as the fn ran. On the Bracket's loop and across loops, with a
+// record (a cleanup on the Bracket) for teardown's passes to see and
+// without one. Bug: without one, across loops, teardown dropped the
+// Bracket after its first pass and Stop completed before the release
+// (httpd's requests, ended by such a Bracket, outlived their loop).
 func TestStopWaitsQuietlyForABracketsWorkFn(t *testing.T) {
-	for _, cross := range []bool{false, true} {
+	for _, c := range []struct{ cross, record bool }{{false, true}, {true, true}, {false, false}, {true, false}} {
+		cross := c
 		rt := newRuntime(t, RuntimeConfig{})
 		a := startLoopOn(t, rt)
 		b := a
-		if cross {
+		if c.cross {
 			b = startLoopOn(t, rt)
 		}
 		w := newWorkUse()
 		br, released, releasedEarly := w.bracket(t, a, b)
-		onLoop(t, a, func() { br.OnCleanup(func() {}) }) // a record: teardown's passes see it
+		if c.record {
+			onLoop(t, a, func() { br.OnCleanup(func() {}) })
+		}
 		recv(t, w.started)
 		stop := a.Stop()
 		<-recv(t, w.hs).Done() // cancelled: the fn runs on

@@ -47,6 +47,7 @@ type coreRare struct {
 	rec      *record // cleanups and weak tracking
 	holds    int     // producers delaying the terminal transition (see hold)
 	deferred bool    // finish stopped at the producer, waiting for holds
+	bareHeld bool    // deferred without a record: counted in Loop.heldBare
 
 	// What the handle's value holds that aio must release if every
 	// dependent declines it (see releaseUnwanted): the connection a dial
@@ -275,6 +276,10 @@ func (c *core) finish() {
 		// waits for its use to end to release, a scope for its children to
 		// finish): resumed by unhold.
 		x.deferred = true
+		if x.rec == nil { // no record for teardown to see: counted instead
+			x.bareHeld = true
+			c.loop.heldBare++
+		}
 		return
 	}
 	c.finishRest()
@@ -358,6 +363,10 @@ func (c *core) unhold(flag *bool) {
 	x := c.rare
 	if x.holds--; x.holds == 0 && x.deferred {
 		x.deferred = false
+		if x.bareHeld {
+			x.bareHeld = false
+			c.loop.heldBare--
+		}
 		c.loop.jobs.push(job{t: (*finishRestTask)(c)})
 	}
 }

@@ -142,6 +142,11 @@ type Loop struct {
 	// lines of the hot fields above, as passes is.
 	stopWake chan struct{}
 	passes   atomic.Int64 // teardown's passes so far; the loop writes, tests read
+	// heldBare counts the handles whose terminal transition a holder
+	// defers (a Bracket waiting for its use or a Work fn, a scope for a
+	// child) and that have no record for teardown's passes to see: Stop
+	// waits for them all the same (cancelPending). Owned by the loop.
+	heldBare int
 }
 
 // Stats is a snapshot of a loop's counters.

@@ -389,5 +389,8 @@ func (l *Loop) cancelPending() (found, held bool) {
 		}
 		r = next
 	}
+	if l.heldBare > 0 {
+		held = true // held, with no record: see Loop.heldBare
+	}
 	return found, held
 }
