@@ -120,8 +120,12 @@ func (ls *loopState) logRefused(r *Request, why string) {
 func dropReply(r *Request, reply Reply) {
 	if reply.h != nil {
 		reply.h.Cancel()
+		// The request ends once the handle has, and a Work job's fn has
+		// returned (see Arena): through endHandle, as any reply's.
+		r.ls.adoptReply(r, reply.h)
+	} else {
+		r.hdone = true
 	}
-	r.hdone = true
 	if reply.h != nil {
 		if _, err := reply.h.Result(); aborted(err) {
 			return // http.ErrAbortHandler: cut in silence, as asked
@@ -151,13 +155,17 @@ func (ls *loopState) adoptReply(r *Request, hd *aio.Handle[Response]) {
 		r.endContextWith(hd)
 	}
 	aio.Adopt(r.eng.conn().Scope(), hd)
+	if r.scopeH != nil {
+		r.endScopeWith(hd)
+	}
 	aio.Bracket(aio.Pure(ls.l, r.seq),
 		func(seq uint64) { ls.endHandle(r, seq) },
 		func(uint64) *aio.Handle[Response] { return hd })
 }
 
-// endHandle is the cleanup of r's handle: the handle is done with (its
-// count, its outcome), then the engine sends what it answers. A request
+// endHandle ends r once its handle has (adoptReply's Bracket): the
+// handle is done with (its count, its outcome), then the engine sends
+// what it answers. A request
 // that has moved on (another seq, or already ended) is left alone. On the
 // loop.
 func (ls *loopState) endHandle(r *Request, seq uint64) {

@@ -40,9 +40,10 @@ import (
 // Continue" goes to a client that waits for it, when h first reads). h
 // starts at the request's head, as net/http's does (the handler is
 // Duplex), with a small body that came with the head already buffered,
-// so a client may stream both ways (over HTTP/1.1, EnableFullDuplex is
-// nil, and a response begun before the body was read whole says
-// Connection: close). A client
+// so a client may stream both ways (over HTTP/1.1 with a chunked body, as
+// a client that streams does not know its length; there
+// EnableFullDuplex is nil, and a response begun before the body was read
+// whole says Connection: close). A client
 // that goes away ends the body where it is: what arrived is still read
 // (all of it, and then io.EOF, if the body had arrived whole), then
 // io.ErrUnexpectedEOF. Once h returns, the body is closed: a goroutine
@@ -105,8 +106,8 @@ import (
 // net/http.
 //
 // Everything h gets is copied out of the request's arena: h runs on
-// another goroutine and may outlive the request once it is cancelled. A
-// nil h panics at once, as Mux.Handle of one does.
+// another goroutine, whose end a cancelled request's Context and Scope do
+// not wait for. A nil h panics at once, as Mux.Handle of one does.
 func FromHTTP(h http.Handler) Handler {
 	if h == nil {
 		panic("httpd: FromHTTP of a nil handler") // as Mux.Handle does, at once rather than per request

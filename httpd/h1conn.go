@@ -374,21 +374,20 @@ func (hc *h1conn) onHead(raw []byte) {
 		// a 100 Continue if the client waits for one: unless its route's
 		// MaxBytesHandler would refuse it, which it then does at once,
 		// with no 100 asking for a body it will not take.
-		// A Duplex handler starts with what came with the head
-		// (startSoon).
+		//
+		// So it does for a Duplex handler, unlike a chunked body (and
+		// unlike HTTP/2): a client streaming both ways over HTTP/1.1
+		// does not know its body's length. A handler started before a
+		// small body it ignores (a redirect, a 401) would answer before
+		// the body is read and cost the connection (closing).
 		buffer := h.ContentLength <= int64(r.arena.Room()/2)
-		duplex := false
-		if buffer {
-			var limit int64
-			duplex, limit = ls.routeAtHead(r)
-			buffer = !r.expect || h.ContentLength <= limit
+		if buffer && r.expect {
+			_, limit := ls.routeAtHead(r)
+			buffer = h.ContentLength <= limit
 		}
 		if buffer {
 			r.body.data = r.arena.take(int(h.ContentLength))[:0]
 			hc.bufferBody()
-			if duplex {
-				hc.startSoon(r)
-			}
 			return
 		}
 		hc.enqueue(r)
@@ -406,14 +405,14 @@ func (hc *h1conn) onHead(raw []byte) {
 	}
 }
 
-// startSoon starts r's Duplex handler once the bytes read with its head
-// have been taken, without waiting for the rest of its body, as HTTP/2's
-// startSoon does: a body that came whole with its head is buffered as for
-// any handler, and the rest streams from what has arrived. A client that
-// streams both ways on HTTP/1.1 (Go's client, with a body it writes as it
-// reads the response; net/http's server lets it, with EnableFullDuplex)
-// waits for the response before it sends more. Posted: the loop runs it
-// after the read in progress.
+// startSoon starts r's Duplex handler, whose body is chunked, once the
+// bytes read with its head have been taken, without waiting for the rest
+// of its body, as HTTP/2's startSoon does: a body that came whole with
+// its head is buffered as for any handler, and the rest streams from what
+// has arrived. A client that streams both ways on HTTP/1.1 (Go's client,
+// with a body it writes as it reads the response; net/http's server lets
+// it, with EnableFullDuplex) waits for the response before it sends more.
+// Posted: the loop runs it after the read in progress.
 func (hc *h1conn) startSoon(r *Request) {
 	seq := r.seq
 	if hc.ls.l.Post(func() {
@@ -645,8 +644,10 @@ func (hc *h1conn) dispatch(r *Request) {
 		// here: no handle is left to end it, nor is it queued any more.
 		if reply.h != nil {
 			reply.h.Cancel()
+			ls.adoptReply(r, reply.h) // ends it once a Work fn has returned (Arena)
+		} else {
+			r.hdone = true
 		}
-		r.hdone = true
 		hc.maybeRelease(r)
 		return
 	}
@@ -1396,7 +1397,7 @@ func (hc *h1conn) cancelAllFor(err error) {
 
 // onClose: the connection is gone. Every request still queued is gone
 // too: a pending handle is cancelled by the connection's scope, and its
-// cleanup releases its arena; the others are released here.
+// end (adoptReply) releases its arena; the others are released here.
 func (hc *h1conn) onClose(_ *aio.Conn, err error) {
 	hc.closed = true
 	ls := hc.ls

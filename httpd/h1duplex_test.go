@@ -75,3 +75,22 @@ func TestDuplexStreamsBothWaysOverHTTP1(t *testing.T) {
 	}
 	ts.atRest(t)
 }
+
+// A small body of a declared length still arrives before a Duplex handler
+// (FromHTTP's) starts on HTTP/1.1, even when it comes after the head in a
+// write of its own: a handler that ignores it (a 204, a redirect) keeps
+// the connection, as net/http's does.
+func TestFromHTTPIgnoredSmallBodyKeepsTheConnection(t *testing.T) {
+	h := FromHTTP(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		w.WriteHeader(204)
+	}))
+	ts := startServer(t, h, Config{})
+	c := dialRaw(t, ts.addr)
+	c.send("POST / HTTP/1.1\r\nHost: x\r\nContent-Length: 10\r\n\r\n")
+	eventually(t, func() bool { return ts.Stats().StreamsOpen == 1 }, "the head is not read")
+	c.send("0123456789")
+	resp := c.read("POST")
+	assert.Equal(t, 204, resp.status)
+	assert.False(t, resp.close, "the connection is not kept after a 10-byte body")
+	ts.atRest(t)
+}

@@ -823,7 +823,7 @@ func (h *h2conn) onEOF(c *aio.Conn) {
 }
 
 // onClose: the connection is gone; so is every stream. A pending handle is
-// cancelled by the connection's scope, and its cleanup releases its arena;
+// cancelled by the connection's scope, and its end (adoptReply) releases its arena;
 // the other requests are released here.
 func (h *h2conn) onClose(c *aio.Conn, err error) {
 	h.closed = true

@@ -656,7 +656,7 @@ func (h *h2conn) resetWith(id uint32, code http2.ErrCode, ours bool) bool {
 }
 
 // abortStream ends st, reset by either side: nothing more is sent, the
-// handler's handle is cancelled (its cleanup releases the arena), and a
+// handler's handle is cancelled (its end, adoptReply, releases the arena), and a
 // response not sent is counted suppressed.
 func (h *h2conn) abortStream(st *h2stream) {
 	h.countOut(st)

@@ -66,6 +66,7 @@ type loopState struct {
 // loopStats are a loop's counters. Written on the loop, read anywhere.
 type loopStats struct {
 	connsOpen, streamsOpen, handlersPending atomic.Int64
+	arenasInUse                             atomic.Int64 // acquire less release: not the slab's count, which dropArenas moves
 	requests, cancelled, suppressed         atomic.Uint64
 	refused, releases, panics, badRequests  atomic.Uint64
 	failed                                  atomic.Uint64
@@ -103,6 +104,7 @@ func (ls *loopState) acquire() *Request {
 	if !ok {
 		return nil
 	}
+	ls.st.arenasInUse.Add(1)
 	if *slot == nil {
 		// Made on the first take, not with the slab: a Request is over a
 		// kilobyte before its arena, and a loop that never sees its peak
@@ -127,6 +129,7 @@ func (ls *loopState) release(r *Request) {
 	if err := ls.slab.Release(r.idx); err != nil {
 		panic("httpd: " + err.Error()) // one owner, one release: a second one is a bug
 	}
+	ls.st.arenasInUse.Add(-1)
 	for {
 		q := &ls.waiters
 		if q.head == nil {

@@ -108,7 +108,10 @@ func (m *Mux) match(r *Request) (Handler, route.Kind) {
 // it, before it sends the rest of its body (a bidirectional stream, as
 // gRPC's, or Go's HTTP/1.1 client writing a body as it reads the
 // response): client and handler would otherwise wait for each other until
-// a timeout. On HTTP/1.1 a response that begins before its request's body
+// a timeout. On HTTP/1.1 this is for a chunked body (a client streaming
+// both ways does not know its length): one of a declared length that fits
+// the arena still arrives first, so that a handler that ignores it keeps
+// the connection; and a response that begins before its request's body
 // has been read whole says Connection: close, as what follows an unread
 // body cannot be trusted to be the next request. A Duplex handler takes effect as the
 // Server's Handler, or as one a Mux that is the Server's Handler routes to

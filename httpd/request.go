@@ -303,8 +303,28 @@ func (r *Request) Scope() *aio.Scope {
 		})
 		r.scopeP, r.scopeH = p, h
 		aio.Adopt(r.eng.conn().Scope(), h)
+		if r.h != nil {
+			r.endScopeWith(r.h)
+		}
 	}
 	return r.scope
+}
+
+// endScopeWith cancels r's Scope when hd, its handler's handle, is
+// cancelled (its client gone): at once, not when the request ends, which
+// for a Work reply waits for its fn to return (see Arena). On the loop.
+func (r *Request) endScopeWith(hd *aio.Handle[Response]) {
+	ls, seq, sh := r.ls, r.seq, r.scopeH
+	end := func() {
+		if r.seq == seq && !r.released {
+			sh.Cancel()
+		}
+	}
+	if hd.Loop() == ls.l {
+		hd.OnCancel(end)
+	} else {
+		hd.OnCancel(func() { _ = ls.l.Post(end) })
+	}
 }
 
 // Context returns a context that is done when the request ends or its

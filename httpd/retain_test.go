@@ -6,6 +6,7 @@ import (
 	"runtime"
 	"testing"
 
+	"github.com/stretchr/testify/assert"
 	"github.com/stretchr/testify/require"
 	"github.com/valkyria/aio"
 	"github.com/valkyria/aio/internal/gcwatch"
@@ -135,4 +136,30 @@ func TestShutDownServerLetsGoOfItsArenas(t *testing.T) {
 			runtime.KeepAlive(ts.Server)
 		})
 	}
+}
+
+// Stats.ArenasInUse counts the arenas requests hold, not the slab's
+// slots: a shut-down server taking its free slots to empty them
+// (dropArenas) shows none in use to a scraper reading Stats meanwhile.
+func TestShutDownServerShowsNoArenasTaken(t *testing.T) {
+	ts := startServer(t, NewMux(), Config{}) // DefaultArenas: 1024
+	stop := make(chan struct{})
+	peak := make(chan int64, 1)
+	go func() {
+		var most int64
+		for {
+			select {
+			case <-stop:
+				peak <- most
+				return
+			default:
+			}
+			most = max(most, ts.Stats().ArenasInUse)
+		}
+	}()
+	ctx, cancel := context.WithTimeout(context.Background(), waitTimeout)
+	defer cancel()
+	require.NoError(t, ts.Shutdown(ctx))
+	close(stop)
+	assert.Zero(t, <-peak, "an idle server showed arenas in use during its Shutdown")
 }
