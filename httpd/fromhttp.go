@@ -99,8 +99,15 @@ import (
 // Hijack returns an error. The connection then leaves the Server: it is
 // no longer counted (Stats.ConnsOpen), timed, drained or closed by
 // Shutdown, as net/http's Shutdown leaves a hijacked one; it is h's to
-// close. The writer's Write and Flush return http.ErrHijacked from then
-// on, and what h returns is not sent. h holds one of the pool's
+// close, and the Server's timeouts no longer apply to it. The writer's
+// Write and Flush return http.ErrHijacked from then on, and what h
+// returns is not sent. Unlike net/http's, Hijack does not send a head h
+// wrote before it (a 101 included): it refuses once the response has
+// begun, and h writes its 101 on the connection. A request that does not
+// ask to switch protocols (Upgrade, CONNECT) may have what follows it
+// read as HTTP before h asks: refused, it makes Hijack fail rather than
+// hand over a stream with a hole. Until h returns, the connection's end
+// (a reset) still cancels its context, as a request's. h holds one of the pool's
 // goroutines, and the request its arena, until h returns: serve a
 // long-lived connection from another goroutine and return, as with
 // net/http.

@@ -259,6 +259,11 @@ func (hc *h1conn) split(data []byte, atEOF bool) (int, []byte, error) {
 		hc.tok = tokBody
 		return n, p, nil
 	default: // rsDiscard
+		if !hc.dropBody && hc.qtail != nil && hc.qtail.upgrade {
+			// What follows a last request that asks to switch protocols
+			// is its handler's if it takes the connection: held, not dropped.
+			return hc.stallTok(data, stallPipeline)
+		}
 		if hc.dropBody || hc.discarded+len(data) <= discardMax {
 			hc.discarded += len(data) // the rest of a body is not counted
 			return len(data), nil, nil
@@ -309,7 +314,7 @@ func (hc *h1conn) takeArena() bool {
 // handler takes with the connection (Hijack), as net/http leaves it
 // unread until then. The heads read behind it wait in the framer.
 func (hc *h1conn) pipelineFull() bool {
-	return hc.nq >= hc.ls.cfg.MaxPipeline || hc.qhead != nil && hc.qhead.upgrade
+	return hc.nq >= hc.ls.cfg.MaxPipeline || hc.qtail != nil && hc.qtail.upgrade
 }
 
 // holdsArena reports whether the connection holds an arena: a request is

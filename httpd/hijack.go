@@ -13,6 +13,12 @@ import (
 // track a hijacked connection either), and the handler has it as the
 // connection's NetConn view (aio.Conn.NetConn), whose Close closes it.
 
+// errHijackLost is why a connection whose bytes after the request were
+// read as HTTP and refused, or dropped, is not handed over: the handler
+// would get the stream with a hole in it. (A request that asks to switch
+// protocols, Upgrade or CONNECT, holds what follows it unread.)
+var errHijackLost = errors.New("httpd: Hijack: what the client sent after the request was read as HTTP and refused")
+
 // errHijackState is why a request's connection cannot be taken over now.
 var errHijackState = errors.New("httpd: Hijack: not the connection's only request, or its body or response under way")
 
@@ -31,11 +37,16 @@ func (hc *h1conn) hijack(r *Request) (net.Conn, error) {
 		return nil, http.ErrNotSupported
 	case hc.qhead != r || r.next != nil || hc.cur != nil || r.stream.p != nil || r.replied:
 		return nil, errHijackState
+	case hc.errStatus != 0 || hc.discarded > 0:
+		// What followed r was read as HTTP and refused, or dropped: the
+		// stream the handler would get has a hole in it.
+		return nil, errHijackLost
 	}
 	hc.pop(r)
 	hc.closed = true // the engine is done with the connection: nothing is sent, timed or drained
 	_ = hc.c.SetReadTimeout(0)
-	nc := hc.c.NetConn() // takes the callbacks over; bytes read past r come first
+	_ = hc.c.SetWriteTimeout(0) // Config.WriteTimeout is the server's: net/http clears the deadlines on Hijack too
+	nc := hc.c.NetConn()        // takes the callbacks over; bytes read past r come first
 	if hc.paused {
 		hc.paused = false
 		hc.c.ResumeRead()

@@ -2,10 +2,12 @@ package httpd
 
 import (
 	"bufio"
+	"bytes"
 	"context"
 	"io"
 	"net/http"
 	"testing"
+	"time"
 
 	"github.com/stretchr/testify/assert"
 	"github.com/stretchr/testify/require"
@@ -141,5 +143,72 @@ func TestFromHTTPHijackRefused(t *testing.T) {
 	c.send("GET /h HTTP/1.1\r\nHost: x\r\n\r\n")
 	assert.NoError(t, recvT(t, errs), "alone, it may")
 	assert.True(t, c.closed(), "the handler closed the connection it took")
+	ts.atRest(t)
+}
+
+// The server's deadlines leave a hijacked connection, as net/http clears
+// them on Hijack: Config.WriteTimeout no longer cuts a reader that is
+// slow to start (here it waits 4 WriteTimeouts) from the handler's 8 MiB.
+func TestFromHTTPHijackedConnectionHasNoWriteTimeout(t *testing.T) {
+	const size = 8 << 20
+	written := make(chan error, 1)
+	m := NewMux()
+	m.Handle("GET /big", FromHTTP(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		nc, _, err := http.NewResponseController(w).Hijack()
+		if err != nil {
+			written <- err
+			return
+		}
+		go func() {
+			defer nc.Close()
+			_, err := nc.Write(bytes.Repeat([]byte("x"), size))
+			written <- err
+		}()
+	})))
+	ts := startServer(t, m, Config{WriteTimeout: 100 * time.Millisecond})
+	c := dialRaw(t, ts.addr)
+	c.send("GET /big HTTP/1.1\r\nHost: x\r\nUpgrade: x\r\nConnection: Upgrade\r\n\r\n")
+	time.Sleep(400 * time.Millisecond) // a reader slow to start, not a synchronisation
+	n, err := io.Copy(io.Discard, c.br)
+	require.NoError(t, err)
+	assert.EqualValues(t, size, n, "the hijacked connection was cut")
+	assert.NoError(t, recvT(t, written))
+	ts.atRest(t)
+}
+
+// A request that asks to switch protocols holds what follows it for its
+// handler even when it is its connection's last (HTTP/1.0, Connection:
+// close), where what follows a request is read and dropped. One that
+// does not ask (here the bytes after it were read as HTTP and refused)
+// is not handed over with a hole in its stream: Hijack says why.
+func TestFromHTTPHijackKeepsOrRefusesWhatFollows(t *testing.T) {
+	errs := make(chan error, 1)
+	m := NewMux()
+	m.Handle("/", FromHTTP(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		nc, brw, err := http.NewResponseController(w).Hijack()
+		errs <- err
+		if err != nil {
+			http.Error(w, "not hijacked", 500)
+			return
+		}
+		go func() {
+			defer nc.Close()
+			b, _ := io.ReadAll(io.LimitReader(brw, 6))
+			_, _ = nc.Write(append([]byte("got:"), b...))
+		}()
+	})))
+	ts := startServer(t, m, Config{})
+	c := dialRaw(t, ts.addr)
+	c.send("CONNECT example.com:443 HTTP/1.0\r\n\r\ntunnel")
+	require.NoError(t, recvT(t, errs))
+	b, err := io.ReadAll(c.br)
+	require.NoError(t, err)
+	assert.Equal(t, "got:tunnel", string(b), "HTTP/1.0 CONNECT")
+
+	c = dialRaw(t, ts.addr)
+	c.send("GET / HTTP/1.1\r\nHost: x\r\n\r\n\x16\x03\x01 not http\r\n\r\n")
+	eventually(t, func() bool { return ts.Stats().BadRequests == 1 }, "the bytes after are not refused")
+	assert.ErrorIs(t, recvT(t, errs), errHijackLost)
+	assert.Equal(t, 500, c.read("GET").status)
 	ts.atRest(t)
 }
