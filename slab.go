@@ -150,6 +150,22 @@ func (s *Slab[T]) Get(idx int) *T {
 	return &s.slots[idx].val
 }
 
+// Free walks the free slots, in index order, for their owner to empty
+// (a free slot keeps what its last owner left): a slot acquired or
+// released during the walk may or may not be seen, and a free slot's value
+// belongs to nobody, so write it only where no Acquire can run meanwhile
+// (the one goroutine that acquires). A slot never taken is its zero value:
+// leave it so, and its page is not touched.
+func (s *Slab[T]) Free() iter.Seq2[int, *T] {
+	return func(yield func(int, *T) bool) {
+		for i := range s.slots {
+			if !s.slots[i].used.Load() && !yield(i, &s.slots[i].val) {
+				return
+			}
+		}
+	}
+}
+
 // All walks the slots in use, in index order. A slot acquired or released
 // during the walk may or may not be seen.
 func (s *Slab[T]) All() iter.Seq2[int, *T] {

@@ -6,6 +6,7 @@ import (
 	"testing"
 	"time"
 
+	"github.com/stretchr/testify/assert"
 	"github.com/stretchr/testify/require"
 )
 
@@ -136,4 +137,22 @@ func TestSlabConcurrentInvariants(t *testing.T) {
 		free++
 	}
 	require.Equal(t, capacity, free, "every slot is back on the free list exactly once")
+}
+
+// Free walks the free slots only, in index order, with what their last
+// owners left: a slot never taken is its zero value.
+func TestSlabFree(t *testing.T) {
+	s := NewSlab[int](4)
+	for range 3 {
+		_, v, ok := s.Acquire()
+		require.True(t, ok)
+		*v = 7
+	}
+	require.NoError(t, s.Release(1))
+	var idx, vals []int
+	for i, v := range s.Free() {
+		idx, vals = append(idx, i), append(vals, *v)
+	}
+	assert.Equal(t, []int{1, 3}, idx)
+	assert.Equal(t, []int{7, 0}, vals, "the released slot keeps its value; the one never taken is zero")
 }

@@ -66,7 +66,6 @@ type loopState struct {
 // loopStats are a loop's counters. Written on the loop, read anywhere.
 type loopStats struct {
 	connsOpen, streamsOpen, handlersPending atomic.Int64
-	arenasInUse                             atomic.Int64 // acquire less release: not the slab's count, which dropArenas moves
 	requests, cancelled, suppressed         atomic.Uint64
 	refused, releases, panics, badRequests  atomic.Uint64
 	failed                                  atomic.Uint64
@@ -104,7 +103,6 @@ func (ls *loopState) acquire() *Request {
 	if !ok {
 		return nil
 	}
-	ls.st.arenasInUse.Add(1)
 	if *slot == nil {
 		// Made on the first take, not with the slab: a Request is over a
 		// kilobyte before its arena, and a loop that never sees its peak
@@ -129,7 +127,6 @@ func (ls *loopState) release(r *Request) {
 	if err := ls.slab.Release(r.idx); err != nil {
 		panic("httpd: " + err.Error()) // one owner, one release: a second one is a bug
 	}
-	ls.st.arenasInUse.Add(-1)
 	for {
 		q := &ls.waiters
 		if q.head == nil {
@@ -152,21 +149,13 @@ func (ls *loopState) release(r *Request) {
 // them, and of the other memory kept for requests to come: once the loop
 // has drained, none comes, but a program keeps its *Server (for Stats,
 // say) as long as it runs, and the arenas are up to Arenas*ArenaSize of
-// it. An arena still in use goes when its request ends (release). Every
-// free slot is taken, emptied and given back in the order taken, last
-// first, which leaves the free list as it was. On the loop.
+// it. An arena still in use goes when its request ends (release). On the
+// loop, which alone acquires.
 func (ls *loopState) dropArenas() {
-	var taken []int
-	for {
-		idx, slot, ok := ls.slab.Acquire()
-		if !ok {
-			break
+	for _, slot := range ls.slab.Free() {
+		if *slot != nil { // never taken: left untouched
+			*slot = nil
 		}
-		*slot = nil
-		taken = append(taken, idx)
-	}
-	for i := len(taken) - 1; i >= 0; i-- {
-		_ = ls.slab.Release(taken[i]) // taken above: in use
 	}
 	clear(ls.h2free)
 	ls.h2free = nil

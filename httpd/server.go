@@ -594,7 +594,7 @@ func (s *Server) Stats() Stats {
 		st.HandlersPending += c.handlersPending.Load()
 		st.Cancelled += c.cancelled.Load()
 		st.ResponsesSuppressed += c.suppressed.Load()
-		st.ArenasInUse += c.arenasInUse.Load()
+		st.ArenasInUse += int64(ls.slab.InUse())
 		st.ArenasCapacity += int64(ls.slab.Cap())
 		st.Refused += c.refused.Load()
 		st.ArenaReleases += c.releases.Load()
