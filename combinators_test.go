@@ -315,10 +315,7 @@ func TestRetryStopsAtPermanent(t *testing.T) {
 // draws each one down at random, to (1-Jitter) of it at the least.
 func TestRetryWithPolicySpacesAttempts(t *testing.T) {
 	waits := func(p RetryPolicy, rnd float64, n int) []time.Duration {
-		r := &retryNode[int]{backoff: max(p.Base, 0), max: p.Max, jitter: p.Jitter}
-		if r.max > 0 {
-			r.backoff = min(r.backoff, r.max)
-		}
+		r := &retryNode[int]{backoff: max(p.Base, 0), max: p.Max, jitter: p.Jitter} // as RetryWith makes it
 		var ws []time.Duration
 		for range n {
 			ws = append(ws, r.nextWait(func() float64 { return rnd }))

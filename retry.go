@@ -71,9 +71,6 @@ func RetryWith[T any](l *Loop, p RetryPolicy, fn func() *Handle[T]) *Handle[T] {
 		return Fail[T](l, err)
 	}
 	n := &retryNode[T]{fn: fn, left: p.Attempts, backoff: max(p.Base, 0), max: p.Max, jitter: p.Jitter}
-	if n.max > 0 {
-		n.backoff = min(n.backoff, n.max)
-	}
 	n.init(l)
 	n.prod = n
 	n.t.owner = n
@@ -96,15 +93,15 @@ func (p RetryPolicy) check() error {
 	return nil
 }
 
-// nextWait returns the wait before the next attempt, drawn down by the
-// jitter, from [(1-jitter)·w, w] (rnd returns a float in [0, 1)), and
-// doubles the next one's, saturating, up to max. On the loop.
+// nextWait returns the wait before the next attempt, w (backoff, up to
+// max), drawn down by the jitter, from [(1-jitter)·w, w] (rnd returns a
+// float in [0, 1)), and doubles the next one's, saturating. On the loop.
 func (n *retryNode[T]) nextWait(rnd func() float64) time.Duration {
 	w := n.backoff
-	n.backoff = later(w, w)
 	if n.max > 0 {
-		n.backoff = min(n.backoff, n.max)
+		w = min(w, n.max)
 	}
+	n.backoff = later(w, w)
 	if n.jitter == 0 || w <= 0 {
 		return w
 	}
