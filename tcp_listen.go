@@ -108,17 +108,16 @@ func Listen(l *Loop, addr string, cfg ListenConfig, onConn func(c *Conn)) (*List
 	if err != nil {
 		return nil, fmt.Errorf("aio: listen tcp %q: %w", addr, err)
 	}
-	reuseHeld := cfg.ReusePort // counted in reusePorts (ReusePortAnyProcess skips only the check)
 	listen := listenSocket
-	if reuseHeld {
-		listen = listenReusePort
+	if cfg.ReusePort {
+		listen = listenReusePort // counted in reusePorts (ReusePortAnyProcess skips only the check)
 	}
 	fd, bound, err := listen(ap, cfg)
 	if err != nil {
 		return nil, fmt.Errorf("aio: listen tcp %s: %w", ap, err)
 	}
 	ln := newListener(l, fd, bound, cfg, onConn)
-	ln.reuseHeld = reuseHeld
+	ln.reuseHeld = cfg.ReusePort
 	ln.spare = openSpare()
 	l.runInline(ln.start)
 	return ln, nil
