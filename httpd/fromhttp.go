@@ -634,8 +634,6 @@ func (w *responseWriter) Hijack() (net.Conn, *bufio.ReadWriter, error) {
 	switch {
 	case w.hijacked:
 		return nil, nil, http.ErrHijacked
-	case w.h2:
-		return nil, nil, http.ErrNotSupported
 	case w.headDone || w.streaming:
 		return nil, nil, errors.New("httpd: Hijack after the response began")
 	}

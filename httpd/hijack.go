@@ -33,8 +33,6 @@ func (hc *h1conn) hijack(r *Request) (net.Conn, error) {
 	switch {
 	case hc.closed || hc.aborted || hc.finished:
 		return nil, ErrClientGone
-	case hc.h2 != nil:
-		return nil, http.ErrNotSupported
 	case hc.qhead != r || r.next != nil || hc.cur != nil || r.stream.p != nil || r.replied:
 		return nil, errHijackState
 	case hc.errStatus != 0 || hc.discarded > 0:
