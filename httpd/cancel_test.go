@@ -217,6 +217,22 @@ func TestArenaReuseAfterCancel(t *testing.T) {
 	assert.Equal(t, uint64(20), ts.Stats().Cancelled)
 }
 
+// firstThenArena serves GET / with first for the first request, and
+// answers each later one "second" built in its arena: with Config{Arenas:
+// 1}, the arena the first request held, once it has come back.
+func firstThenArena(first func(r *Request) Reply) *Mux {
+	served := false // owned by the loop
+	m := NewMux()
+	m.HandleFunc("GET /", func(r *Request) Reply {
+		if served {
+			return Bytes(200, append(r.Arena().Buffer(), "second"...))
+		}
+		served = true
+		return first(r)
+	})
+	return m
+}
+
 // A Work job that is the handler's reply ends cancelled at once when its
 // client goes away, but its fn runs on until it returns, and may use the
 // request's arena and views: the arena goes back only then. With one
@@ -224,13 +240,7 @@ func TestArenaReuseAfterCancel(t *testing.T) {
 // while the fn still wrote in it.
 func TestCancelledWorkReplyKeepsItsArenaUntilFnReturns(t *testing.T) {
 	started, sawCancel, finish := make(chan struct{}), make(chan struct{}), make(chan struct{})
-	first := true
-	m := NewMux()
-	m.HandleFunc("GET /", func(r *Request) Reply {
-		if !first {
-			return Bytes(200, append(r.Arena().Buffer(), "second"...))
-		}
-		first = false
+	m := firstThenArena(func(r *Request) Reply {
 		a, path := r.Arena(), r.Path()
 		return Later(aio.Work(r.Loop(), func(ctx context.Context) (Response, error) {
 			close(started) // a job cancelled before it starts never runs
@@ -445,13 +455,7 @@ func TestContextDoneBeforeWhatItsCancellationRuns(t *testing.T) {
 // (see Arena): with one arena, the next request waits for it.
 func TestDroppedWorkReplyKeepsItsArenaUntilFnReturns(t *testing.T) {
 	started, finish, done := make(chan struct{}), make(chan struct{}), make(chan struct{})
-	first := true
-	m := NewMux()
-	m.HandleFunc("GET /", func(r *Request) Reply {
-		if !first {
-			return Bytes(200, append(r.Arena().Buffer(), "second"...))
-		}
-		first = false
+	m := firstThenArena(func(r *Request) Reply {
 		s := r.Stream(200, nil)
 		_, _ = s.WriteString("x") // the head goes out
 		a := r.Arena()
